@@ -1,0 +1,264 @@
+#include <utility>
+
+#include "load_generator.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "http_response_parser.hpp"
+
+namespace edri::bench {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
+constexpr std::size_t kInitialBuffer = 4096;
+constexpr std::size_t kMaxBuffer = 1 << 20;
+// Keeps a client whose server refuses connections from spinning a core that
+// the server under test may need.
+constexpr auto kRetryDelay = std::chrono::milliseconds(10);
+constexpr auto kStopPollInterval = std::chrono::milliseconds(50);
+
+Clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string make_request(const std::string& host, const std::string& path) {
+  return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+}
+
+// State shared by all clients of one run; single-threaded, so no locking.
+struct Run {
+  tcp::endpoint endpoint;
+  std::string request;
+  Clock::time_point measure_start;
+  Clock::time_point measure_end;
+  bool stopping = false;
+  LoadResult& result;
+
+  bool in_window(Clock::time_point t) const { return t >= measure_start && t < measure_end; }
+
+  void note_error(Clock::time_point t, std::string_view what) {
+    if (result.first_error.empty()) result.first_error = what;
+    if (in_window(t)) ++result.errors;
+  }
+};
+
+class Client {
+ public:
+  Client(asio::io_context& io, Run& run) : socket_(io), retry_timer_(io), run_(run) { buffer_.resize(kInitialBuffer); }
+
+  void start() { connect(); }
+
+  void shut_down() {
+    error_code ignored;
+    socket_.close(ignored);
+    retry_timer_.cancel();
+  }
+
+ private:
+  void connect() {
+    if (run_.stopping) return;
+    used_ = 0;
+    socket_.async_connect(run_.endpoint, [this](const error_code& ec) {
+      if (run_.stopping) return;
+      if (ec) return fail("connect: " + ec.message());
+      error_code ignored;
+      // Without it small requests wait on Nagle for the previous ACK and the
+      // measured latency is the kernel's, not the server's.
+      socket_.set_option(tcp::no_delay(true), ignored);
+      send();
+    });
+  }
+
+  void send() {
+    if (run_.stopping) return;
+    sent_at_ = Clock::now();
+    asio::async_write(socket_, asio::buffer(run_.request), [this](const error_code& ec, std::size_t) {
+      if (run_.stopping) return;
+      if (ec) return fail("write: " + ec.message());
+      read();
+    });
+  }
+
+  void read() {
+    if (used_ == buffer_.size()) {
+      if (buffer_.size() >= kMaxBuffer) return fail("response larger than 1 MiB");
+      buffer_.resize(buffer_.size() * 2);
+    }
+    socket_.async_read_some(asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
+                            [this](const error_code& ec, std::size_t n) { on_read(ec, n); });
+  }
+
+  void on_read(const error_code& ec, std::size_t n) {
+    if (run_.stopping) return;
+    if (ec) {
+      return fail(ec == asio::error::eof ? "server closed the connection mid-request" : "read: " + ec.message());
+    }
+    used_ += n;
+    const ParsedResponse response = parse_http_response({buffer_.data(), used_});
+    switch (response.state) {
+      case ParsedResponse::State::kIncomplete: return read();
+      case ParsedResponse::State::kMalformed: return fail("malformed response");
+      case ParsedResponse::State::kComplete: break;
+    }
+
+    const Clock::time_point now = Clock::now();
+    if (now >= run_.measure_end) {
+      // Past the window: this connection has done its part.
+      shut_down();
+      return;
+    }
+    if (run_.in_window(now)) {
+      LoadResult& r = run_.result;
+      ++r.completed;
+      if (response.status < 200 || response.status > 299) ++r.non_2xx;
+      r.latency.record(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_).count()));
+    }
+
+    // We never pipeline, so anything past this response is not ours to keep.
+    used_ = 0;
+    if (response.connection_close) {
+      error_code ignored;
+      socket_.close(ignored);
+      return connect();
+    }
+    send();
+  }
+
+  void fail(const std::string& what) {
+    run_.note_error(Clock::now(), what);
+    error_code ignored;
+    socket_.close(ignored);
+    retry_timer_.expires_after(kRetryDelay);
+    retry_timer_.async_wait([this](const error_code& ec) {
+      if (ec || run_.stopping) return;
+      connect();
+    });
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer retry_timer_;
+  Run& run_;
+  std::vector<char> buffer_;
+  std::size_t used_ = 0;
+  Clock::time_point sent_at_{};
+};
+
+}  // namespace
+
+LoadResult run_load(const LoadOptions& options) {
+  LoadResult result;
+  asio::io_context io(1);
+
+  error_code ec;
+  const auto address = asio::ip::make_address(options.host, ec);
+  if (ec) {
+    result.first_error = "bad host address: " + options.host;
+    return result;
+  }
+
+  const Clock::time_point start = Clock::now();
+  Run run{.endpoint = tcp::endpoint(address, options.port),
+          .request = make_request(options.host, options.path),
+          .measure_start = start + to_duration(options.warmup_seconds),
+          .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
+          .result = result};
+
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.reserve(static_cast<std::size_t>(options.concurrency));
+  for (int i = 0; i < options.concurrency; ++i) {
+    clients.push_back(std::make_unique<Client>(io, run));
+  }
+
+  asio::steady_timer deadline(io);
+  asio::steady_timer stop_poll(io);
+  auto stop_all = [&] {
+    if (run.stopping) return;
+    run.stopping = true;
+    deadline.cancel();
+    stop_poll.cancel();
+    for (auto& client : clients) client->shut_down();
+  };
+
+  deadline.expires_at(run.measure_end);
+  deadline.async_wait([&](const error_code& wait_ec) {
+    if (!wait_ec) stop_all();
+  });
+
+  // Polling rather than asio::signal_set: the flag is owned by bench's own
+  // sigaction handler, which must also cover the phases where no io_context
+  // is running (server start-up, readiness probing).
+  std::function<void(const error_code&)> poll_stop = [&](const error_code& wait_ec) {
+    if (wait_ec || run.stopping) return;
+    if (options.stop_requested != nullptr && *options.stop_requested != 0) {
+      result.interrupted = true;
+      stop_all();
+      return;
+    }
+    stop_poll.expires_after(kStopPollInterval);
+    stop_poll.async_wait(poll_stop);
+  };
+  poll_stop(error_code{});
+
+  for (auto& client : clients) client->start();
+  io.run();
+
+  result.measured_seconds = options.duration_seconds;
+  if (result.interrupted) {
+    result.measured_seconds = std::chrono::duration<double>(Clock::now() - run.measure_start).count();
+    if (result.measured_seconds < 0) result.measured_seconds = 0;
+  }
+  return result;
+}
+
+bool probe_http_ok(const std::string& host, std::uint16_t port, const std::string& path, double timeout_seconds) {
+  asio::io_context io(1);
+  error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) return false;
+
+  tcp::socket socket(io);
+  const std::string request = make_request(host, path);
+  std::vector<char> buffer(kInitialBuffer);
+  std::size_t used = 0;
+  bool ok = false;
+
+  std::function<void()> read_more = [&] {
+    if (used == buffer.size()) return;  // no answer a probe cares about is this big
+    socket.async_read_some(asio::buffer(buffer.data() + used, buffer.size() - used),
+                           [&](const error_code& read_ec, std::size_t n) {
+                             if (read_ec) return;
+                             used += n;
+                             const ParsedResponse r = parse_http_response({buffer.data(), used});
+                             if (r.state == ParsedResponse::State::kIncomplete) return read_more();
+                             ok = r.state == ParsedResponse::State::kComplete && r.status == 200;
+                           });
+  };
+
+  socket.async_connect(tcp::endpoint(address, port), [&](const error_code& connect_ec) {
+    if (connect_ec) return;
+    asio::async_write(socket, asio::buffer(request), [&](const error_code& write_ec, std::size_t) {
+      if (!write_ec) read_more();
+    });
+  });
+
+  io.run_for(to_duration(timeout_seconds));
+  return ok;
+}
+
+}  // namespace edri::bench

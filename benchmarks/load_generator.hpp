@@ -1,0 +1,45 @@
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <string>
+
+#include "histogram.hpp"
+
+namespace edri::bench {
+
+struct LoadOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string path = "/noop";
+  int concurrency = 1;
+  double warmup_seconds = 1.0;
+  double duration_seconds = 5.0;
+  // Polled while the run is in progress so a signal ends it within ~50 ms.
+  const volatile std::sig_atomic_t* stop_requested = nullptr;
+};
+
+struct LoadResult {
+  std::uint64_t completed = 0;  // responses received inside the measured window
+  std::uint64_t non_2xx = 0;    // of those, the ones whose status was not 2xx
+  std::uint64_t errors = 0;     // connect/read/write failures and malformed responses
+  double measured_seconds = 0;
+  bool interrupted = false;
+  std::string first_error;   // the first failure seen, to tell the user why
+  LatencyHistogram latency;  // of every completed response, in nanoseconds
+
+  double requests_per_second() const {
+    return measured_seconds > 0 ? static_cast<double>(completed) / measured_seconds : 0.0;
+  }
+};
+
+// Closed-loop keep-alive load: `concurrency` connections on one thread, each
+// sending the next GET as soon as the previous response is complete. Requests
+// completing during the warm-up are discarded.
+LoadResult run_load(const LoadOptions& options);
+
+// One GET on a fresh connection; true when it answers 200 within the timeout.
+// Used to tell when a freshly started server is really serving.
+bool probe_http_ok(const std::string& host, std::uint16_t port, const std::string& path, double timeout_seconds);
+
+}  // namespace edri::bench

@@ -1,0 +1,315 @@
+#include <utility>
+
+#include "reference_servers.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "load_generator.hpp"
+
+#ifndef EDRI_SOURCE_DIR
+#error "EDRI_SOURCE_DIR must name the source tree (benchmarks/reference lives there)"
+#endif
+#ifndef EDRI_BINARY_DIR
+#error "EDRI_BINARY_DIR must name the build tree (bin/edri-server, plugins/bench_app.so)"
+#endif
+
+namespace edri::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kLoopback = "127.0.0.1";
+constexpr auto kStartTimeout = std::chrono::seconds(10);
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kNginx = "/usr/sbin/nginx";
+constexpr std::string_view kEdriReadyPrefix = "edri: listening on http://";
+
+fs::path reference_dir() { return fs::path(EDRI_SOURCE_DIR) / "benchmarks" / "reference"; }
+
+bool interrupted(const ServerSettings& s) { return s.stop_requested != nullptr && *s.stop_requested != 0; }
+
+OutputTo server_output(const ServerSettings& s) { return s.verbose ? OutputTo::kStderr : OutputTo::kDevNull; }
+
+StartedServer not_running(StartedServer::Outcome outcome, std::string message) {
+  StartedServer out;
+  out.outcome = outcome;
+  out.message = std::move(message);
+  return out;
+}
+
+// The kernel picks a free port; it is released again for the server to take,
+// which leaves a small window for another process to grab it first.
+std::optional<std::uint16_t> pick_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  std::optional<std::uint16_t> port;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Polls until the server answers, has died, or the time is up. The process
+// check matters: a server that exits at once should say so, not time out.
+StartedServer wait_until_serving(StartedServer server, const ServerSettings& settings) {
+  const auto deadline = Clock::now() + kStartTimeout;
+  while (Clock::now() < deadline) {
+    if (interrupted(settings)) {
+      server.outcome = StartedServer::Outcome::kInterrupted;
+      server.message = "interrupted";
+      return server;
+    }
+    if (auto how = server.process->exit_description()) {
+      server.outcome = StartedServer::Outcome::kFailed;
+      server.message = "server " + *how + " before answering GET /noop";
+      return server;
+    }
+    if (probe_http_ok(kLoopback, server.port, "/noop", 0.5)) {
+      server.outcome = StartedServer::Outcome::kRunning;
+      return server;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  server.outcome = StartedServer::Outcome::kFailed;
+  server.message = "GET /noop did not answer 200 within 10 s";
+  return server;
+}
+
+std::optional<std::uint16_t> port_from_ready_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.substr(0, kEdriReadyPrefix.size()) != kEdriReadyPrefix) return std::nullopt;
+  std::string_view authority = line.substr(kEdriReadyPrefix.size());
+  authority = authority.substr(0, authority.find('/'));
+  const std::size_t colon = authority.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view digits = authority.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || value == 0 || value > 65535) return std::nullopt;
+  return static_cast<std::uint16_t>(value);
+}
+
+StartedServer start_edri(const ServerSettings& settings) {
+  const fs::path binary = fs::path(EDRI_BINARY_DIR) / "bin" / "edri-server";
+  const fs::path plugin = fs::path(EDRI_BINARY_DIR) / "plugins" / "bench_app.so";
+  if (!fs::exists(binary)) {
+    return not_running(StartedServer::Outcome::kFailed, binary.string() + " is not built");
+  }
+  if (!fs::exists(plugin)) {
+    return not_running(StartedServer::Outcome::kFailed, plugin.string() + " is not built");
+  }
+
+  ProcessSpec spec{.program = binary.string(),
+                   .args = {},
+                   .env = {{"EDRI_HOST", kLoopback}, {"EDRI_PORT", "0"}, {"EDRI_PLUGINS", plugin.string()}},
+                   .working_dir = {},
+                   .cpus = {},  // edri pins its own processes from EDRI_CPUS
+                   .stdout_to = OutputTo::kPipe,
+                   .stderr_to = server_output(settings)};
+  if (!settings.server_cpus.empty()) spec.env.emplace_back("EDRI_CPUS", settings.server_cpus);
+
+  StartedServer server;
+  std::string error;
+  server.process = ServerProcess::start(spec, error);
+  if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
+
+  const auto deadline = Clock::now() + kStartTimeout;
+  for (;;) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    std::string line;
+    const auto status = server.process->read_stdout_line(left, settings.stop_requested, line);
+    if (status == ServerProcess::LineStatus::kInterrupted) {
+      server.outcome = StartedServer::Outcome::kInterrupted;
+      server.message = "interrupted";
+      return server;
+    }
+    if (status != ServerProcess::LineStatus::kLine) {
+      server.outcome = StartedServer::Outcome::kFailed;
+      if (status == ServerProcess::LineStatus::kTimeout) {
+        server.message = "no \"edri: listening on\" line on stdout within 10 s";
+      } else {
+        server.process->wait_for_exit(1.0);
+        const auto how = server.process->exit_description();
+        server.message =
+            "stdout closed before the listening line (server " + how.value_or(std::string("still running")) + ")";
+      }
+      return server;
+    }
+    if (const auto port = port_from_ready_line(line)) {
+      server.port = *port;
+      break;
+    }
+    if (settings.verbose) std::fprintf(stderr, "edri stdout: %s\n", line.c_str());
+  }
+  // Nothing else on stdout is for us; the server ignores SIGPIPE.
+  server.process->close_stdout();
+  return wait_until_serving(std::move(server), settings);
+}
+
+StartedServer start_fastapi(const ServerSettings& settings) {
+  if (::access(kPython, X_OK) != 0 || run_quietly({kPython, "-c", "import fastapi, uvicorn, uvloop, httptools"}) != 0) {
+    return not_running(StartedServer::Outcome::kNotInstalled,
+                       std::string(kPython) + " lacks fastapi, uvicorn, uvloop or httptools");
+  }
+  if (!fs::exists(reference_dir() / "fastapi_app.py")) {
+    return not_running(StartedServer::Outcome::kFailed, (reference_dir() / "fastapi_app.py").string() + " is missing");
+  }
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+
+  ProcessSpec spec{
+      .program = kPython,
+      .args = {"-m", "uvicorn", "fastapi_app:app", "--host", kLoopback, "--port", std::to_string(*port), "--loop",
+               "uvloop", "--http", "httptools", "--workers", "1", "--no-access-log", "--log-level", "warning"},
+      // Keeps __pycache__ out of the source tree.
+      .env = {{"PYTHONDONTWRITEBYTECODE", "1"}},
+      .working_dir = reference_dir().string(),
+      .cpus = settings.server_cpu_list,
+      .stdout_to = server_output(settings),
+      .stderr_to = server_output(settings)};
+  StartedServer server;
+  std::string error;
+  server.process = ServerProcess::start(spec, error);
+  if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
+  server.port = *port;
+  return wait_until_serving(std::move(server), settings);
+}
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (std::size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
+    text.replace(pos, from.size(), to);
+  }
+}
+
+std::string last_line_of(const fs::path& path) {
+  const auto text = read_file(path);
+  if (!text) return {};
+  std::string_view view(*text);
+  while (!view.empty() && (view.back() == '\n' || view.back() == '\r')) view.remove_suffix(1);
+  return std::string(view.substr(view.rfind('\n') == std::string_view::npos ? 0 : view.rfind('\n') + 1));
+}
+
+StartedServer start_nginx(const ServerSettings& settings) {
+  if (::access(kNginx, X_OK) != 0) {
+    return not_running(StartedServer::Outcome::kNotInstalled, std::string(kNginx) + " not found");
+  }
+  const fs::path template_path = reference_dir() / "nginx.conf.in";
+  auto config = read_file(template_path);
+  if (!config) {
+    return not_running(StartedServer::Outcome::kFailed, "cannot read " + template_path.string());
+  }
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+
+  StartedServer server;
+  std::string error;
+  server.temp_dir = TempDir::create("edri-bench-nginx", error);
+  if (!server.temp_dir) return not_running(StartedServer::Outcome::kFailed, error);
+  const fs::path prefix = server.temp_dir->path();
+
+  replace_all(*config, "@PREFIX@", prefix.string());
+  replace_all(*config, "@PORT@", std::to_string(*port));
+  {
+    std::ofstream out(prefix / "nginx.conf", std::ios::binary);
+    out << *config;
+    if (!out.flush()) {
+      server.outcome = StartedServer::Outcome::kFailed;
+      server.message = "cannot write " + (prefix / "nginx.conf").string();
+      return server;
+    }
+  }
+
+  const fs::path error_log = prefix / "error.log";
+  ProcessSpec spec{
+      .program = kNginx,
+      // -e: the compiled-in error log path is used until the
+      // config is read, and may not be writable.
+      .args = {"-p", prefix.string() + "/", "-c", (prefix / "nginx.conf").string(), "-e", error_log.string()},
+      .env = {},
+      .working_dir = prefix.string(),
+      .cpus = settings.server_cpu_list,
+      .stdout_to = server_output(settings),
+      .stderr_to = server_output(settings)};
+  server.process = ServerProcess::start(spec, error);
+  if (!server.process) {
+    server.outcome = StartedServer::Outcome::kFailed;
+    server.message = error;
+    return server;
+  }
+  server.port = *port;
+  server = wait_until_serving(std::move(server), settings);
+  if (server.outcome == StartedServer::Outcome::kFailed) {
+    if (const std::string last = last_line_of(error_log); !last.empty()) {
+      server.message += " (error.log: " + last + ")";
+    }
+  }
+  return server;
+}
+
+}  // namespace
+
+std::string_view display_name(ServerKind kind) {
+  switch (kind) {
+    case ServerKind::kEdri: return "edri";
+    case ServerKind::kFastApi: return "FastAPI";
+    case ServerKind::kNginx: return "nginx";
+  }
+  return "?";
+}
+
+std::unique_ptr<TempDir> TempDir::create(const std::string& name_prefix, std::string& error) {
+  std::string pattern = "/tmp/" + name_prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    error = "mkdtemp: " + std::string(std::strerror(errno));
+    return nullptr;
+  }
+  // nginx workers started by root run as nobody and must be able to reach it.
+  ::chmod(pattern.c_str(), 0755);
+  return std::unique_ptr<TempDir>(new TempDir(pattern));
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+StartedServer start_server(ServerKind kind, const ServerSettings& settings) {
+  switch (kind) {
+    case ServerKind::kEdri: return start_edri(settings);
+    case ServerKind::kFastApi: return start_fastapi(settings);
+    case ServerKind::kNginx: return start_nginx(settings);
+  }
+  return not_running(StartedServer::Outcome::kFailed, "unknown server");
+}
+
+}  // namespace edri::bench

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server_process.hpp"
+
+namespace edri::bench {
+
+enum class ServerKind { kEdri, kFastApi, kNginx };
+
+std::string_view display_name(ServerKind kind);
+
+struct ServerSettings {
+  std::string server_cpus;           // as the user wrote it; handed to edri as EDRI_CPUS
+  std::vector<int> server_cpu_list;  // the same, expanded, for pinning the references
+  bool verbose = false;
+  const volatile std::sig_atomic_t* stop_requested = nullptr;
+};
+
+// A directory under /tmp removed, with its contents, on destruction.
+class TempDir {
+ public:
+  static std::unique_ptr<TempDir> create(const std::string& name_prefix, std::string& error);
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
+
+struct StartedServer {
+  enum class Outcome { kRunning, kNotInstalled, kFailed, kInterrupted };
+
+  Outcome outcome = Outcome::kFailed;
+  std::string message;  // why it is not running
+  std::uint16_t port = 0;
+  // Declared before `process` so the server is stopped before its files go.
+  std::unique_ptr<TempDir> temp_dir;
+  std::unique_ptr<ServerProcess> process;
+};
+
+// Starts the server and waits until GET /noop answers 200 on 127.0.0.1.
+StartedServer start_server(ServerKind kind, const ServerSettings& settings);
+
+}  // namespace edri::bench

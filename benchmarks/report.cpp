@@ -1,0 +1,142 @@
+#include <utility>
+
+#include "report.hpp"
+
+#include <sched.h>
+#include <sys/utsname.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string_view>
+
+namespace edri::bench {
+namespace {
+
+double to_ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, value);
+  return buf;
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string model = line.substr(colon + 1);
+        model.erase(0, model.find_first_not_of(" \t"));
+        return model;
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+// What `nproc` prints: the CPUs this process may run on.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+std::string errors_cell(const RunSummary& s) {
+  if (s.non_2xx == 0) return std::to_string(s.errors);
+  return std::to_string(s.errors) + " + " + std::to_string(s.non_2xx) + " non-2xx";
+}
+
+std::string ratio_cell(const Row& row, const Row* reference) {
+  if (!row.summary || reference == nullptr || !reference->summary || reference->summary->requests_per_second <= 0) {
+    return "-";
+  }
+  const double ratio = row.summary->requests_per_second / reference->summary->requests_per_second;
+  return format(ratio >= 100 ? "%.0fx" : ratio >= 1 ? "%.1fx" : "%.2fx", ratio);
+}
+
+const Row* find_row(const std::vector<Row>& rows, std::string_view server, int concurrency) {
+  for (const Row& row : rows) {
+    if (row.server == server && row.concurrency == concurrency) return &row;
+  }
+  return nullptr;
+}
+
+// The measured cells of a row, or the reason in the req/s column and dashes.
+std::vector<std::string> measured_cells(const Row& row) {
+  if (!row.summary) return {row.unavailable, "-", "-", "-"};
+  const RunSummary& s = *row.summary;
+  return {format("%.0f", s.requests_per_second), format("%.3f", s.p50_ms), format("%.3f", s.p99_ms), errors_cell(s)};
+}
+
+void print_row(const std::vector<std::string>& cells) {
+  std::string line = "|";
+  for (const auto& cell : cells) line += " " + cell + " |";
+  std::printf("%s\n", line.c_str());
+}
+
+}  // namespace
+
+RunSummary summarize(const LoadResult& result) {
+  const LatencyHistogram& h = result.latency;
+  return RunSummary{.requests_per_second = result.requests_per_second(),
+                    .p50_ms = to_ms(h.percentile(0.50)),
+                    .p95_ms = to_ms(h.percentile(0.95)),
+                    .p99_ms = to_ms(h.percentile(0.99)),
+                    .max_ms = to_ms(h.max()),
+                    .errors = result.errors,
+                    .non_2xx = result.non_2xx};
+}
+
+std::string context_line(const std::string& command_line) {
+  char date[64] = "unknown date";
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  if (gmtime_r(&now, &utc) != nullptr) std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  utsname uts{};
+  const std::string kernel = uname(&uts) == 0 ? std::string(uts.sysname) + " " + uts.release : "unknown kernel";
+  return std::string(date) + " | " + cpu_model() + " | nproc " + std::to_string(usable_cpus()) + " | " + kernel +
+         " | `" + command_line + "`";
+}
+
+std::string progress_line(const std::string& server, int concurrency, const RunSummary& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "  %s c=%d: %.0f req/s, p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms, "
+                "errors %llu, non-2xx %llu",
+                server.c_str(), concurrency, s.requests_per_second, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms,
+                static_cast<unsigned long long>(s.errors), static_cast<unsigned long long>(s.non_2xx));
+  return buf;
+}
+
+void print_noop_table(const std::vector<Row>& rows) {
+  std::printf("| c | req/s | p50 ms | p99 ms | errors |\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (const Row& row : rows) {
+    std::vector<std::string> cells{std::to_string(row.concurrency)};
+    for (auto& cell : measured_cells(row)) cells.push_back(std::move(cell));
+    print_row(cells);
+  }
+}
+
+void print_compare_table(const std::vector<Row>& rows, const std::vector<int>& concurrencies) {
+  std::printf("| server | c | req/s | p50 ms | p99 ms | errors | vs FastAPI | vs nginx |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int c : concurrencies) {
+    const Row* fastapi = find_row(rows, "FastAPI", c);
+    const Row* nginx = find_row(rows, "nginx", c);
+    for (const Row& row : rows) {
+      if (row.concurrency != c) continue;
+      std::vector<std::string> cells{row.server, std::to_string(c)};
+      for (auto& cell : measured_cells(row)) cells.push_back(std::move(cell));
+      cells.push_back(ratio_cell(row, fastapi));
+      cells.push_back(ratio_cell(row, nginx));
+      print_row(cells);
+    }
+  }
+}
+
+}  // namespace edri::bench

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine, builds edri and serves the example app
+# on http://127.0.0.1:8080 (override with EDRI_HOST / EDRI_PORT).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh release
+export EDRI_HOST="${EDRI_HOST:-127.0.0.1}" EDRI_PORT="${EDRI_PORT:-8080}"
+export EDRI_PLUGINS="${EDRI_PLUGINS:-$PWD/build/plugins/bench_app.so}"
+exec build/bin/edri-server

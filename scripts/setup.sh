@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages edri needs to build, test and benchmark.
+# Idempotent: installs only what is missing; a no-op on a ready machine.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libboost-dev libboost-system-dev
+  nlohmann-json3-dev libspdlog-dev catch2 node-llhttp libsqlite3-dev
+  clang-format
+  # references measured side by side by `bench` (optional at run time)
+  nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine, builds edri and runs every test:
+# formatting, the suite in a Release build, the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and a short bench smoke run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+echo "== format"
+files=$(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find src include tests examples benchmarks -name '*.[ch]pp')
+clang-format --dry-run --Werror $files
+
+echo "== release build and tests"
+scripts/build.sh release
+ctest --test-dir build --output-on-failure -j1
+
+echo "== ASan + UBSan build and tests"
+scripts/build.sh asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j1
+
+echo "== bench smoke (speed not asserted)"
+build/bin/bench noop --quick --concurrency 1,8

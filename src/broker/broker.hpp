@@ -1,0 +1,46 @@
+// Broker: the API side of the pipeline. It keeps every request that a
+// listener sent until its response comes back, answers 504 for one that
+// outlives EDRI_API_RESPONSE_TIMEOUT, and returns each response to the
+// listener that holds the connection. It reads envelope headers only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+
+#include "common/asio.hpp"
+#include "common/config.hpp"
+#include "common/process_loop.hpp"
+#include "envelope/envelope.hpp"
+
+namespace edri::broker {
+
+class Broker {
+ public:
+  Broker(ProcessLoop& loop, const Config& config);
+
+ private:
+  struct Pending {
+    envelope::EnvelopeHeader request;  // origin, to answer 504 without the handler
+  };
+
+  void on_request(std::uint16_t listener, std::span<const std::byte> record);
+  void on_response(std::span<const std::byte> record);
+  void arm_deadline_timer();
+  void expire();
+
+  ProcessLoop& loop_;
+  std::chrono::nanoseconds timeout_;
+  transport::Outbox& to_router_;
+  std::vector<transport::Outbox*> to_listener_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  // Request ids in arrival order; with one timeout for all, the front has
+  // the earliest deadline. Answered ids are skipped lazily.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> deadlines_;
+  asio::steady_timer timer_;
+  bool timer_armed_ = false;
+};
+
+}  // namespace edri::broker

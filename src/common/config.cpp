@@ -1,0 +1,172 @@
+#include "common/config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+namespace edri {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+template <class T>
+T parse_integer(const char* name, const char* text, T min, T max) {
+  T value{};
+  std::string_view s(text);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || p != s.data() + s.size())
+    throw ConfigError(std::string(name) + "=" + text + ": not an integer");
+  if (value < min || value > max)
+    throw ConfigError(std::string(name) + "=" + text + ": must be between " + std::to_string(min) + " and " +
+                      std::to_string(max));
+  return value;
+}
+
+double parse_seconds(const char* name, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0) || v > 86400)
+    throw ConfigError(std::string(name) + "=" + text + ": must be a number of seconds in (0, 86400]");
+  return v;
+}
+
+bool parse_bool(const char* name, const char* text) {
+  std::string s(text);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  throw ConfigError(std::string(name) + "=" + text + ": must be 1/0, true/false, yes/no or on/off");
+}
+
+std::vector<std::string> split_paths(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == ':' || c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (part.empty()) throw std::invalid_argument("empty element");
+    const auto dash = part.find('-');
+    int lo = 0, hi = 0;
+    auto num = [](const std::string& s) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v > 1023)
+        throw std::invalid_argument("bad CPU number '" + s + "'");
+      return v;
+    };
+    if (dash == std::string::npos) {
+      lo = hi = num(part);
+    } else {
+      lo = num(part.substr(0, dash));
+      hi = num(part.substr(dash + 1));
+      if (hi < lo) throw std::invalid_argument("bad range '" + part + "'");
+    }
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) throw std::invalid_argument("empty list");
+  return cpus;
+}
+
+Config Config::from_env() {
+  Config c;
+  if (auto v = env("EDRI_HOST")) c.host = v;
+  if (auto v = env("EDRI_PORT")) c.port = parse_integer<std::uint16_t>("EDRI_PORT", v, 0, 65535);
+  if (auto v = env("EDRI_PLUGINS")) c.plugins = split_paths(v);
+  if (auto v = env("EDRI_LISTENER_WORKERS"))
+    c.listener_workers = parse_integer<std::uint32_t>("EDRI_LISTENER_WORKERS", v, 1, 64);
+  if (auto v = env("EDRI_API_RESPONSE_TIMEOUT"))
+    c.api_response_timeout_s = parse_seconds("EDRI_API_RESPONSE_TIMEOUT", v);
+  if (auto v = env("EDRI_MAX_BODY_SIZE"))
+    c.max_body_size = parse_integer<std::size_t>("EDRI_MAX_BODY_SIZE", v, 0, std::size_t{1} << 40);
+  if (auto v = env("EDRI_MAX_HEADER_SIZE"))
+    c.max_header_bytes = parse_integer<std::size_t>("EDRI_MAX_HEADER_SIZE", v, 256, 1u << 20);
+  if (auto v = env("EDRI_MAX_URL_SIZE"))
+    c.max_url_bytes = parse_integer<std::size_t>("EDRI_MAX_URL_SIZE", v, 16, 1u << 20);
+  if (auto v = env("EDRI_MAX_PIPELINE")) c.max_pipeline = parse_integer<std::uint32_t>("EDRI_MAX_PIPELINE", v, 1, 4096);
+  if (auto v = env("EDRI_LOG_LEVEL")) {
+    std::string s = v;
+    if (s != "trace" && s != "debug" && s != "info" && s != "warn" && s != "warning" && s != "error" &&
+        s != "critical" && s != "off")
+      throw ConfigError("EDRI_LOG_LEVEL=" + s + ": must be trace, debug, info, warn, error, critical or off");
+    c.log_level = s == "warning" ? "warn" : s;
+  }
+  if (auto v = env("ENVIRONMENT")) c.production = std::string(v) == "production";
+  if (auto v = env("EDRI_RING_BYTES")) {
+    c.ring_bytes = parse_integer<std::size_t>("EDRI_RING_BYTES", v, 4096, std::size_t{1} << 30);
+    if (c.ring_bytes & (c.ring_bytes - 1))
+      throw ConfigError(std::string("EDRI_RING_BYTES=") + v + ": must be a power of two");
+  }
+  if (auto v = env("EDRI_OUTBOX_LIMIT"))
+    c.outbox_limit = parse_integer<std::size_t>("EDRI_OUTBOX_LIMIT", v, 0, std::size_t{1} << 34);
+  if (auto v = env("EDRI_SPIN")) c.spin = parse_integer<std::uint32_t>("EDRI_SPIN", v, 0, 100000000);
+  if (auto v = env("EDRI_CPUS")) {
+    try {
+      c.cpus = parse_cpu_list(v);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("EDRI_CPUS=") + v + ": " + e.what());
+    }
+  }
+  if (auto v = env("EDRI_SCHED")) {
+    std::string s = v;
+    if (s != "batch" && s != "other") throw ConfigError("EDRI_SCHED=" + s + ": must be batch or other");
+    c.sched_batch = s == "batch";
+  }
+  if (auto v = env("EDRI_SERVER_TIMING")) c.server_timing = parse_bool("EDRI_SERVER_TIMING", v);
+  if (c.max_body_size + 4096 > c.ring_bytes / 4)
+    throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) + ": too large for EDRI_RING_BYTES=" +
+                      std::to_string(c.ring_bytes) + " (a body must fit a quarter of a ring, less 4096 bytes)");
+  return c;
+}
+
+std::string Config::describe() const {
+  std::ostringstream o;
+  auto join = [](const auto& v) {
+    std::string s;
+    for (const auto& x : v) {
+      if (!s.empty()) s += ',';
+      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::string>)
+        s += x;
+      else
+        s += std::to_string(x);
+    }
+    return s;
+  };
+  o << "EDRI_HOST=" << host << '\n'
+    << "EDRI_PORT=" << port << '\n'
+    << "EDRI_PLUGINS=" << join(plugins) << '\n'
+    << "EDRI_LISTENER_WORKERS=" << listener_workers << '\n'
+    << "EDRI_API_RESPONSE_TIMEOUT=" << api_response_timeout_s << '\n'
+    << "EDRI_MAX_BODY_SIZE=" << max_body_size << '\n'
+    << "EDRI_MAX_HEADER_SIZE=" << max_header_bytes << '\n'
+    << "EDRI_MAX_URL_SIZE=" << max_url_bytes << '\n'
+    << "EDRI_MAX_PIPELINE=" << max_pipeline << '\n'
+    << "EDRI_LOG_LEVEL=" << log_level << '\n'
+    << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'
+    << "EDRI_RING_BYTES=" << ring_bytes << '\n'
+    << "EDRI_OUTBOX_LIMIT=" << outbox_limit << '\n'
+    << "EDRI_SPIN=" << spin << '\n'
+    << "EDRI_CPUS=" << join(cpus) << '\n'
+    << "EDRI_SCHED=" << (sched_batch ? "batch" : "other") << '\n'
+    << "EDRI_SERVER_TIMING=" << (server_timing ? 1 : 0) << '\n';
+  return o.str();
+}
+
+}  // namespace edri

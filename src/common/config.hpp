@@ -1,0 +1,48 @@
+// Config: the effective configuration, read from the environment.
+//
+// Every process reads it from the same inherited environment, so the
+// supervisor never ships it to its children. An invalid value throws
+// ConfigError naming the variable; start-up then stops.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace edri {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string host = "127.0.0.1";            // EDRI_HOST
+  std::uint16_t port = 8080;                 // EDRI_PORT (0: any free port)
+  std::vector<std::string> plugins;          // EDRI_PLUGINS (paths, ':' or ',' separated)
+  std::uint32_t listener_workers = 1;        // EDRI_LISTENER_WORKERS
+  double api_response_timeout_s = 30.0;      // EDRI_API_RESPONSE_TIMEOUT
+  std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
+  std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
+  std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE
+  std::uint32_t max_pipeline = 64;           // EDRI_MAX_PIPELINE (requests in flight per connection)
+  std::string log_level = "info";            // EDRI_LOG_LEVEL
+  bool production = false;                   // ENVIRONMENT=production
+  std::size_t ring_bytes = 4u << 20;         // EDRI_RING_BYTES (power of two)
+  std::size_t outbox_limit = 16u << 20;      // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
+  std::uint32_t spin = 0;                    // EDRI_SPIN (idle polls before sleeping)
+  std::vector<int> cpus;                     // EDRI_CPUS (CPU list for every edri process)
+  bool sched_batch = true;                   // EDRI_SCHED=batch|other
+  bool server_timing = false;                // EDRI_SERVER_TIMING=1
+
+  // Reads the environment; throws ConfigError on an invalid value.
+  static Config from_env();
+  // One line per variable: NAME=value, as in effect.
+  std::string describe() const;
+};
+
+// Parses "0-3,6" style CPU lists; throws std::invalid_argument.
+std::vector<int> parse_cpu_list(const std::string& text);
+
+}  // namespace edri

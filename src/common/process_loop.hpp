@@ -1,0 +1,77 @@
+// ProcessLoop: the single-threaded event loop every edri child runs.
+//
+// One Asio io_context carries sockets, timers and signals; around it the
+// loop drains every inbound channel in one batch per turn and, when a turn
+// found nothing to do for `spin` turns, tells its producers it is going to
+// sleep and blocks in epoll on its doorbell (protocol: shm_layout.hpp).
+// While the pipeline is busy no process makes a system call per message.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/asio.hpp"
+#include "common/config.hpp"
+#include "transport/outbox.hpp"
+#include "transport/segment.hpp"
+#include "transport/topology.hpp"
+
+namespace edri {
+
+class ProcessLoop {
+ public:
+  using RecordHandler = std::function<void(std::span<const std::byte>)>;
+
+  ProcessLoop(const transport::Segment& segment, const transport::Topology& topology, std::uint32_t slot,
+              const std::vector<int>& doorbell_fds, const Config& config);
+  ~ProcessLoop();
+
+  asio::io_context& io() { return io_; }
+  std::uint32_t slot() const { return slot_; }
+  const transport::Topology& topology() const { return topology_; }
+
+  // Records arriving from `producer_slot` go to `handler`.
+  void on_records_from(std::uint32_t producer_slot, RecordHandler handler);
+  // The outbox towards `consumer_slot`; throws if there is no such channel.
+  transport::Outbox& outbox_to(std::uint32_t consumer_slot);
+  // Called once per turn after inbound channels were drained, before the
+  // outboxes are flushed (listeners write their sockets here).
+  void after_drain(std::function<void()> hook) { after_drain_ = std::move(hook); }
+  // Called on SIGTERM/SIGINT; the default stops the loop.
+  void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
+
+  void run();
+  void stop();
+
+ private:
+  struct Inbound {
+    transport::ChannelConsumer consumer;
+    transport::Doorbell producer;
+    RecordHandler handler;
+    std::uint32_t producer_slot;
+  };
+
+  std::size_t drain_inbound();
+  bool inbound_empty() const;
+  void arm_doorbell();
+
+  asio::io_context io_{1};
+  const transport::Segment& segment_;
+  const transport::Topology& topology_;
+  std::uint32_t slot_;
+  std::vector<int> doorbell_fds_;
+  std::uint32_t spin_;
+  transport::Doorbell own_;
+  asio::posix::stream_descriptor doorbell_stream_;
+  asio::signal_set signals_;
+  std::vector<Inbound> inbound_;
+  std::vector<std::unique_ptr<transport::Outbox>> outboxes_;  // by consumer slot
+  std::vector<transport::Outbox*> active_outboxes_;
+  std::function<void()> after_drain_;
+  std::function<void()> on_stop_signal_;
+  bool stopped_ = false;
+};
+
+}  // namespace edri

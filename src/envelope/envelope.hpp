@@ -1,0 +1,234 @@
+// Envelope: the binary form of an event on the wire between edri processes
+// (contract, versioned).
+//
+//   EnvelopeHeader (88 bytes, little-endian, fixed)
+//   section_count x { SectionHeader (8 bytes), payload }
+//
+// Broker and router read and patch the header only; sections are parsed
+// where they are needed (listener, manager). Key/value sections (path
+// parameters, headers) are a sequence of { u16 key_len, key, u32 value_len,
+// value }.
+//
+// decode() accepts any byte string and answers malformed input with an
+// error code: it never reads outside the given span.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string_view>
+
+namespace edri::envelope {
+
+inline constexpr std::uint32_t kMagic = 0x49524445;  // "EDRI"
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kMaxSections = 16;
+inline constexpr std::size_t kStampCount = 8;
+
+enum class Kind : std::uint8_t { Request = 1, Response = 2, Notification = 3, Control = 4 };
+
+enum Flags : std::uint16_t {
+  kFlagTiming = 1u << 0,     // hops record their stamps
+  kFlagKeepAlive = 1u << 1,  // listener: keep the connection after the response
+  kFlagHead = 1u << 2,       // listener: HEAD request, send no body
+};
+
+// Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.
+enum Stamp : std::uint8_t {
+  kStampBrokerIn = 0,
+  kStampRouterIn = 1,
+  kStampManagerIn = 2,
+  kStampManagerOut = 3,
+  kStampRouterOut = 4,
+  kStampBrokerOut = 5,
+  kStampListenerOut = 6,
+};
+
+enum class SectionType : std::uint16_t {
+  PathParams = 1,   // key/value
+  Query = 2,        // raw query string
+  Headers = 3,      // key/value
+  Body = 4,         // raw bytes
+  ContentType = 5,  // response content type
+  Control = 6,      // control payload (process-internal)
+};
+
+struct EnvelopeHeader {
+  std::uint32_t magic;
+  std::uint8_t version;
+  std::uint8_t kind;
+  std::uint16_t flags;
+  std::uint64_t event_type;  // fnv1a64 of the event name
+  std::uint64_t request_id;  // unique per listener (listener index in the top 16 bits)
+  std::uint32_t origin_connection;
+  std::uint32_t origin_stream;
+  std::uint16_t origin_listener;
+  std::uint16_t status;
+  std::uint16_t reply_to;  // process slot the response goes back to (0: the broker)
+  std::uint16_t section_count;
+  std::uint32_t total_length;       // header + sections, bytes
+  std::uint32_t origin_generation;  // listener's connection generation
+  std::uint64_t t0_ns;              // CLOCK_MONOTONIC when the listener dispatched
+  std::array<std::uint32_t, kStampCount> stamps;
+};
+static_assert(sizeof(EnvelopeHeader) == 88);
+
+struct SectionHeader {
+  std::uint16_t type;
+  std::uint16_t reserved;
+  std::uint32_t length;
+};
+static_assert(sizeof(SectionHeader) == 8);
+
+enum class DecodeError : std::uint8_t {
+  None = 0,
+  Truncated,  // shorter than its header or its declared length
+  BadMagic,
+  BadVersion,
+  BadKind,
+  LengthMismatch,  // total_length differs from the bytes given
+  TooManySections,
+  SectionOverflow,  // a section runs past the end
+  TrailingBytes,    // bytes after the last declared section
+  DuplicateSection,
+};
+
+const char* to_string(DecodeError e);
+
+struct Section {
+  SectionType type;
+  std::span<const std::byte> data;
+};
+
+// A decoded envelope: a copy of the header and views into the input.
+struct EnvelopeView {
+  EnvelopeHeader header{};
+  std::array<Section, kMaxSections> sections{};
+  std::size_t section_count = 0;
+
+  // The section of the given type, or an empty span.
+  std::span<const std::byte> section(SectionType t) const {
+    for (std::size_t i = 0; i < section_count; ++i)
+      if (sections[i].type == t) return sections[i].data;
+    return {};
+  }
+  bool has(SectionType t) const {
+    for (std::size_t i = 0; i < section_count; ++i)
+      if (sections[i].type == t) return true;
+    return false;
+  }
+  std::string_view text(SectionType t) const {
+    auto s = section(t);
+    return {reinterpret_cast<const char*>(s.data()), s.size()};
+  }
+};
+
+[[nodiscard]] DecodeError decode(std::span<const std::byte> in, EnvelopeView& out);
+
+// Reads only the fixed header (broker, router). Checks magic, version and
+// that the length matches.
+[[nodiscard]] DecodeError peek_header(std::span<const std::byte> in, EnvelopeHeader& out);
+
+// Iterates a key/value section. next() returns false at the end or on a
+// malformed entry; ok() tells which.
+class KeyValueReader {
+ public:
+  explicit KeyValueReader(std::span<const std::byte> data) : data_(data) {}
+  bool next(std::string_view& key, std::string_view& value);
+  bool ok() const { return ok_; }
+
+ private:
+  std::span<const std::byte> data_;
+  std::size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Builds an envelope in two passes: add sections (sizes only are kept),
+// then size() to reserve room and write() into it. Section payloads are
+// written by the caller-supplied spans or key/value lists.
+class EnvelopeWriter {
+ public:
+  explicit EnvelopeWriter(const EnvelopeHeader& header) : header_(header) {}
+
+  EnvelopeWriter& raw(SectionType type, std::span<const std::byte> data);
+  EnvelopeWriter& text(SectionType type, std::string_view data) {
+    return raw(type, std::as_bytes(std::span<const char>(data.data(), data.size())));
+  }
+  // A key/value section from pairs (anything with .first/.second or
+  // .name/.value convertible to string_view) given as a span of entries.
+  template <class Range, class Key, class Value>
+  EnvelopeWriter& key_values(SectionType type, const Range& range, Key key, Value value);
+
+  std::size_t size() const { return size_; }
+  // Writes exactly size() bytes to out.
+  void write(std::byte* out) const;
+
+ private:
+  struct Pending {
+    SectionType type;
+    std::span<const std::byte> raw;
+    const void* kv_range = nullptr;
+    void (*kv_write)(const void*, std::byte*) = nullptr;
+    std::uint32_t length = 0;
+  };
+  EnvelopeHeader header_;
+  std::array<Pending, kMaxSections> pending_{};
+  std::size_t count_ = 0;
+  std::size_t size_ = sizeof(EnvelopeHeader);
+};
+
+inline std::size_t key_value_entry_size(std::string_view k, std::string_view v) { return 2 + k.size() + 4 + v.size(); }
+
+inline std::byte* write_key_value(std::byte* p, std::string_view k, std::string_view v) {
+  const auto kl = static_cast<std::uint16_t>(k.size());
+  const auto vl = static_cast<std::uint32_t>(v.size());
+  std::memcpy(p, &kl, 2);
+  std::memcpy(p + 2, k.data(), k.size());
+  p += 2 + k.size();
+  std::memcpy(p, &vl, 4);
+  std::memcpy(p + 4, v.data(), v.size());
+  return p + 4 + v.size();
+}
+
+template <class Range, class Key, class Value>
+EnvelopeWriter& EnvelopeWriter::key_values(SectionType type, const Range& range, Key, Value) {
+  std::size_t len = 0;
+  for (const auto& e : range) len += key_value_entry_size(Key{}(e), Value{}(e));
+  if (count_ == kMaxSections) throw std::length_error("envelope: too many sections");
+  Pending& p = pending_[count_++];
+  p.type = type;
+  p.kv_range = &range;
+  p.kv_write = [](const void* r, std::byte* out) {
+    for (const auto& e : *static_cast<const Range*>(r)) out = write_key_value(out, Key{}(e), Value{}(e));
+  };
+  p.length = static_cast<std::uint32_t>(len);
+  size_ += sizeof(SectionHeader) + len;
+  return *this;
+}
+
+// fnv1a-64: the event type id of an event name, stable across processes.
+constexpr std::uint64_t event_type_id(std::string_view name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : name) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+inline EnvelopeHeader make_header(Kind kind, std::uint64_t event_type, std::uint64_t request_id) {
+  EnvelopeHeader h{};
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.kind = static_cast<std::uint8_t>(kind);
+  h.event_type = event_type;
+  h.request_id = request_id;
+  return h;
+}
+
+// Header field access in place, for hops that patch a record they forward.
+inline EnvelopeHeader* header_at(std::byte* record) { return reinterpret_cast<EnvelopeHeader*>(record); }
+
+}  // namespace edri::envelope

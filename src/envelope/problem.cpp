@@ -1,0 +1,39 @@
+#include "envelope/problem.hpp"
+
+#include <time.h>
+
+#include "http/response_writer.hpp"
+
+namespace edri::envelope {
+
+EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status) {
+  EnvelopeHeader h = request;
+  h.kind = static_cast<std::uint8_t>(Kind::Response);
+  h.status = static_cast<std::uint16_t>(status);
+  h.section_count = 0;
+  h.total_length = 0;
+  return h;
+}
+
+bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status, std::string_view detail) {
+  std::string body = "{\"type\":\"about:blank\",\"title\":\"";
+  http::append_json_escaped(body, http::ResponseWriter::reason(status));
+  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
+  http::append_json_escaped(body, detail);
+  body += "\"}";
+  EnvelopeWriter w(response_header_for(request, status));
+  w.text(SectionType::ContentType, "application/problem+json");
+  w.text(SectionType::Body, body);
+  return out.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+}
+
+void stamp(EnvelopeHeader& h, Stamp which) {
+  if (!(h.flags & kFlagTiming)) return;
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::uint64_t now =
+      static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  h.stamps[which] = now > h.t0_ns ? static_cast<std::uint32_t>(std::min<std::uint64_t>(now - h.t0_ns, UINT32_MAX)) : 0;
+}
+
+}  // namespace edri::envelope

@@ -1,0 +1,25 @@
+// Answers built by the hops themselves (broker, router, manager) when a
+// request cannot reach or leave its handler: a response envelope carrying an
+// RFC 9457 problem, addressed back to the request's origin.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "envelope/envelope.hpp"
+#include "transport/outbox.hpp"
+
+namespace edri::envelope {
+
+// The response header for `request`: same id and origin, kind Response.
+EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status);
+
+// Queues a problem response for `request` into `out`. Returns false if the
+// outbox refused it.
+[[nodiscard]] bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status,
+                                std::string_view detail);
+
+// Records the time of a hop when the request asked for timing.
+void stamp(EnvelopeHeader& h, Stamp which);
+
+}  // namespace edri::envelope

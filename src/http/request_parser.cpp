@@ -1,0 +1,149 @@
+#include "http/request_parser.hpp"
+
+namespace edri::http {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = char(x + 32);
+    if (y >= 'A' && y <= 'Z') y = char(y + 32);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+RequestParser& self(llhttp_t* p) { return *static_cast<RequestParser*>(p->data); }
+
+}  // namespace
+
+std::string_view HttpRequest::header(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (iequals(k, name)) return v;
+  return {};
+}
+
+void HttpRequest::clear() {
+  target.clear();
+  headers.clear();
+  body.clear();
+  keep_alive = true;
+  upgrade = false;
+}
+
+RequestParser::RequestParser(ParserLimits limits, OnRequest on_request)
+    : limits_(limits), on_request_(std::move(on_request)) {
+  llhttp_settings_init(&settings_);
+  settings_.on_message_begin = &RequestParser::on_message_begin;
+  settings_.on_url = &RequestParser::on_url;
+  settings_.on_header_field = &RequestParser::on_header_field;
+  settings_.on_header_value = &RequestParser::on_header_value;
+  settings_.on_headers_complete = &RequestParser::on_headers_complete;
+  settings_.on_body = &RequestParser::on_body;
+  settings_.on_message_complete = &RequestParser::on_message_complete;
+  llhttp_init(&parser_, HTTP_REQUEST, &settings_);
+  parser_.data = this;
+}
+
+RequestParser::Result RequestParser::feed(const char* data, std::size_t size) {
+  Result r;
+  if (error_status_) return Result{false, error_status_, error_reason_, 0};
+  const llhttp_errno_t err = llhttp_execute(&parser_, data, size);
+  if (err == HPE_OK) {
+    r.consumed = size;
+    return r;
+  }
+  if (err == HPE_PAUSED_UPGRADE) {
+    // Upgrades (WebSocket) are not served on this path yet.
+    fail(501, "protocol upgrade is not supported");
+  } else if (!error_status_) {
+    error_status_ = 400;
+    error_reason_ = llhttp_get_error_reason(&parser_);
+    if (!error_reason_ || !*error_reason_) error_reason_ = llhttp_errno_name(err);
+  }
+  r.ok = false;
+  r.status = error_status_;
+  r.reason = error_reason_;
+  r.consumed = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) ? llhttp_get_error_pos(&parser_) - data : 0);
+  return r;
+}
+
+int RequestParser::fail(int status, const char* reason) {
+  error_status_ = status;
+  error_reason_ = reason;
+  return -1;
+}
+
+bool RequestParser::count_header_bytes(std::size_t n) {
+  header_bytes_ += n;
+  return header_bytes_ <= limits_.max_header_bytes;
+}
+
+int RequestParser::on_message_begin(llhttp_t* p) {
+  auto& s = self(p);
+  s.request_.clear();
+  s.header_bytes_ = 0;
+  s.last_was_value_ = false;
+  s.in_message_ = true;
+  return 0;
+}
+
+int RequestParser::on_url(llhttp_t* p, const char* at, std::size_t n) {
+  auto& s = self(p);
+  if (s.request_.target.size() + n > s.limits_.max_url_bytes) return s.fail(414, "request-target too long");
+  s.request_.target.append(at, n);
+  return 0;
+}
+
+int RequestParser::on_header_field(llhttp_t* p, const char* at, std::size_t n) {
+  auto& s = self(p);
+  if (!s.count_header_bytes(n)) return s.fail(431, "request header fields too large");
+  auto& h = s.request_.headers;
+  if (h.empty() || s.last_was_value_) {
+    if (h.size() == s.limits_.max_header_count) return s.fail(431, "too many header fields");
+    h.emplace_back();
+  }
+  h.back().first.append(at, n);
+  s.last_was_value_ = false;
+  return 0;
+}
+
+int RequestParser::on_header_value(llhttp_t* p, const char* at, std::size_t n) {
+  auto& s = self(p);
+  if (!s.count_header_bytes(n)) return s.fail(431, "request header fields too large");
+  s.request_.headers.back().second.append(at, n);
+  s.last_was_value_ = true;
+  return 0;
+}
+
+int RequestParser::on_headers_complete(llhttp_t* p) {
+  auto& s = self(p);
+  auto& r = s.request_;
+  r.method = static_cast<llhttp_method_t>(p->method);
+  r.http_major = p->http_major;
+  r.http_minor = p->http_minor;
+  if (r.http_major != 1) return s.fail(505, "HTTP version not supported");
+  if (p->content_length > s.limits_.max_body_bytes && (p->flags & F_CONTENT_LENGTH))
+    return s.fail(413, "request body too large");
+  return 0;
+}
+
+int RequestParser::on_body(llhttp_t* p, const char* at, std::size_t n) {
+  auto& s = self(p);
+  if (s.request_.body.size() + n > s.limits_.max_body_bytes) return s.fail(413, "request body too large");
+  s.request_.body.append(at, n);
+  return 0;
+}
+
+int RequestParser::on_message_complete(llhttp_t* p) {
+  auto& s = self(p);
+  s.request_.keep_alive = llhttp_should_keep_alive(p);
+  s.request_.upgrade = p->upgrade;
+  s.in_message_ = false;
+  // An upgrade ends parsing (HPE_PAUSED_UPGRADE): feed() answers it.
+  if (!p->upgrade) s.on_request_(s.request_);
+  return 0;
+}
+
+}  // namespace edri::http

@@ -1,0 +1,88 @@
+// RequestParser: HTTP/1.1 requests from a byte stream, on llhttp.
+//
+// One final class owns the llhttp_t; llhttp's C callbacks forward to member
+// functions; the only output is a callback with each finished request.
+// Parsing knows nothing of routing or dispatch. Pipelined requests in one
+// buffer produce one callback each, in order.
+#pragma once
+
+#include <llhttp.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace edri::http {
+
+struct HttpRequest {
+  llhttp_method_t method = HTTP_GET;
+  std::string target;  // request-target as sent: path and query
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::uint8_t http_major = 1;
+  std::uint8_t http_minor = 1;
+  bool keep_alive = true;
+  bool upgrade = false;
+
+  // First header with this name (ASCII case-insensitive), or empty.
+  std::string_view header(std::string_view name) const;
+  void clear();
+};
+
+struct ParserLimits {
+  std::size_t max_header_bytes = 16 * 1024;  // all header names and values together
+  std::size_t max_header_count = 100;
+  std::size_t max_url_bytes = 8 * 1024;
+  std::size_t max_body_bytes = 1 << 20;
+};
+
+class RequestParser final {
+ public:
+  using OnRequest = std::function<void(HttpRequest&)>;
+
+  struct Result {
+    bool ok = true;
+    int status = 0;           // the HTTP status to answer with when !ok (400, 413, 414, 431, 501)
+    const char* reason = "";  // why, for logs and the problem detail
+    std::size_t consumed = 0;
+  };
+
+  RequestParser(ParserLimits limits, OnRequest on_request);
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
+
+  // Parses the next bytes of the stream. After an error the parser stays in
+  // error: the caller answers `status` and closes the connection.
+  Result feed(const char* data, std::size_t size);
+
+  // True between the first byte of a request and its end.
+  bool mid_message() const { return in_message_; }
+
+ private:
+  static int on_message_begin(llhttp_t* p);
+  static int on_url(llhttp_t* p, const char* at, std::size_t n);
+  static int on_header_field(llhttp_t* p, const char* at, std::size_t n);
+  static int on_header_value(llhttp_t* p, const char* at, std::size_t n);
+  static int on_headers_complete(llhttp_t* p);
+  static int on_body(llhttp_t* p, const char* at, std::size_t n);
+  static int on_message_complete(llhttp_t* p);
+
+  int fail(int status, const char* reason);
+  bool count_header_bytes(std::size_t n);
+
+  llhttp_t parser_;
+  llhttp_settings_t settings_;
+  ParserLimits limits_;
+  OnRequest on_request_;
+  HttpRequest request_;
+  std::size_t header_bytes_ = 0;
+  bool last_was_value_ = false;
+  bool in_message_ = false;
+  int error_status_ = 0;
+  const char* error_reason_ = "";
+};
+
+}  // namespace edri::http

@@ -1,0 +1,45 @@
+// ResponseWriter: serializes HTTP/1.1 responses into a connection's output
+// buffer. Holds the once-a-second Date header so that a response costs a
+// few appends.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace edri::http {
+
+struct ResponseHead {
+  int status = 200;
+  std::string_view content_type;
+  std::size_t content_length = 0;
+  bool keep_alive = true;
+  bool http10 = false;  // the client spoke HTTP/1.0: say keep-alive explicitly
+  bool head = false;    // HEAD: headers only
+};
+
+class ResponseWriter {
+ public:
+  // Appends status line and standard headers, then `extra` header lines
+  // (each "Name: value\r\n", already formatted), then the blank line and,
+  // unless HEAD, the body.
+  void write(std::string& out, const ResponseHead& h, std::string_view extra_headers, std::string_view body);
+
+  // A problem+json (RFC 9457) response in one call.
+  void write_problem(std::string& out, int status, std::string_view detail, bool keep_alive, bool http10, bool head,
+                     std::string_view extra_headers = {});
+
+  static std::string_view reason(int status);
+
+ private:
+  void refresh_date();
+  std::time_t date_second_ = 0;
+  std::string date_line_;
+};
+
+// Escapes text for a JSON string literal (without the quotes).
+void append_json_escaped(std::string& out, std::string_view text);
+
+}  // namespace edri::http

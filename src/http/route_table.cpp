@@ -1,0 +1,174 @@
+#include "http/route_table.hpp"
+
+#include <algorithm>
+
+namespace edri::http {
+
+bool is_int_segment(std::string_view s) {
+  std::size_t i = (!s.empty() && s[0] == '-') ? 1 : 0;
+  const std::size_t digits = s.size() - i;
+  if (digits == 0 || digits > 18) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+bool is_uuid_segment(std::string_view s) {
+  if (s.size() != 36) return false;
+  for (std::size_t i = 0; i < 36; ++i) {
+    const char c = s[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+bool matches(ParamType t, std::string_view seg) {
+  switch (t) {
+    case ParamType::Int: return is_int_segment(seg);
+    case ParamType::Uuid: return is_uuid_segment(seg);
+    case ParamType::Str: return !seg.empty();
+  }
+  return false;
+}
+
+// Splits off the first segment of `rest` (which starts after a '/').
+std::string_view next_segment(std::string_view& rest, bool& last) {
+  const auto slash = rest.find('/');
+  std::string_view seg = rest.substr(0, slash);
+  last = slash == std::string_view::npos;
+  rest = last ? std::string_view{} : rest.substr(slash + 1);
+  return seg;
+}
+
+}  // namespace
+
+void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) {
+  const std::string where = "route " + std::string(method_name(method)) + " " + std::string(tpl);
+  if (tpl.empty() || tpl[0] != '/') throw std::invalid_argument(where + ": the path must start with '/'");
+  std::string_view rest = tpl.substr(1);
+  std::uint32_t node = 0;
+  std::size_t params = 0;
+  for (bool last = false; !last;) {
+    const std::string_view seg = next_segment(rest, last);
+    if (!seg.empty() && seg.front() == '{') {
+      if (seg.back() != '}') throw std::invalid_argument(where + ": unclosed parameter '" + std::string(seg) + "'");
+      std::string_view inner = seg.substr(1, seg.size() - 2);
+      std::string_view name = inner, type = "str";
+      if (auto colon = inner.find(':'); colon != std::string_view::npos) {
+        name = inner.substr(0, colon);
+        type = inner.substr(colon + 1);
+      }
+      if (name.empty()) throw std::invalid_argument(where + ": a parameter needs a name");
+      ParamType pt;
+      if (type == "int")
+        pt = ParamType::Int;
+      else if (type == "uuid")
+        pt = ParamType::Uuid;
+      else if (type == "str" || type == "string")
+        pt = ParamType::Str;
+      else
+        throw std::invalid_argument(where + ": unknown parameter type '" + std::string(type) + "' (int, str, uuid)");
+      if (++params > kMaxPathParams) throw std::invalid_argument(where + ": more than 8 path parameters");
+      auto& edges = nodes_[node].params;
+      auto it = std::find_if(edges.begin(), edges.end(), [&](const ParamEdge& e) { return e.type == pt; });
+      if (it != edges.end()) {
+        if (it->name != name)
+          throw std::invalid_argument(where + ": parameter '" + std::string(name) + "' conflicts with '" + it->name +
+                                      "' at the same place in another route");
+        node = it->child;
+      } else {
+        const auto child = static_cast<std::uint32_t>(nodes_.size());
+        nodes_.emplace_back();
+        auto& e = nodes_[node].params;
+        e.push_back(ParamEdge{pt, std::string(name), child});
+        std::sort(e.begin(), e.end(), [](const ParamEdge& a, const ParamEdge& b) { return a.type < b.type; });
+        node = child;
+      }
+    } else {
+      if (seg.find_first_of("{}") != std::string_view::npos)
+        throw std::invalid_argument(where + ": braces are only allowed around a whole segment");
+      auto& lits = nodes_[node].literals;
+      auto it = std::find_if(lits.begin(), lits.end(), [&](const auto& l) { return l.first == seg; });
+      if (it != lits.end()) {
+        node = it->second;
+      } else {
+        const auto child = static_cast<std::uint32_t>(nodes_.size());
+        nodes_.emplace_back();
+        nodes_[node].literals.emplace_back(std::string(seg), child);
+        node = child;
+      }
+    }
+  }
+  auto& slot = nodes_[node].targets[static_cast<std::size_t>(method)];
+  if (slot >= 0) throw std::invalid_argument(where + ": declared twice");
+  slot = target;
+  ++routes_;
+}
+
+bool RouteTable::walk(std::uint32_t node, std::string_view rest, Method method, Match& m,
+                      std::uint32_t& end_node) const {
+  bool last = false;
+  const std::string_view seg = next_segment(rest, last);
+  const Node& n = nodes_[node];
+  auto descend = [&](std::uint32_t child) {
+    if (last) {
+      const Node& c = nodes_[child];
+      if (std::any_of(c.targets.begin(), c.targets.end(), [](std::int64_t t) { return t >= 0; })) {
+        end_node = child;
+        return true;
+      }
+      return false;
+    }
+    return walk(child, rest, method, m, end_node);
+  };
+  for (const auto& [lit, child] : n.literals)
+    if (lit == seg && descend(child)) return true;
+  for (const auto& e : n.params) {
+    if (!matches(e.type, seg)) continue;
+    const std::size_t at = m.param_count++;
+    m.params[at] = Param{e.name, seg};
+    if (descend(e.child)) return true;
+    --m.param_count;
+  }
+  return false;
+}
+
+RouteTable::Match RouteTable::find(Method method, std::string_view path) const {
+  Match m;
+  if (path.empty() || path[0] != '/') return m;
+  std::uint32_t end = 0;
+  if (!walk(0, path.substr(1), method, m, end)) {
+    m.param_count = 0;
+    return m;
+  }
+  const auto& targets = nodes_[end].targets;
+  const auto t = targets[static_cast<std::size_t>(method)];
+  if (t >= 0) {
+    m.result = Match::Result::Found;
+    m.target = static_cast<std::uint32_t>(t);
+    return m;
+  }
+  m.result = Match::Result::MethodNotAllowed;
+  m.param_count = 0;
+  for (std::size_t i = 0; i < kMethodCount; ++i)
+    if (targets[i] >= 0) m.allowed |= static_cast<std::uint8_t>(1u << i);
+  return m;
+}
+
+std::string RouteTable::allow_header(std::uint8_t allowed) {
+  std::string s;
+  for (std::size_t i = 0; i < kMethodCount; ++i) {
+    if (!(allowed & (1u << i))) continue;
+    if (!s.empty()) s += ", ";
+    s += method_name(static_cast<Method>(i));
+  }
+  return s;
+}
+
+}  // namespace edri::http

@@ -1,0 +1,78 @@
+// RouteTable: method + path -> route target, with typed path parameters.
+//
+// A small type with no I/O: routes are added at start-up and looked up per
+// request. Templates are '/'-separated segments; a segment is literal text
+// or a parameter `{name}` / `{name:str}`, `{name:int}` (optional '-', then
+// 1..18 digits) or `{name:uuid}` (8-4-4-4-12 hex). At each segment a literal
+// wins over a parameter, and parameters are tried int, uuid, str; a path
+// whose parameter has the wrong type does not match (404).
+//
+// Lookup is a walk down a segment trie; it allocates nothing.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <edri/plugin.hpp>
+
+namespace edri::http {
+
+enum class ParamType : std::uint8_t { Int, Uuid, Str };
+
+inline constexpr std::size_t kMethodCount = 7;
+inline constexpr std::size_t kMaxPathParams = 8;
+
+class RouteTable {
+ public:
+  struct Match {
+    enum class Result : std::uint8_t { Found, NotFound, MethodNotAllowed };
+    Result result = Result::NotFound;
+    std::uint32_t target = 0;
+    std::uint8_t allowed = 0;  // bit per edri::Method, when MethodNotAllowed
+    std::array<Param, kMaxPathParams> params{};
+    std::size_t param_count = 0;
+    std::span<const Param> path_params() const { return {params.data(), param_count}; }
+  };
+
+  // Adds a route; throws std::invalid_argument for a malformed template, a
+  // route that is already there, or one that takes a parameter in a place
+  // where another route names it differently.
+  void add(Method method, std::string_view path_template, std::uint32_t target);
+
+  // `path` is the request path without the query. Parameter values are
+  // views into `path`.
+  Match find(Method method, std::string_view path) const;
+
+  // "GET, HEAD, POST" for an allowed-methods mask.
+  static std::string allow_header(std::uint8_t allowed);
+
+  std::size_t size() const { return routes_; }
+
+ private:
+  struct ParamEdge {
+    ParamType type;
+    std::string name;
+    std::uint32_t child;
+  };
+  struct Node {
+    std::vector<std::pair<std::string, std::uint32_t>> literals;
+    std::vector<ParamEdge> params;  // in try order: int, uuid, str
+    std::array<std::int64_t, kMethodCount> targets;
+    Node() { targets.fill(-1); }
+  };
+
+  bool walk(std::uint32_t node, std::string_view rest, Method method, Match& m, std::uint32_t& end_node) const;
+
+  std::vector<Node> nodes_{Node{}};
+  std::size_t routes_ = 0;
+};
+
+bool is_int_segment(std::string_view s);
+bool is_uuid_segment(std::string_view s);
+
+}  // namespace edri::http

@@ -1,0 +1,98 @@
+// Connection: one client's HTTP/1.1 connection in a listener.
+//
+// Requests on a connection may be pipelined; each gets a slot in arrival
+// order and responses leave in that order, whatever order they come back
+// from the managers in. Output is written with non-blocking send() first and
+// only falls back to an Asio wait when the socket buffer is full.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "common/asio.hpp"
+#include "http/request_parser.hpp"
+
+namespace edri::listener {
+
+class Listener;
+
+class Connection {
+ public:
+  Connection(Listener& listener, asio::ip::tcp::socket socket, std::uint32_t id, std::uint32_t generation);
+
+  void start() { arm_read(); }
+
+  // Reserves the next response slot; returns its sequence number.
+  std::uint32_t open_slot(bool keep_alive, bool http10, bool head);
+  struct SlotInfo {
+    bool keep_alive;
+    bool http10;
+    bool head;
+  };
+  // The slot for `seq`, or nullptr if it is not pending (stale response).
+  const SlotInfo* slot(std::uint32_t seq) const;
+  // Fills slot `seq` with its serialized response: bytes are appended by
+  // `write(std::string&)`.
+  template <class Write>
+  void complete(std::uint32_t seq, Write&& write);
+
+  // Writes whatever is ready; called once per loop turn for dirty
+  // connections.
+  void flush();
+  void close();
+
+  bool closed() const { return closed_; }
+  std::uint32_t id() const { return id_; }
+  std::uint32_t generation() const { return generation_; }
+  bool dirty = false;
+
+ private:
+  struct Slot {
+    SlotInfo info;
+    bool ready = false;
+    std::string bytes;
+  };
+
+  void arm_read();
+  void on_readable();
+  void promote_ready();
+  void mark_dirty();
+
+  Listener& listener_;
+  asio::ip::tcp::socket socket_;
+  std::uint32_t id_;
+  std::uint32_t generation_;
+  http::RequestParser parser_;
+  std::unique_ptr<char[]> read_buf_;
+  std::string out_;
+  std::size_t out_off_ = 0;
+  std::deque<Slot> slots_;
+  std::uint32_t base_seq_ = 0;  // sequence number of slots_.front()
+  std::uint32_t next_seq_ = 0;
+  bool reading_ = false;
+  bool writing_ = false;
+  bool read_closed_ = false;  // peer closed, or an error ended reading
+  bool close_after_write_ = false;
+  bool closed_ = false;
+};
+
+template <class Write>
+void Connection::complete(std::uint32_t seq, Write&& write) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx >= slots_.size()) return;
+  Slot& s = slots_[idx];
+  if (s.ready) return;
+  s.ready = true;
+  if (idx == 0 && !writing_ && out_off_ == out_.size()) {
+    // The common case: the oldest slot, nothing queued. Serialize straight
+    // into the output buffer.
+    write(out_);
+  } else {
+    write(s.bytes);
+  }
+  promote_ready();
+}
+
+}  // namespace edri::listener

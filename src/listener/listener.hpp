@@ -1,0 +1,73 @@
+// Listener: HTTP/1.1 on one side, envelopes on the other.
+//
+// Accepts connections on the socket the supervisor bound, parses requests,
+// resolves routes and checks path parameter types at the edge (a bad
+// request never crosses a process boundary), and sends each routed request
+// to the broker as an envelope. Responses come back through the broker and
+// are written to the connection that asked, in order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/asio.hpp"
+#include "common/config.hpp"
+#include "common/process_loop.hpp"
+#include "http/request_parser.hpp"
+#include "http/response_writer.hpp"
+#include "http/route_table.hpp"
+#include "plugin/plugin_set.hpp"
+
+namespace edri::listener {
+
+class Connection;
+
+class Listener {
+ public:
+  Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
+           int listen_fd);
+  ~Listener();
+
+  void start();
+
+  // Used by Connection.
+  void dispatch(Connection& c, http::HttpRequest& req);
+  void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
+                      std::string_view extra_headers = {});
+  void mark_dirty(Connection& c);
+  void release(Connection& c);
+  const Config& config() const { return config_; }
+  http::ParserLimits parser_limits() const;
+
+ private:
+  struct Target {
+    std::uint64_t event_type;
+  };
+
+  void accept();
+  void on_response(std::span<const std::byte> record);
+  void after_drain();
+  Connection* find(std::uint32_t id, std::uint32_t generation);
+
+  ProcessLoop& loop_;
+  const Config& config_;
+  transport::Outbox& to_broker_;
+  std::uint16_t index_;
+  http::RouteTable routes_;
+  std::vector<Target> targets_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_;
+  http::ResponseWriter writer_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<std::uint32_t> generations_;
+  std::vector<std::uint32_t> free_ids_;
+  std::vector<Connection*> dirty_;
+  std::vector<std::unique_ptr<Connection>> graveyard_;
+  std::uint64_t next_request_ = 0;
+  std::string extra_headers_;  // scratch
+};
+
+}  // namespace edri::listener

@@ -1,0 +1,176 @@
+// edri-server: the supervisor when started by a user, one of its children
+// (listener, broker, router, manager) when started with --child=<slot>.
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "broker/broker.hpp"
+#include "common/config.hpp"
+#include "common/log.hpp"
+#include "common/process_loop.hpp"
+#include "listener/listener.hpp"
+#include "manager/manager.hpp"
+#include "plugin/plugin_set.hpp"
+#include "router/router.hpp"
+#include "supervisor/supervisor.hpp"
+#include "transport/segment.hpp"
+#include "transport/topology.hpp"
+
+namespace {
+
+using namespace edri;
+
+constexpr const char* kUsage =
+    "usage: edri-server [--print-config | --help | --version]\n"
+    "\n"
+    "Serves the plugins named in EDRI_PLUGINS (paths to .so files, ':' or ','\n"
+    "separated) on http://EDRI_HOST:EDRI_PORT. Every setting comes from the\n"
+    "environment; --print-config shows the effective values.\n";
+
+std::string required_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) throw std::runtime_error(std::string(name) + " is not set (children are started by the supervisor)");
+  return v;
+}
+
+std::vector<int> parse_fds(const std::string& s) {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const auto comma = s.find(',', pos);
+    out.push_back(std::stoi(s.substr(pos, comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// CPU placement and scheduling policy; failures are reported, not fatal.
+void apply_placement(const Config& config) {
+  if (!config.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : config.cpus) CPU_SET(c, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0)
+      spdlog::warn("EDRI_CPUS: cannot set CPU affinity: {}", std::strerror(errno));
+  }
+  if (config.sched_batch) {
+    // SCHED_BATCH: a woken process does not preempt the one running, so a
+    // producer finishes its batch before its consumer runs.
+    sched_param p{};
+    if (::sched_setscheduler(0, SCHED_BATCH, &p) != 0)
+      spdlog::warn("EDRI_SCHED=batch: cannot set the policy: {}", std::strerror(errno));
+  }
+}
+
+int run_child(std::uint32_t slot) {
+  const Config config = Config::from_env();
+  const auto topo_text = required_env("EDRI_INTERNAL_TOPOLOGY");
+  const auto colon = topo_text.find(':');
+  const transport::Topology topology(static_cast<std::uint32_t>(std::stoul(topo_text.substr(0, colon))),
+                                     static_cast<std::uint32_t>(std::stoul(topo_text.substr(colon + 1))));
+  if (slot == 0 || slot >= topology.process_slots()) throw std::runtime_error("--child: no such slot");
+  const auto role = topology.role_of(slot);
+  const auto index = topology.index_of(slot);
+  std::string name = transport::role_name(role);
+  if (role == transport::Role::Listener && topology.listeners() > 1) name += " " + std::to_string(index);
+
+  std::optional<plugin::PluginSet> plugins;
+  if (role == transport::Role::Listener || role == transport::Role::Manager) {
+    plugins = plugin::PluginSet::load(config.plugins);
+    if (role == transport::Role::Manager) name += " " + plugins->domains().at(index);
+  }
+  init_logging(name, config.log_level);
+  const std::string comm = "edri-" + std::string(transport::role_name(role));
+  ::prctl(PR_SET_NAME, comm.c_str());
+  ::signal(SIGPIPE, SIG_IGN);
+  apply_placement(config);
+
+  const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
+  const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
+  if (doorbells.size() != topology.process_slots()) throw std::runtime_error("doorbell count mismatch");
+  ProcessLoop loop(segment, topology, slot, doorbells, config);
+
+  switch (role) {
+    case transport::Role::Listener: {
+      listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
+                           std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")));
+      l.start();
+      loop.run();
+      break;
+    }
+    case transport::Role::Broker: {
+      broker::Broker b(loop, config);
+      loop.run();
+      break;
+    }
+    case transport::Role::Router: {
+      router::Router r(loop, config);
+      loop.run();
+      break;
+    }
+    case transport::Role::Manager: {
+      manager::Manager m(loop, config, *plugins, plugins->domains().at(index));
+      m.start();
+      loop.run();
+      break;
+    }
+    case transport::Role::Supervisor: break;
+  }
+  spdlog::debug("stopped");
+  return 0;
+}
+
+int run_supervisor() {
+  const Config config = Config::from_env();
+  init_logging("supervisor", config.log_level);
+  if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
+  const auto plugins = plugin::PluginSet::load(config.plugins);
+  ::prctl(PR_SET_NAME, "edri-supervisor");
+  ::signal(SIGPIPE, SIG_IGN);
+  supervisor::Supervisor sup(config, plugins);
+  return sup.run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc >= 2) {
+      const std::string arg = argv[1];
+      if (arg.rfind("--child=", 0) == 0) return run_child(static_cast<std::uint32_t>(std::stoul(arg.substr(8))));
+      if (arg == "--print-config") {
+        std::fputs(Config::from_env().describe().c_str(), stdout);
+        return 0;
+      }
+      if (arg == "--help" || arg == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
+      if (arg == "--version") {
+        std::printf("edri-server 0.1.0 (plugin ABI %u)\n", kPluginAbiVersion);
+        return 0;
+      }
+      std::fprintf(stderr, "edri-server: unknown argument '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+    return run_supervisor();
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "edri-server: configuration error: %s\n", e.what());
+    return 2;
+  } catch (const plugin::PluginError& e) {
+    std::fprintf(stderr, "edri-server: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "edri-server: %s\n", e.what());
+    return 1;
+  }
+}

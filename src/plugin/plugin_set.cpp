@@ -1,0 +1,86 @@
+#include "plugin/plugin_set.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "envelope/envelope.hpp"
+
+namespace edri::plugin {
+
+int PluginSet::domain_index(const std::string& name) const {
+  auto it = std::find(domains_.begin(), domains_.end(), name);
+  return it == domains_.end() ? -1 : static_cast<int>(it - domains_.begin());
+}
+
+PluginSet PluginSet::load(const std::vector<std::string>& paths) {
+  PluginSet set;
+  std::unordered_map<std::string, std::size_t> event_by_name;
+  std::unordered_map<std::uint64_t, std::string> name_by_id;
+
+  for (const auto& path : paths) {
+    const std::string where = "plugin " + path;
+    // RTLD_LOCAL: plugins do not see each other's symbols.
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw PluginError(where + ": cannot load: " + ::dlerror());
+    set.handles_.push_back(h);
+    auto entry = reinterpret_cast<const PluginDescriptor* (*)()>(::dlsym(h, EDRI_PLUGIN_ENTRY_SYMBOL));
+    if (!entry)
+      throw PluginError(where + ": not an edri plugin (no " EDRI_PLUGIN_ENTRY_SYMBOL
+                                " symbol; declare it with EDRI_PLUGIN)");
+    const PluginDescriptor* d = entry();
+    if (!d) throw PluginError(where + ": its entry point returned no descriptor");
+    if (d->abi_version != kPluginAbiVersion)
+      throw PluginError(where + ": plugin ABI version " + std::to_string(d->abi_version) + ", this edri-server has " +
+                        std::to_string(kPluginAbiVersion) + "; rebuild the plugin against this edri");
+    if (!d->name || !*d->name) throw PluginError(where + ": the plugin has no name");
+    if (!d->register_plugin) throw PluginError(where + ": the plugin has no registration function");
+
+    Registry reg;
+    PluginBinding::start(reg, d->name);
+    try {
+      d->register_plugin(reg);
+    } catch (const std::exception& e) {
+      throw PluginError(where + ": registration failed: " + e.what());
+    }
+
+    const std::size_t plugin_index = set.paths_.size();
+    set.paths_.push_back(path);
+    for (auto& e : reg.events) {
+      if (e.name.empty()) throw PluginError(where + ": an event has no name");
+      if (e.domain.empty()) throw PluginError(where + ": event " + e.name + " has an empty domain");
+      if (event_by_name.count(e.name)) throw PluginError(where + ": event " + e.name + " is declared twice");
+      const auto id = envelope::event_type_id(e.name);
+      if (auto it = name_by_id.find(id); it != name_by_id.end())
+        throw PluginError(where + ": event " + e.name + " collides with " + it->second + " (same type id)");
+      name_by_id.emplace(id, e.name);
+      event_by_name.emplace(e.name, set.events_.size());
+      if (set.domain_index(e.domain) < 0) set.domains_.push_back(e.domain);
+      set.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index, -1});
+    }
+    for (auto& r : reg.routes) {
+      auto it = event_by_name.find(r.event);
+      if (it == event_by_name.end())
+        throw PluginError(where + ": route " + std::string(method_name(r.method)) + " " + r.path +
+                          " names undeclared event " + r.event);
+      set.routes_.push_back(LoadedRoute{r.method, r.path, it->second});
+    }
+    for (auto& hd : reg.handlers) {
+      auto it = event_by_name.find(hd.event);
+      if (it == event_by_name.end()) throw PluginError(where + ": handler for undeclared event " + hd.event);
+      auto& ev = set.events_[it->second];
+      if (ev.plugin != plugin_index)
+        throw PluginError(where + ": handler for event " + hd.event + " declared by another plugin");
+      if (ev.handler >= 0) throw PluginError(where + ": two handlers for event " + hd.event);
+      if (!hd.handler) throw PluginError(where + ": empty handler for event " + hd.event);
+      ev.handler = static_cast<std::int32_t>(set.handlers_.size());
+      set.handlers_.push_back(std::move(hd.handler));
+    }
+  }
+  for (const auto& e : set.events_)
+    if (e.handler < 0) throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");
+  return set;
+}
+
+}  // namespace edri::plugin

@@ -1,0 +1,61 @@
+// PluginSet: the plugins named in EDRI_PLUGINS, loaded and checked.
+//
+// Every process that needs plugins loads the same list in the same order,
+// so domains, events and routes come out identical everywhere (the
+// supervisor derives manager slots from domains(), listeners the route
+// table from routes, managers their handlers from events).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <edri/plugin.hpp>
+
+namespace edri::plugin {
+
+// A plugin that cannot be used. what() names the file and the reason.
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoadedEvent {
+  std::string name;
+  std::uint64_t type_id;
+  std::string domain;
+  std::vector<FieldDecl> fields;
+  std::size_t plugin;         // index into paths()
+  std::int32_t handler = -1;  // index into handlers(), -1 when none
+};
+
+struct LoadedRoute {
+  Method method;
+  std::string path;
+  std::size_t event;  // index into events()
+};
+
+class PluginSet {
+ public:
+  // Loads every path; throws PluginError on the first that fails.
+  static PluginSet load(const std::vector<std::string>& paths);
+
+  const std::vector<std::string>& paths() const { return paths_; }
+  const std::vector<std::string>& domains() const { return domains_; }
+  const std::vector<LoadedEvent>& events() const { return events_; }
+  const std::vector<LoadedRoute>& routes() const { return routes_; }
+  const std::vector<Handler>& handlers() const { return handlers_; }
+  // Index of a domain, or -1.
+  int domain_index(const std::string& name) const;
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<void*> handles_;
+  std::vector<std::string> domains_;
+  std::vector<LoadedEvent> events_;
+  std::vector<LoadedRoute> routes_;
+  std::vector<Handler> handlers_;
+};
+
+}  // namespace edri::plugin

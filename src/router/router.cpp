@@ -1,0 +1,111 @@
+#include "router/router.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "envelope/envelope.hpp"
+#include "envelope/problem.hpp"
+
+namespace edri::router {
+
+namespace env = edri::envelope;
+using transport::Topology;
+
+Router::Router(ProcessLoop& loop, const Config& config)
+    : loop_(loop), to_broker_(loop.outbox_to(Topology::kBroker)), held_limit_(config.outbox_limit) {
+  const auto& topo = loop.topology();
+  subscribed_.assign(topo.managers(), false);
+  for (std::uint32_t j = 0; j < topo.managers(); ++j) {
+    const auto slot = topo.manager_slot(j);
+    to_manager_.push_back(&loop.outbox_to(slot));
+    loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
+  }
+  loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_request(rec); });
+  // After a restart of this process the managers are already running:
+  // ask them for their subscriptions. At first start this is harmless.
+  const auto hello = env::make_header(env::Kind::Control, kControlResubscribe, 0);
+  env::EnvelopeWriter w(hello);
+  for (auto* out : to_manager_)
+    if (!out->emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+      spdlog::error("cannot ask a manager to resubscribe: its channel is full");
+}
+
+void Router::on_request(std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
+    spdlog::error("dropping a malformed envelope from the broker: {}", env::to_string(e));
+    return;
+  }
+  auto it = routes_.find(h.event_type);
+  if (it == routes_.end() || it->second.managers.empty()) {
+    if (subscribed_count_ < subscribed_.size() && held_bytes_ + record.size() <= held_limit_) {
+      held_.emplace_back(record.begin(), record.end());
+      held_bytes_ += record.size();
+      return;
+    }
+    if (!env::send_problem(to_broker_, h, 503, "no manager handles this event"))
+      spdlog::error("broker channel full: a 503 was lost");
+    return;
+  }
+  auto& subs = it->second;
+  const auto manager = subs.managers[subs.next++ % subs.managers.size()];
+  const bool sent = to_manager_[manager]->emplace(record.size(), [&](std::byte* p) {
+    std::memcpy(p, record.data(), record.size());
+    env::stamp(*env::header_at(p), env::kStampRouterIn);
+  });
+  if (!sent && !env::send_problem(to_broker_, h, 503, "the manager is overloaded; retry later"))
+    spdlog::error("broker channel full: a 503 was lost");
+}
+
+void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
+    spdlog::error("dropping a malformed envelope from manager {}: {}", manager, env::to_string(e));
+    return;
+  }
+  switch (static_cast<env::Kind>(h.kind)) {
+    case env::Kind::Control: {
+      env::EnvelopeView v;
+      if (env::decode(record, v) != env::DecodeError::None || h.event_type != kControlSubscribe) {
+        spdlog::error("dropping an unknown control envelope from manager {}", manager);
+        return;
+      }
+      subscribe(manager, v.section(env::SectionType::Control));
+      return;
+    }
+    case env::Kind::Response: {
+      const bool sent = to_broker_.emplace(record.size(), [&](std::byte* p) {
+        std::memcpy(p, record.data(), record.size());
+        env::stamp(*env::header_at(p), env::kStampRouterOut);
+      });
+      if (!sent) spdlog::error("broker channel full: response {} lost", h.request_id);
+      return;
+    }
+    default: spdlog::error("dropping an envelope of kind {} from manager {}", h.kind, manager);
+  }
+}
+
+void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
+  const std::size_t n = body.size() / sizeof(std::uint64_t);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t id;
+    std::memcpy(&id, body.data() + i * sizeof id, sizeof id);
+    auto& m = routes_[id].managers;
+    if (std::find(m.begin(), m.end(), manager) == m.end()) m.push_back(manager);
+  }
+  if (!subscribed_[manager]) {
+    subscribed_[manager] = true;
+    ++subscribed_count_;
+  }
+  spdlog::debug("manager {} subscribed to {} events", manager, n);
+  if (subscribed_count_ == subscribed_.size() && !held_.empty()) {
+    auto held = std::move(held_);
+    held_.clear();
+    held_bytes_ = 0;
+    for (const auto& rec : held) on_request(rec);
+  }
+}
+
+}  // namespace edri::router

@@ -1,0 +1,51 @@
+// Router: event type -> the managers that handle it.
+//
+// Managers subscribe when they start (a control envelope listing their
+// event type ids). Requests go to a subscriber; responses go back to the
+// broker. Until every manager has subscribed once, requests for events
+// nobody handles yet are held (bounded), so the first requests after start
+// do not fail. It reads envelope headers only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/process_loop.hpp"
+
+namespace edri::router {
+
+// Control envelope: a manager's subscription. Body: u64 event type ids.
+inline constexpr std::uint64_t kControlSubscribe = 1;
+// Control envelope: a (re)started router asks every manager to subscribe
+// again, since subscriptions live in the router's memory only.
+inline constexpr std::uint64_t kControlResubscribe = 2;
+
+class Router {
+ public:
+  Router(ProcessLoop& loop, const Config& config);
+
+ private:
+  struct Subscribers {
+    std::vector<std::uint32_t> managers;
+    std::uint32_t next = 0;  // round robin
+  };
+
+  void on_request(std::span<const std::byte> record);
+  void on_manager(std::uint32_t manager, std::span<const std::byte> record);
+  void subscribe(std::uint32_t manager, std::span<const std::byte> body);
+
+  ProcessLoop& loop_;
+  transport::Outbox& to_broker_;
+  std::vector<transport::Outbox*> to_manager_;
+  std::unordered_map<std::uint64_t, Subscribers> routes_;
+  std::vector<bool> subscribed_;
+  std::uint32_t subscribed_count_ = 0;
+  std::vector<std::vector<std::byte>> held_;
+  std::size_t held_bytes_ = 0;
+  std::size_t held_limit_;
+};
+
+}  // namespace edri::router

@@ -1,0 +1,233 @@
+#include "supervisor/supervisor.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace edri::supervisor {
+
+using transport::Role;
+using transport::Topology;
+
+namespace {
+
+std::string instance_name() {
+  std::random_device rd;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "edri.%d.%08x", static_cast<int>(::getpid()), rd());
+  return buf;
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
+    : io_(),
+      config_(config),
+      plugins_(plugins),
+      topology_(config.listener_workers, static_cast<std::uint32_t>(plugins.domains().size())),
+      signals_(io_, SIGCHLD, SIGTERM, SIGINT),
+      kill_timer_(io_) {
+  for (const auto& name : transport::Segment::remove_stale())
+    spdlog::warn("removed shared memory {} left by a dead instance", name);
+  segment_ =
+      std::make_unique<transport::Segment>(transport::Segment::create(instance_name(), topology_, config.ring_bytes));
+  for (std::uint32_t s = 0; s < topology_.process_slots(); ++s) {
+    // Inherited by every child (no CLOEXEC): slot s's doorbell.
+    const int fd = ::eventfd(0, EFD_NONBLOCK);
+    if (fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+    doorbells_.push_back(fd);
+  }
+  bind_listen_socket();
+
+  auto add = [this](std::uint32_t slot, std::string title) {
+    Child c;
+    c.slot = slot;
+    c.title = std::move(title);
+    c.restart_timer = std::make_unique<asio::steady_timer>(io_);
+    children_.push_back(std::move(c));
+  };
+  for (std::uint32_t j = 0; j < topology_.managers(); ++j)
+    add(topology_.manager_slot(j), "edri-server: manager " + plugins.domains()[j]);
+  add(Topology::kRouter, "edri-server: router");
+  add(Topology::kBroker, "edri-server: broker");
+  for (std::uint32_t i = 0; i < topology_.listeners(); ++i)
+    add(topology_.listener_slot(i),
+        topology_.listeners() == 1 ? "edri-server: listener" : "edri-server: listener " + std::to_string(i));
+}
+
+Supervisor::~Supervisor() {
+  for (int fd : doorbells_) ::close(fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (segment_) transport::Segment::remove(segment_->name());
+}
+
+void Supervisor::bind_listen_socket() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(config_.port);
+  if (int rc = ::getaddrinfo(config_.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    throw ConfigError("EDRI_HOST=" + config_.host + ": " + ::gai_strerror(rc));
+  std::string last_error = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
+      listen_fd_ = fd;
+      break;
+    }
+    last_error = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  if (listen_fd_ < 0) throw std::runtime_error("cannot listen on " + config_.host + ":" + port + ": " + last_error);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  bound_port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
+void Supervisor::spawn(Child& c) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    spdlog::error("fork for {} failed: {}", c.title, std::strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    // Child: die with the supervisor, whatever kills it.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    ::setenv("EDRI_INTERNAL_INSTANCE", segment_->name().c_str(), 1);
+    ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_TOPOLOGY",
+             (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers())).c_str(), 1);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const std::string child_arg = "--child=" + std::to_string(c.slot);
+    char* argv[] = {const_cast<char*>(c.title.c_str()), const_cast<char*>(child_arg.c_str()), nullptr};
+    ::execv("/proc/self/exe", argv);
+    std::fprintf(stderr, "edri-server: exec failed: %s\n", std::strerror(errno));
+    ::_exit(127);
+  }
+  c.pid = pid;
+  c.started = std::chrono::steady_clock::now();
+  spdlog::debug("started {} (pid {})", c.title, pid);
+}
+
+int Supervisor::run() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (!ec) on_signal(sig);
+  });
+  for (auto& c : children_) spawn(c);
+  std::printf("edri: listening on http://%s:%u\n",
+              config_.host.find(':') != std::string::npos ? ("[" + config_.host + "]").c_str() : config_.host.c_str(),
+              bound_port_);
+  std::fflush(stdout);
+  spdlog::info("{} processes started, shared memory {}", children_.size(), segment_->name());
+  io_.run();
+  transport::Segment::remove(segment_->name());
+  spdlog::info("stopped");
+  return 0;
+}
+
+void Supervisor::on_signal(int sig) {
+  signals_.async_wait([this](const boost::system::error_code& ec, int s) {
+    if (!ec) on_signal(s);
+  });
+  if (sig == SIGCHLD) {
+    reap();
+    return;
+  }
+  if (stopping_) {
+    spdlog::warn("second stop signal: killing every child");
+    for (auto& c : children_)
+      if (c.pid > 0) ::kill(c.pid, SIGKILL);
+    return;
+  }
+  spdlog::info("signal {}: stopping", sig);
+  stop_children();
+}
+
+void Supervisor::stop_children() {
+  stopping_ = true;
+  for (auto& c : children_) {
+    c.restart_timer->cancel();
+    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+  }
+  kill_timer_.expires_after(std::chrono::seconds(5));
+  kill_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    for (auto& c : children_)
+      if (c.pid > 0) {
+        spdlog::warn("{} (pid {}) did not stop in 5 s: killing it", c.title, c.pid);
+        ::kill(c.pid, SIGKILL);
+      }
+  });
+  all_children_gone_check();
+}
+
+void Supervisor::all_children_gone_check() {
+  if (!stopping_) return;
+  for (const auto& c : children_)
+    if (c.pid > 0) return;
+  kill_timer_.cancel();
+  io_.stop();
+}
+
+void Supervisor::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    for (auto& c : children_) {
+      if (c.pid != pid) continue;
+      c.pid = -1;
+      if (stopping_) break;
+      const auto lived = std::chrono::steady_clock::now() - c.started;
+      c.failures = lived > std::chrono::seconds(10) ? 0 : c.failures + 1;
+      const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));
+      if (WIFSIGNALED(status))
+        spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms", c.title, pid, WTERMSIG(status),
+                      delay.count());
+      else
+        spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms", c.title, pid, WEXITSTATUS(status),
+                      delay.count());
+      c.restart_timer->expires_after(delay);
+      c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
+        if (!ec && !stopping_) spawn(c);
+      });
+      break;
+    }
+  }
+  all_children_gone_check();
+}
+
+}  // namespace edri::supervisor

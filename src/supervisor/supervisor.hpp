@@ -1,0 +1,66 @@
+// Supervisor: the process the user starts.
+//
+// It binds the listening socket, creates the shared-memory segment and one
+// eventfd doorbell per process slot, then forks and execs one child per
+// slot (`edri-server: router`, `edri-server: manager notes`, ...). A child
+// that dies is restarted with backoff; the socket, segment and doorbells
+// outlive it, so its replacement takes over its channels. SIGTERM or SIGINT
+// stops every child, removes the segment and exits 0.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/asio.hpp"
+#include "common/config.hpp"
+#include "plugin/plugin_set.hpp"
+#include "transport/segment.hpp"
+#include "transport/topology.hpp"
+
+namespace edri::supervisor {
+
+class Supervisor {
+ public:
+  Supervisor(const Config& config, const plugin::PluginSet& plugins);
+  ~Supervisor();
+
+  // Runs until stopped by a signal. Returns the process exit status.
+  int run();
+
+ private:
+  struct Child {
+    std::uint32_t slot;
+    std::string title;  // argv[0], what ps shows
+    pid_t pid = -1;
+    unsigned failures = 0;  // consecutive quick deaths, for backoff
+    std::chrono::steady_clock::time_point started;
+    std::unique_ptr<asio::steady_timer> restart_timer;
+  };
+
+  void bind_listen_socket();
+  void spawn(Child& c);
+  void on_signal(int sig);
+  void reap();
+  void stop_children();
+  void all_children_gone_check();
+
+  // First member: Asio objects below (timers, signals) must die before it.
+  asio::io_context io_;
+  const Config& config_;
+  const plugin::PluginSet& plugins_;
+  transport::Topology topology_;
+  std::unique_ptr<transport::Segment> segment_;
+  std::vector<int> doorbells_;
+  int listen_fd_ = -1;
+  std::uint16_t bound_port_ = 0;
+  std::vector<Child> children_;
+  asio::signal_set signals_;
+  asio::steady_timer kill_timer_;
+  bool stopping_ = false;
+};
+
+}  // namespace edri::supervisor

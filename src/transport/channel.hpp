@@ -1,0 +1,105 @@
+// Channel: the two ends of a single-producer single-consumer byte ring in
+// shared memory (layout and protocol: shm_layout.hpp).
+//
+// Each end keeps its own position and a cached copy of the other side's, so
+// that a busy pipeline touches the shared cache line of the other side only
+// when its cached view runs out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "transport/shm_layout.hpp"
+
+namespace edri::transport {
+
+class ChannelProducer {
+ public:
+  ChannelProducer() = default;
+  ChannelProducer(ChannelControl* control, std::byte* data, std::size_t ring_bytes);
+
+  // Reserves room for one record of `n` payload bytes and returns where to
+  // write it, or nullptr when the ring has no room (the consumer is then
+  // asked to ring our doorbell when it frees space). Nothing is visible to
+  // the consumer before commit().
+  std::byte* reserve(std::size_t n, std::uint32_t tag = 0);
+  void commit();
+
+  // reserve + copy + commit.
+  bool try_push(std::span<const std::byte> payload, std::uint32_t tag = 0);
+
+  std::size_t max_record() const { return max_record_bytes(ring_bytes_); }
+  bool valid() const { return control_ != nullptr; }
+  // Bytes written and not yet consumed, as last seen (for metrics).
+  std::uint64_t depth() const;
+
+ private:
+  ChannelControl* control_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t ring_bytes_ = 0;
+  std::uint64_t tail_ = 0;
+  std::uint64_t cached_head_ = 0;
+  std::size_t reserved_ = 0;  // bytes of the reserved, uncommitted record
+};
+
+class ChannelConsumer {
+ public:
+  ChannelConsumer() = default;
+  ChannelConsumer(ChannelControl* control, std::byte* data, std::size_t ring_bytes);
+
+  struct DrainResult {
+    std::size_t records = 0;
+    bool wake_producer = false;  // the producer waits for room: ring its doorbell
+    bool corrupt = false;        // a record header was invalid; the rest was dropped
+  };
+
+  // Calls f(std::span<const std::byte> payload, std::uint32_t tag) for each
+  // available record, at most max_records, then publishes the new head once.
+  // The span is valid only during the call.
+  template <class F>
+  DrainResult drain(F&& f, std::size_t max_records = SIZE_MAX);
+
+  bool empty() const;
+  bool valid() const { return control_ != nullptr; }
+
+ private:
+  DrainResult finish(std::uint64_t new_head, std::size_t records, bool corrupt);
+
+  ChannelControl* control_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t ring_bytes_ = 0;
+  std::uint64_t head_ = 0;
+};
+
+template <class F>
+ChannelConsumer::DrainResult ChannelConsumer::drain(F&& f, std::size_t max_records) {
+  const std::uint64_t tail = control_->tail.load(std::memory_order_acquire);
+  const std::uint64_t mask = ring_bytes_ - 1;
+  const std::size_t limit = max_record_bytes(ring_bytes_);
+  std::uint64_t h = head_;
+  std::size_t n = 0;
+  bool corrupt = false;
+  while (h != tail && n < max_records) {
+    const std::size_t off = h & mask;
+    std::uint32_t hdr[2];
+    __builtin_memcpy(hdr, data_ + off, sizeof hdr);
+    if (hdr[1] == kWrapTag) {
+      h += ring_bytes_ - off;
+      continue;
+    }
+    const std::size_t len = hdr[0];
+    const std::size_t step = align_up(kRecordHeaderBytes + len, kRecordAlign);
+    if (len > limit || off + step > ring_bytes_ || h + step > tail) {
+      corrupt = true;
+      h = tail;
+      break;
+    }
+    f(std::span<const std::byte>(data_ + off + kRecordHeaderBytes, len), hdr[1]);
+    h += step;
+    ++n;
+  }
+  return finish(h, n, corrupt);
+}
+
+}  // namespace edri::transport

@@ -1,0 +1,87 @@
+// Outbox: the producing end of one channel as a process uses it.
+//
+// A full ring never blocks the caller: records queue in a local overflow,
+// bounded in bytes, and move into the ring as the consumer frees room. When
+// the bound is reached the record is refused and the caller answers 503.
+// The consumer's doorbell is rung once per batch (notify), and only if it
+// sleeps.
+#pragma once
+
+#include <cstring>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "transport/channel.hpp"
+#include "transport/doorbell.hpp"
+
+namespace edri::transport {
+
+class Outbox {
+ public:
+  Outbox(ChannelProducer producer, Doorbell consumer, std::size_t overflow_limit_bytes)
+      : producer_(producer), consumer_(consumer), overflow_limit_(overflow_limit_bytes) {}
+
+  // Appends a record of `n` bytes written by fill(std::byte*). Returns false
+  // when the record cannot be queued (too large, or the overflow bound is
+  // reached): the caller must answer the request itself.
+  template <class Fill>
+  [[nodiscard]] bool emplace(std::size_t n, Fill&& fill) {
+    if (n > producer_.max_record()) return false;
+    if (overflow_.empty()) {
+      if (std::byte* p = producer_.reserve(n)) {
+        fill(p);
+        producer_.commit();
+        dirty_ = true;
+        return true;
+      }
+    }
+    if (overflow_bytes_ + n > overflow_limit_) return false;
+    overflow_.emplace_back(n);
+    fill(overflow_.back().data());
+    overflow_bytes_ += n;
+    return true;
+  }
+
+  [[nodiscard]] bool push(std::span<const std::byte> bytes) {
+    return emplace(bytes.size(), [&](std::byte* p) {
+      if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+    });
+  }
+
+  // Moves queued records into the ring as far as room allows.
+  void flush_overflow() {
+    while (!overflow_.empty()) {
+      auto& rec = overflow_.front();
+      if (!producer_.try_push(rec)) return;
+      overflow_bytes_ -= rec.size();
+      overflow_.pop_front();
+      dirty_ = true;
+    }
+  }
+
+  // Ends a batch: wakes the consumer if it sleeps and anything was written.
+  // Returns true if it wrote to the ring since the last call.
+  bool notify() {
+    if (!dirty_) return false;
+    dirty_ = false;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    consumer_.ring_if_sleeping();
+    return true;
+  }
+
+  bool has_overflow() const { return !overflow_.empty(); }
+  std::size_t overflow_bytes() const { return overflow_bytes_; }
+  std::uint64_t depth() const { return producer_.depth(); }
+  std::size_t max_record() const { return producer_.max_record(); }
+
+ private:
+  ChannelProducer producer_;
+  Doorbell consumer_;
+  std::size_t overflow_limit_;
+  std::deque<std::vector<std::byte>> overflow_;
+  std::size_t overflow_bytes_ = 0;
+  bool dirty_ = false;
+};
+
+}  // namespace edri::transport

@@ -1,0 +1,118 @@
+#include "transport/segment.hpp"
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/permissions.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace bip = boost::interprocess;
+
+namespace edri::transport {
+
+Segment::Segment(std::string name, std::unique_ptr<bip::mapped_region> region)
+    : name_(std::move(name)), region_(std::move(region)), base_(static_cast<std::byte*>(region_->get_address())) {}
+
+Segment::Segment(Segment&&) noexcept = default;
+Segment& Segment::operator=(Segment&&) noexcept = default;
+Segment::~Segment() = default;
+
+Segment Segment::create(const std::string& name, const Topology& topology, std::size_t ring_bytes) {
+  if (ring_bytes < kMinRingBytes || (ring_bytes & (ring_bytes - 1)) != 0)
+    throw std::invalid_argument("ring size must be a power of two of at least 4096 bytes");
+  const auto& specs = topology.channels();
+  if (specs.size() > kMaxChannels || topology.process_slots() > kMaxProcesses)
+    throw std::invalid_argument("too many processes or channels for one segment");
+  const auto count = static_cast<std::uint32_t>(specs.size());
+  const std::size_t total = segment_bytes(count, ring_bytes);
+
+  bip::permissions owner_only(0600);
+  bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, owner_only);
+  shm.truncate(static_cast<bip::offset_t>(total));
+  auto region = std::make_unique<bip::mapped_region>(shm, bip::read_write);
+  Segment seg(name, std::move(region));
+
+  // The fresh mapping is zero-filled; construct the header and controls.
+  auto* hdr = new (seg.base_) SegmentHeader{};
+  hdr->layout_version = kLayoutVersion;
+  hdr->channel_count = count;
+  hdr->ring_bytes = ring_bytes;
+  hdr->total_bytes = total;
+  hdr->supervisor_pid = static_cast<std::uint64_t>(::getpid());
+  for (std::uint32_t s = 0; s < kMaxProcesses; ++s) new (&seg.doorbell(s)) DoorbellState{};
+  for (std::uint32_t c = 0; c < count; ++c) {
+    auto* ctl = new (&seg.control(c)) ChannelControl{};
+    ctl->producer_slot = specs[c].producer;
+    ctl->consumer_slot = specs[c].consumer;
+    ctl->data_offset_pages = static_cast<std::uint32_t>((ring_data_offset(count) + c * ring_bytes) / kPage);
+  }
+  // Last: the magic tells openers that the layout is complete.
+  std::atomic_thread_fence(std::memory_order_release);
+  hdr->magic = kSegmentMagic;
+  return seg;
+}
+
+Segment Segment::open(const std::string& name) {
+  bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
+  auto region = std::make_unique<bip::mapped_region>(shm, bip::read_write);
+  if (region->get_size() < sizeof(SegmentHeader)) throw std::runtime_error("segment " + name + " is too small");
+  Segment seg(name, std::move(region));
+  const auto& h = seg.header();
+  if (h.magic != kSegmentMagic) throw std::runtime_error("segment " + name + " has no edri header");
+  if (h.layout_version != kLayoutVersion)
+    throw std::runtime_error("segment " + name + " has layout version " + std::to_string(h.layout_version) +
+                             ", this binary expects " + std::to_string(kLayoutVersion));
+  if (h.total_bytes != seg.region_->get_size() || h.total_bytes != segment_bytes(h.channel_count, h.ring_bytes))
+    throw std::runtime_error("segment " + name + " has an inconsistent size");
+  return seg;
+}
+
+bool Segment::remove(const std::string& name) { return bip::shared_memory_object::remove(name.c_str()); }
+
+std::vector<std::string> Segment::remove_stale(const std::string& prefix) {
+  std::vector<std::string> removed;
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return removed;
+  while (dirent* e = ::readdir(dir)) {
+    std::string n = e->d_name;
+    if (n.rfind(prefix, 0) != 0) continue;
+    // edri.<pid>.<nonce>: stale when that pid is gone.
+    const auto pid_start = prefix.size();
+    const auto dot = n.find('.', pid_start);
+    if (dot == std::string::npos) continue;
+    const long pid = std::strtol(n.substr(pid_start, dot - pid_start).c_str(), nullptr, 10);
+    if (pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    if (remove(n)) removed.push_back(n);
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+DoorbellState& Segment::doorbell(std::uint32_t slot) const {
+  return reinterpret_cast<DoorbellState*>(base_ + doorbells_offset())[slot];
+}
+
+ChannelControl& Segment::control(std::uint32_t channel) const {
+  return reinterpret_cast<ChannelControl*>(base_ + channels_offset())[channel];
+}
+
+std::byte* Segment::ring_data(std::uint32_t channel) const {
+  return base_ + static_cast<std::size_t>(control(channel).data_offset_pages) * kPage;
+}
+
+ChannelProducer Segment::producer(std::uint32_t channel) const {
+  if (channel >= header().channel_count) throw std::out_of_range("channel index");
+  return ChannelProducer(&control(channel), ring_data(channel), ring_bytes());
+}
+
+ChannelConsumer Segment::consumer(std::uint32_t channel) const {
+  if (channel >= header().channel_count) throw std::out_of_range("channel index");
+  return ChannelConsumer(&control(channel), ring_data(channel), ring_bytes());
+}
+
+}  // namespace edri::transport

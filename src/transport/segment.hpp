@@ -1,0 +1,55 @@
+// Segment: one server instance's shared memory (layout: shm_layout.hpp),
+// created by the supervisor, opened by the children.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/channel.hpp"
+#include "transport/shm_layout.hpp"
+#include "transport/topology.hpp"
+
+namespace boost::interprocess {
+class mapped_region;
+}
+
+namespace edri::transport {
+
+class Segment {
+ public:
+  // Creates a new segment (mode 0600) laid out for `topology`. Throws on
+  // failure, including when the name is taken.
+  static Segment create(const std::string& name, const Topology& topology, std::size_t ring_bytes);
+  // Maps an existing segment and checks its header. Throws on mismatch.
+  static Segment open(const std::string& name);
+  // Removes a segment by name; true if it existed.
+  static bool remove(const std::string& name);
+  // Removes the segments of instances whose supervisor no longer runs.
+  // Returns the names removed.
+  static std::vector<std::string> remove_stale(const std::string& prefix = "edri.");
+
+  Segment(Segment&&) noexcept;
+  Segment& operator=(Segment&&) noexcept;
+  ~Segment();
+
+  const std::string& name() const { return name_; }
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  DoorbellState& doorbell(std::uint32_t slot) const;
+  ChannelControl& control(std::uint32_t channel) const;
+  std::size_t ring_bytes() const { return header().ring_bytes; }
+
+  ChannelProducer producer(std::uint32_t channel) const;
+  ChannelConsumer consumer(std::uint32_t channel) const;
+
+ private:
+  Segment(std::string name, std::unique_ptr<boost::interprocess::mapped_region> region);
+  std::byte* ring_data(std::uint32_t channel) const;
+
+  std::string name_;
+  std::unique_ptr<boost::interprocess::mapped_region> region_;
+  std::byte* base_ = nullptr;
+};
+
+}  // namespace edri::transport

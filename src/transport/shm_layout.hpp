@@ -1,0 +1,100 @@
+// The whole shared-memory contract between edri processes, in one place.
+//
+// One segment per server instance, created by the supervisor (mode 0600,
+// named `edri.<supervisor pid>.<nonce>`), mapped by every child:
+//
+//   SegmentHeader                      (one page)
+//   DoorbellState  x kMaxProcesses     (one cache line each)
+//   ChannelControl x channel_count     (three cache lines each)
+//   ring data      x channel_count     (ring_bytes each, page aligned)
+//
+// A channel is a single-producer single-consumer byte ring. Records are
+//   [u32 length][u32 tag][payload, padded to 8 bytes]
+// A record never wraps: when it does not fit before the end of the ring the
+// producer writes a kWrapTag header and continues at offset 0.
+//
+// Positions (head, tail) are 64-bit byte counters that only grow; the
+// offset in the ring is position & (ring_bytes - 1).
+//
+// Wake-up protocol (no lost wake-ups, no system call while busy):
+//   consumer, before sleeping: sleeping = 1; fence; re-check every inbound
+//     ring; sleep only if all are empty.
+//   producer, after publishing tail: fence; if sleeping and
+//     exchange(sleeping, 0) returned 1, write the consumer's eventfd.
+// The same protocol runs backwards for a full ring: a producer that found
+// no room sets producer_waiting; the consumer, after advancing head, rings
+// the producer's doorbell if that flag was set.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace edri::transport {
+
+inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
+inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::size_t kCacheLine = 64;
+inline constexpr std::size_t kPage = 4096;
+
+inline constexpr std::uint32_t kMaxProcesses = 256;
+inline constexpr std::uint32_t kMaxChannels = 1024;
+
+inline constexpr std::size_t kRecordHeaderBytes = 8;
+inline constexpr std::size_t kRecordAlign = 8;
+inline constexpr std::uint32_t kWrapTag = 0xFFFFFFFFu;
+
+// Default ring size per channel; the largest record is a quarter of it.
+inline constexpr std::size_t kDefaultRingBytes = 1u << 20;
+inline constexpr std::size_t kMinRingBytes = 4096;
+
+inline constexpr std::size_t max_record_bytes(std::size_t ring_bytes) { return ring_bytes / 4 - kRecordHeaderBytes; }
+
+inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) & ~(a - 1); }
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+// One per process slot: the process's eventfd doorbell state.
+struct alignas(kCacheLine) DoorbellState {
+  std::atomic<std::uint32_t> sleeping;  // 1: the owner is about to block on its eventfd
+  std::atomic<std::uint32_t> pid;       // the process now serving the slot (for diagnostics)
+  std::atomic<std::uint64_t> rings;     // eventfd writes made to this slot (statistics)
+};
+
+// Control block of one ring. Producer-written and consumer-written fields
+// live on separate cache lines so that the two sides do not false-share.
+struct ChannelControl {
+  alignas(kCacheLine) std::atomic<std::uint64_t> tail;  // written by the producer only
+  std::atomic<std::uint32_t> producer_waiting;          // producer found the ring full
+  std::uint32_t producer_slot;                          // set by the supervisor
+  alignas(kCacheLine) std::atomic<std::uint64_t> head;  // written by the consumer only
+  std::uint32_t consumer_slot;                          // set by the supervisor
+  std::uint32_t data_offset_pages;                      // from the start of the segment
+  alignas(kCacheLine) std::uint64_t reserved[8];
+};
+
+struct alignas(kPage) SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t channel_count;
+  std::uint64_t ring_bytes;
+  std::uint64_t total_bytes;
+  std::uint64_t supervisor_pid;
+  std::atomic<std::uint64_t> generation;  // bumped by the supervisor on every (re)start of a child
+};
+
+static_assert(sizeof(SegmentHeader) == kPage);
+static_assert(sizeof(DoorbellState) == kCacheLine);
+static_assert(sizeof(ChannelControl) == 3 * kCacheLine);
+
+inline constexpr std::size_t doorbells_offset() { return sizeof(SegmentHeader); }
+inline constexpr std::size_t channels_offset() { return doorbells_offset() + kMaxProcesses * sizeof(DoorbellState); }
+inline constexpr std::size_t ring_data_offset(std::uint32_t channel_count) {
+  return align_up(channels_offset() + channel_count * sizeof(ChannelControl), kPage);
+}
+inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes) {
+  return ring_data_offset(channel_count) + channel_count * ring_bytes;
+}
+
+}  // namespace edri::transport

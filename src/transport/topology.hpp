@@ -1,0 +1,99 @@
+// Topology: which process slots exist and which channels join them.
+//
+// Computed the same way in the supervisor and in every child from the
+// process counts alone, so no table has to be shipped between them.
+//
+//   slot 0                supervisor (owns no channel)
+//   slot 1                broker
+//   slot 2                router
+//   slots 3 .. 3+L-1      listeners
+//   slots 3+L .. 3+L+M-1  managers
+//
+// Channels: listener <-> broker, broker <-> router, router <-> manager,
+// one ring per direction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace edri::transport {
+
+enum class Role : std::uint8_t { Supervisor, Broker, Router, Listener, Manager };
+
+inline const char* role_name(Role r) {
+  switch (r) {
+    case Role::Supervisor: return "supervisor";
+    case Role::Broker: return "broker";
+    case Role::Router: return "router";
+    case Role::Listener: return "listener";
+    case Role::Manager: return "manager";
+  }
+  return "?";
+}
+
+struct ChannelSpec {
+  std::uint32_t producer;
+  std::uint32_t consumer;
+};
+
+class Topology {
+ public:
+  static constexpr std::uint32_t kSupervisor = 0;
+  static constexpr std::uint32_t kBroker = 1;
+  static constexpr std::uint32_t kRouter = 2;
+
+  Topology(std::uint32_t listeners, std::uint32_t managers) : listeners_(listeners), managers_(managers) {
+    if (listeners == 0) throw std::invalid_argument("at least one listener is needed");
+    for (std::uint32_t i = 0; i < listeners; ++i) {
+      channels_.push_back({listener_slot(i), kBroker});
+      channels_.push_back({kBroker, listener_slot(i)});
+    }
+    channels_.push_back({kBroker, kRouter});
+    channels_.push_back({kRouter, kBroker});
+    for (std::uint32_t j = 0; j < managers; ++j) {
+      channels_.push_back({kRouter, manager_slot(j)});
+      channels_.push_back({manager_slot(j), kRouter});
+    }
+  }
+
+  std::uint32_t listeners() const { return listeners_; }
+  std::uint32_t managers() const { return managers_; }
+  std::uint32_t process_slots() const { return 3 + listeners_ + managers_; }
+  std::uint32_t listener_slot(std::uint32_t i) const { return 3 + i; }
+  std::uint32_t manager_slot(std::uint32_t j) const { return 3 + listeners_ + j; }
+
+  Role role_of(std::uint32_t slot) const {
+    if (slot == kSupervisor) return Role::Supervisor;
+    if (slot == kBroker) return Role::Broker;
+    if (slot == kRouter) return Role::Router;
+    if (slot < 3 + listeners_) return Role::Listener;
+    return Role::Manager;
+  }
+  // Index of the slot within its role (listener i, manager j).
+  std::uint32_t index_of(std::uint32_t slot) const {
+    switch (role_of(slot)) {
+      case Role::Listener: return slot - 3;
+      case Role::Manager: return slot - 3 - listeners_;
+      default: return 0;
+    }
+  }
+
+  const std::vector<ChannelSpec>& channels() const { return channels_; }
+
+  // The channel from `producer` to `consumer`; throws if there is none.
+  std::uint32_t channel(std::uint32_t producer, std::uint32_t consumer) const {
+    for (std::uint32_t i = 0; i < channels_.size(); ++i)
+      if (channels_[i].producer == producer && channels_[i].consumer == consumer) return i;
+    throw std::logic_error("no channel " + std::to_string(producer) + "->" + std::to_string(consumer));
+  }
+
+ private:
+  std::uint32_t listeners_;
+  std::uint32_t managers_;
+  std::vector<ChannelSpec> channels_;
+};
+
+}  // namespace edri::transport

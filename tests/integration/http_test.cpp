@@ -1,0 +1,143 @@
+// HTTP at the edge: status codes, parameters, errors and connection
+// handling, through the real server.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+
+TEST_CASE("routes, typed parameters and unknown paths", "[http]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+
+  auto r = c.get("/hello/world");
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body) == json{{"hello", "world"}, {"domain", "test"}});
+
+  r = c.get("/items/42?x=1&y=2");
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body) == json{{"id", 42}, {"query", "x=1&y=2"}});
+
+  r = c.get("/items/-7");
+  CHECK(json::parse(r.body)["id"] == -7);
+
+  SECTION("a parameter of the wrong type matches no route") {
+    r = c.get("/items/abc");
+    CHECK(r.status == 404);
+    CHECK(r.header("content-type") == "application/problem+json");
+    CHECK(json::parse(r.body)["status"] == 404);
+  }
+  SECTION("uuid parameters") {
+    CHECK(c.get("/uuid/123e4567-e89b-12d3-a456-426614174000").status == 200);
+    CHECK(c.get("/uuid/123e4567").status == 404);
+  }
+  SECTION("unknown path") {
+    r = c.get("/does/not/exist");
+    CHECK(r.status == 404);
+    CHECK(json::parse(r.body)["title"] == "Not Found");
+  }
+  SECTION("a method the path does not take is 405 with Allow") {
+    r = c.request("POST", "/items/1", "{}");
+    CHECK(r.status == 405);
+    CHECK(r.header("allow") == "GET, HEAD");
+  }
+  SECTION("HEAD is GET without a body") {
+    r = c.request("HEAD", "/hello/x");
+    CHECK(r.status == 200);
+    CHECK(std::stoi(r.header("content-length")) > 0);
+    CHECK(r.body.empty());
+    CHECK(c.get("/hello/y").status == 200);  // the connection is still in step
+  }
+  SECTION("status and headers chosen by the handler") {
+    r = c.get("/status/201");
+    CHECK(r.status == 201);
+    CHECK(r.header("x-test") == "yes");
+    CHECK(r.body == "status");
+  }
+  SECTION("JSON body round trip") {
+    r = c.request("POST", "/echo", R"({"a":[1,2,3],"b":"x"})");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == json{{"a", {1, 2, 3}}, {"b", "x"}});
+  }
+}
+
+TEST_CASE("malformed HTTP is 400 and the connection is closed", "[http]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  for (const std::string bad : {"GARBAGE\r\n\r\n", "GET /hello/x HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+                                "GET /hello/x HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+                                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+    INFO(bad);
+    HttpClient c(server.port());
+    c.send_raw(bad);
+    const auto r = c.read_response();
+    CHECK(r.status == 400);
+    CHECK(r.header("connection") == "close");
+    CHECK(c.closed_by_peer());
+  }
+  // The server is unharmed.
+  CHECK(http_get(server.port(), "/hello/again").status == 200);
+}
+
+TEST_CASE("keep-alive, pipelining in order, HTTP/1.0", "[http]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  SECTION("keep-alive carries many requests") {
+    HttpClient c(server.port());
+    for (int i = 0; i < 200; ++i) REQUIRE(c.get("/items/" + std::to_string(i)).status == 200);
+  }
+  SECTION("pipelined requests are answered in order, across managers") {
+    HttpClient c(server.port());
+    c.send_raw(
+        "GET /sleep/150 HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /other/pid HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /items/3 HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(json::parse(c.read_response().body).contains("slept"));
+    CHECK(json::parse(c.read_response().body)["domain"] == "other");
+    CHECK(json::parse(c.read_response().body)["id"] == 3);
+  }
+  SECTION("HTTP/1.0 gets an HTTP/1.0 answer and a close") {
+    HttpClient c(server.port());
+    c.send_raw("GET /hello/old HTTP/1.0\r\n\r\n");
+    const auto r = c.read_response();
+    CHECK(r.version == "HTTP/1.0");
+    CHECK(r.status == 200);
+    CHECK(c.closed_by_peer());
+  }
+  SECTION("Connection: close is honoured") {
+    HttpClient c(server.port());
+    c.send_raw("GET /hello/x HTTP/1.1\r\nConnection: close\r\n\r\n");
+    CHECK(c.read_response().header("connection") == "close");
+    CHECK(c.closed_by_peer());
+  }
+}
+
+TEST_CASE("handler failures and limits", "[http]") {
+  SECTION("a handler that throws is 500 with the detail outside production") {
+    ServerProcess server({test_plugin_path("test_app")});
+    const auto r = http_get(server.port(), "/throw");
+    CHECK(r.status == 500);
+    CHECK(r.body.find("secret internal detail") != std::string::npos);
+    CHECK(http_get(server.port(), "/hello/still-alive").status == 200);
+  }
+  SECTION("and without it in production") {
+    ServerProcess server({test_plugin_path("test_app")}, {{"ENVIRONMENT", "production"}});
+    const auto r = http_get(server.port(), "/throw");
+    CHECK(r.status == 500);
+    CHECK(r.body.find("secret") == std::string::npos);
+  }
+  SECTION("a body over EDRI_MAX_BODY_SIZE is 413") {
+    ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_BODY_SIZE", "1000"}});
+    HttpClient c(server.port());
+    CHECK(c.request("POST", "/echo", "[" + std::string(900, '1') + "]").status == 200);
+    CHECK(c.request("POST", "/echo", "\"" + std::string(1200, 'x') + "\"").status == 413);
+  }
+  SECTION("a handler slower than EDRI_API_RESPONSE_TIMEOUT is 504, and the connection goes on") {
+    ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.3"}});
+    HttpClient c(server.port());
+    const auto r = c.get("/sleep/1000");
+    CHECK(r.status == 504);
+    CHECK(c.get("/other/pid").status == 200);  // another manager, not stuck behind the sleeper
+  }
+}

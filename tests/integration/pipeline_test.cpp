@@ -1,0 +1,96 @@
+// The pipeline end to end: a request crosses listener -> broker -> router ->
+// manager and back, in separate single-threaded processes, and nothing is
+// left behind when the server stops.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+
+using namespace edri::test;
+
+namespace {
+int thread_count(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a routed request crosses listener, broker, router and manager", "[pipeline]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_SERVER_TIMING", "1"}});
+  const auto r = http_get(server.port(), "/noop");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type") == "application/json");
+  CHECK(r.body == R"({"ok":true})");
+  // Each hop stamped the envelope on its way.
+  const auto timing = r.header("server-timing");
+  for (const char* hop : {"broker;dur=", "router;dur=", "manager;dur=", "handler;dur=", "total;dur="})
+    CHECK(timing.find(hop) != std::string::npos);
+
+  const auto kids = server.children();
+  std::set<std::string> roles;
+  std::set<pid_t> pids;
+  for (const auto& k : kids) {
+    roles.insert(k.cmdline.substr(0, k.cmdline.find(" --child")));
+    pids.insert(k.pid);
+    INFO(k.cmdline);
+    CHECK(thread_count(k.pid) == 1);
+  }
+  CHECK(roles == std::set<std::string>{"edri-server: listener", "edri-server: broker", "edri-server: router",
+                                       "edri-server: manager bench"});
+  CHECK(pids.size() == 4);
+  CHECK(thread_count(server.pid()) == 1);
+}
+
+TEST_CASE("handlers run in their domain's manager process", "[pipeline]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  const auto test_pid = server.child("manager test");
+  const auto other_pid = server.child("manager other");
+  REQUIRE(test_pid > 0);
+  REQUIRE(other_pid > 0);
+  CHECK(test_pid != other_pid);
+  auto a = nlohmann::json::parse(http_get(server.port(), "/pid").body);
+  auto b = nlohmann::json::parse(http_get(server.port(), "/other/pid").body);
+  CHECK(a["pid"] == test_pid);
+  CHECK(b["pid"] == other_pid);
+  CHECK(b["domain"] == "other");
+}
+
+TEST_CASE("many requests on many connections all come back", "[pipeline]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < 16; ++i) clients.push_back(std::make_unique<HttpClient>(server.port()));
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 16; ++i)
+      clients[i]->send_raw("GET /items/" + std::to_string(round * 100 + i) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    for (int i = 0; i < 16; ++i) {
+      const auto r = clients[i]->read_response();
+      REQUIRE(r.status == 200);
+      REQUIRE(nlohmann::json::parse(r.body)["id"] == round * 100 + i);
+    }
+  }
+}
+
+TEST_CASE("stopping the server leaves no process and no shared memory", "[pipeline]") {
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{plugin_path("bench_app")});
+  REQUIRE(http_get(server->port(), "/noop").status == 200);
+  const auto kids = server->children();
+  REQUIRE(kids.size() == 4);
+  const auto segments = shm_segments(server->segment_prefix());
+  REQUIRE(segments.size() == 1);
+  struct stat st {};
+  REQUIRE(::stat(("/dev/shm/" + segments[0]).c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  CHECK(server->stop() == 0);
+  for (const auto& k : kids) CHECK_FALSE(process_alive(k.pid));
+  CHECK(shm_segments(server->segment_prefix()).empty());
+}

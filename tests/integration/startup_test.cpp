@@ -1,0 +1,71 @@
+// Start-up refuses what it cannot serve, with a message that names the
+// culprit and a non-zero exit status.
+#include <catch2/catch.hpp>
+
+#include "support/server_process.hpp"
+
+using namespace edri::test;
+
+TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[startup]") {
+  SECTION("missing file") {
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", "/nonexistent/plugin.so"}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find("/nonexistent/plugin.so") != std::string::npos);
+    CHECK(r.err.find("cannot load") != std::string::npos);
+  }
+  SECTION("a library that is not a plugin") {
+    const auto path = test_plugin_path("not_a_plugin");
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("not an edri plugin") != std::string::npos);
+  }
+  SECTION("another ABI version") {
+    const auto path = test_plugin_path("wrong_abi");
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("ABI version 999") != std::string::npos);
+    CHECK(r.err.find("has 1") != std::string::npos);
+  }
+  SECTION("a route to an undeclared event") {
+    const auto path = test_plugin_path("bad_route");
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find("undeclared event nowhere") != std::string::npos);
+  }
+  SECTION("a good plugin after a bad one still stops start-up") {
+    const auto r =
+        run_server_to_exit({}, {{"EDRI_PLUGINS", plugin_path("bench_app") + ":" + test_plugin_path("wrong_abi")}});
+    CHECK(r.status != 0);
+    CHECK(r.out.find("listening") == std::string::npos);
+  }
+}
+
+TEST_CASE("an invalid setting stops start-up, naming the variable", "[startup]") {
+  const auto plugins = plugin_path("bench_app");
+  for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{{"EDRI_PORT", "http"},
+                                                                                   {"EDRI_PORT", "70000"},
+                                                                                   {"EDRI_API_RESPONSE_TIMEOUT", "-1"},
+                                                                                   {"EDRI_LISTENER_WORKERS", "0"},
+                                                                                   {"EDRI_RING_BYTES", "5000"},
+                                                                                   {"EDRI_CPUS", "1-0"},
+                                                                                   {"EDRI_LOG_LEVEL", "loud"}}) {
+    INFO(var << "=" << value);
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", plugins}, {var, value}});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(var) != std::string::npos);
+  }
+  const auto r = run_server_to_exit({}, {});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("EDRI_PLUGINS") != std::string::npos);
+}
+
+TEST_CASE("print-config shows the effective configuration", "[startup]") {
+  const auto r =
+      run_server_to_exit({"--print-config"}, {{"EDRI_MAX_BODY_SIZE", "1234"}, {"ENVIRONMENT", "production"}});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("EDRI_MAX_BODY_SIZE=1234\n") != std::string::npos);
+  CHECK(r.out.find("ENVIRONMENT=production\n") != std::string::npos);
+  CHECK(r.out.find("EDRI_PORT=0\n") != std::string::npos);
+}

@@ -1,0 +1,50 @@
+// HttpClient: a small blocking HTTP/1.1 client for tests, over a real TCP
+// connection to 127.0.0.1, with timeouts so that a test never hangs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace edri::test {
+
+struct HttpResponse {
+  int status = 0;
+  std::string version;                         // "HTTP/1.1"
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(std::uint16_t port, int timeout_ms = 5000);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  void send_raw(const std::string& bytes);
+  // Reads one response (Content-Length bodies; HEAD responses if `head`).
+  // Throws on timeout or when the connection closes first.
+  HttpResponse read_response(bool head = false);
+  HttpResponse get(const std::string& path);
+  HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
+                       const std::string& extra_headers = {});
+  // True if the server closed the connection (read returns 0) within the timeout.
+  bool closed_by_peer(int timeout_ms = 2000);
+
+ private:
+  bool fill(int timeout_ms);
+  int fd_ = -1;
+  int timeout_ms_;
+  std::string buf_;
+};
+
+// One request on a fresh connection.
+HttpResponse http_get(std::uint16_t port, const std::string& path);
+
+}  // namespace edri::test

@@ -1,0 +1,214 @@
+#include "support/server_process.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace edri::test {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> build_env(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("EDRI_", 0) == 0 || kv.rfind("ENVIRONMENT=", 0) == 0) continue;
+    out.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) out.push_back(k + "=" + v);
+  return out;
+}
+
+// fork+exec with stdout to `out_fd` and stderr to `err_fd`.
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, int out_fd, int err_fd) {
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -2;
+    if (Clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string temp_file(const char* stem) {
+  std::string path = std::string("/tmp/") + stem + ".XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  return path;
+}
+
+}  // namespace
+
+std::string plugin_path(const std::string& name) { return std::string(EDRI_PLUGIN_DIR) + "/" + name + ".so"; }
+std::string test_plugin_path(const std::string& name) { return std::string(EDRI_TEST_PLUGIN_DIR) + "/" + name + ".so"; }
+
+std::vector<ProcessInfo> children_of(pid_t parent) {
+  std::vector<ProcessInfo> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close_paren + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid != parent || state == 'Z') continue;
+    std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    for (auto& c : cmd)
+      if (c == '\0') c = ' ';
+    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+    out.push_back(ProcessInfo{pid, cmd});
+  }
+  ::closedir(d);
+  return out;
+}
+
+bool process_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto p = stat.rfind(')');
+  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] != 'Z';
+}
+
+std::vector<std::string> shm_segments(const std::string& prefix) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir("/dev/shm");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d))
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env) {
+  std::string list;
+  for (const auto& p : plugins) list += (list.empty() ? "" : ":") + p;
+  env.emplace("EDRI_HOST", "127.0.0.1");
+  env.emplace("EDRI_PORT", "0");
+  env.emplace("EDRI_PLUGINS", list);
+  log_path_ = temp_file("edri-test-log");
+  const int err_fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  pid_ = spawn({EDRI_SERVER_BIN}, build_env(env), pipe_fds[1], err_fd);
+  ::close(pipe_fds[1]);
+  ::close(err_fd);
+
+  // Wait for "edri: listening on http://127.0.0.1:<port>".
+  std::string line;
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (line.find('\n') == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[256];
+    const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    line.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  const auto colon = line.rfind(':');
+  if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
+    stop(5000);
+    throw std::runtime_error("edri-server did not start; its log:\n" + log());
+  }
+  port_ = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) stop();
+  if (!log_path_.empty()) ::unlink(log_path_.c_str());
+}
+
+pid_t ServerProcess::child(const std::string& role) const {
+  for (const auto& c : children())
+    if (c.cmdline.find("edri-server: " + role) == 0) return c.pid;
+  return -1;
+}
+
+std::string ServerProcess::log() const { return read_file(log_path_); }
+
+int ServerProcess::stop(int timeout_ms) {
+  if (pid_ <= 0) return -2;
+  for (const auto& c : children()) last_children_.push_back(c.pid);
+  ::kill(pid_, SIGTERM);
+  int status = wait_exit(pid_, timeout_ms);
+  if (status == -1) {
+    ::kill(pid_, SIGKILL);
+    status = wait_exit(pid_, 5000);
+    status = status >= 0 ? status : 137;
+  }
+  // Children that outlived their supervisor would be a bug; never leave
+  // them behind a test.
+  for (pid_t c : last_children_)
+    if (process_alive(c)) ::kill(c, SIGKILL);
+  pid_ = -1;
+  return status;
+}
+
+ExitResult run_server_to_exit(std::vector<std::string> args, std::map<std::string, std::string> env, int timeout_ms) {
+  env.emplace("EDRI_HOST", "127.0.0.1");
+  env.emplace("EDRI_PORT", "0");
+  const std::string out_path = temp_file("edri-test-out"), err_path = temp_file("edri-test-err");
+  const int out_fd = ::open(out_path.c_str(), O_WRONLY), err_fd = ::open(err_path.c_str(), O_WRONLY);
+  args.insert(args.begin(), EDRI_SERVER_BIN);
+  const pid_t pid = spawn(args, build_env(env), out_fd, err_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  int status = wait_exit(pid, timeout_ms);
+  if (status == -1) {
+    ::kill(pid, SIGKILL);
+    wait_exit(pid, 5000);
+  }
+  ExitResult r{status, read_file(out_path), read_file(err_path)};
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return r;
+}
+
+}  // namespace edri::test

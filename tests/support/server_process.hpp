@@ -1,0 +1,66 @@
+// ServerProcess: a real edri-server started by a test on an ephemeral
+// loopback port, stopped (and its leftovers checked) by PID.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace edri::test {
+
+std::string plugin_path(const std::string& name);       // build/plugins/<name>.so
+std::string test_plugin_path(const std::string& name);  // build/test-plugins/<name>.so
+
+struct ProcessInfo {
+  pid_t pid;
+  std::string cmdline;  // argv joined by spaces
+};
+
+// Children of `parent`, from /proc.
+std::vector<ProcessInfo> children_of(pid_t parent);
+bool process_alive(pid_t pid);
+// /dev/shm entries whose name starts with `prefix`.
+std::vector<std::string> shm_segments(const std::string& prefix);
+
+class ServerProcess {
+ public:
+  // Starts edri-server with EDRI_HOST=127.0.0.1, EDRI_PORT=0, the given
+  // plugins and extra environment (inherited EDRI_* variables are dropped),
+  // and waits for its "listening" line. Throws if it does not come.
+  explicit ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env = {});
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::uint16_t port() const { return port_; }
+  std::vector<ProcessInfo> children() const { return children_of(pid_); }
+  // The child whose command line contains `role` ("listener", "manager test").
+  pid_t child(const std::string& role) const;
+  std::string segment_prefix() const { return "edri." + std::to_string(pid_) + "."; }
+  std::string log() const;
+
+  // SIGTERM and wait; returns the exit status (128+signal if killed).
+  int stop(int timeout_ms = 10000);
+
+ private:
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  std::string log_path_;
+  std::vector<pid_t> last_children_;
+};
+
+struct ExitResult {
+  int status;  // exit status, 128+signal, or -1 on timeout (the process is killed)
+  std::string out;
+  std::string err;
+};
+
+// Runs edri-server with `args` to its end (start-up failures, --print-config).
+ExitResult run_server_to_exit(std::vector<std::string> args, std::map<std::string, std::string> env,
+                              int timeout_ms = 10000);
+
+}  // namespace edri::test

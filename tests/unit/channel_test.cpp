@@ -1,0 +1,126 @@
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "transport/segment.hpp"
+#include "unit/segment_fixture.hpp"
+
+using namespace edri::transport;
+
+namespace {
+
+std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(seed * 31 + i * 7));
+  return v;
+}
+
+std::vector<std::vector<std::byte>> drain_all(ChannelConsumer& c) {
+  std::vector<std::vector<std::byte>> out;
+  c.drain([&](std::span<const std::byte> rec, std::uint32_t) { out.emplace_back(rec.begin(), rec.end()); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("records wrap around the end of the ring in order", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  auto c = f.segment.consumer(0);
+  std::uint32_t seq = 0, expect = 0;
+  // Sizes that do not divide the ring, so records land on every offset and
+  // the wrap marker is exercised many times.
+  for (int round = 0; round < 2000; ++round) {
+    const std::size_t n = 1 + (round * 37) % 300;
+    REQUIRE(p.try_push(pattern(n, seq), seq));
+    ++seq;
+    if (round % 3 == 2) {
+      c.drain([&](std::span<const std::byte> rec, std::uint32_t tag) {
+        REQUIRE(tag == expect);
+        const std::size_t want = 1 + (expect * 37) % 300;
+        REQUIRE(rec.size() == want);
+        REQUIRE(std::memcmp(rec.data(), pattern(want, expect).data(), want) == 0);
+        ++expect;
+      });
+    }
+  }
+  c.drain([&](std::span<const std::byte>, std::uint32_t tag) { REQUIRE(tag == expect++); });
+  CHECK(expect == seq);
+  CHECK(c.empty());
+}
+
+TEST_CASE("a full ring refuses records and asks to be woken when room frees", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  auto c = f.segment.consumer(0);
+  int pushed = 0;
+  while (p.try_push(pattern(100, pushed))) ++pushed;
+  // 100 bytes + 8 header, padded to 112: 36 records fill 4032 of 4096 bytes.
+  CHECK(pushed == 4096 / 112);
+  CHECK(f.segment.control(0).producer_waiting.load() == 1);
+  auto r = c.drain([](std::span<const std::byte>, std::uint32_t) {}, 1);
+  CHECK(r.records == 1);
+  CHECK(r.wake_producer);
+  CHECK(f.segment.control(0).producer_waiting.load() == 0);
+  CHECK(p.try_push(pattern(100, 999)));
+  auto rest = drain_all(c);
+  CHECK(rest.size() == static_cast<std::size_t>(pushed));
+  CHECK(rest.back() == pattern(100, 999));
+}
+
+TEST_CASE("records of every size up to the limit pass intact", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  auto c = f.segment.consumer(0);
+  const std::size_t limit = p.max_record();
+  CHECK(limit == 4096 / 4 - 8);
+  for (std::size_t n = 0; n <= limit; ++n) {
+    const auto data = pattern(n, static_cast<std::uint32_t>(n));
+    REQUIRE(p.try_push(data));
+    auto got = drain_all(c);
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0] == data);
+  }
+  CHECK_FALSE(p.try_push(pattern(limit + 1, 0)));
+  CHECK(p.reserve(limit + 1) == nullptr);
+}
+
+TEST_CASE("a consumer that stops mid-ring and a fresh one continue from the shared position", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  {
+    auto c = f.segment.consumer(0);
+    REQUIRE(p.try_push(pattern(10, 1)));
+    REQUIRE(p.try_push(pattern(10, 2)));
+    c.drain([](std::span<const std::byte>, std::uint32_t) {}, 1);
+  }
+  // A restarted consumer (a new process) sees only what was not consumed.
+  auto c2 = f.segment.consumer(0);
+  auto got = drain_all(c2);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == pattern(10, 2));
+  // And a restarted producer continues after the last published record.
+  auto p2 = f.segment.producer(0);
+  REQUIRE(p2.try_push(pattern(10, 3)));
+  got = drain_all(c2);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == pattern(10, 3));
+}
+
+TEST_CASE("a corrupted record header is reported, never read past", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  auto c = f.segment.consumer(0);
+  std::byte* rec = p.reserve(16);
+  REQUIRE(rec);
+  p.commit();
+  // Overwrite the length with garbage, as a broken peer might.
+  const std::uint32_t huge = 0x7fffffff;
+  std::memcpy(rec - 8, &huge, 4);
+  int calls = 0;
+  auto r = c.drain([&](std::span<const std::byte>, std::uint32_t) { ++calls; });
+  CHECK(r.corrupt);
+  CHECK(calls == 0);
+  CHECK(c.empty());
+}

@@ -1,0 +1,52 @@
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+
+#include "common/config.hpp"
+
+using edri::Config;
+using edri::ConfigError;
+
+namespace {
+struct EnvVar {
+  std::string name;
+  EnvVar(std::string n, const char* v) : name(std::move(n)) { ::setenv(name.c_str(), v, 1); }
+  ~EnvVar() { ::unsetenv(name.c_str()); }
+};
+}  // namespace
+
+TEST_CASE("defaults and overrides", "[config]") {
+  {
+    const auto c = Config::from_env();
+    CHECK(c.port == 8080);
+    CHECK(c.host == "127.0.0.1");
+    CHECK_FALSE(c.production);
+  }
+  EnvVar a("EDRI_PORT", "0"), b("EDRI_PLUGINS", "a.so:b.so,c.so"), d("ENVIRONMENT", "production"),
+      e("EDRI_CPUS", "0-2,5");
+  const auto c = Config::from_env();
+  CHECK(c.port == 0);
+  CHECK(c.plugins == std::vector<std::string>{"a.so", "b.so", "c.so"});
+  CHECK(c.production);
+  CHECK(c.cpus == std::vector<int>{0, 1, 2, 5});
+  CHECK(c.describe().find("EDRI_CPUS=0,1,2,5\n") != std::string::npos);
+}
+
+TEST_CASE("invalid values name their variable", "[config]") {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{{"EDRI_PORT", "-1"},
+                                                                                    {"EDRI_PORT", "80x"},
+                                                                                    {"EDRI_MAX_BODY_SIZE", "big"},
+                                                                                    {"EDRI_API_RESPONSE_TIMEOUT", "0"},
+                                                                                    {"EDRI_SCHED", "fifo"},
+                                                                                    {"EDRI_SERVER_TIMING", "maybe"},
+                                                                                    {"EDRI_RING_BYTES", "12288"}}) {
+    EnvVar v(name, value.c_str());
+    INFO(name << "=" << value);
+    CHECK_THROWS_WITH(Config::from_env(), Catch::Contains(name));
+  }
+}
+
+TEST_CASE("a body limit that cannot fit a ring is refused", "[config]") {
+  EnvVar a("EDRI_RING_BYTES", "65536"), b("EDRI_MAX_BODY_SIZE", "60000");
+  CHECK_THROWS_AS(Config::from_env(), ConfigError);
+}

@@ -1,0 +1,34 @@
+#include <catch2/catch.hpp>
+
+#include "envelope/envelope.hpp"
+#include "plugin/plugin_set.hpp"
+
+using edri::plugin::PluginError;
+using edri::plugin::PluginSet;
+
+namespace {
+std::string test_plugin(const std::string& n) { return std::string(EDRI_TEST_PLUGIN_DIR) + "/" + n + ".so"; }
+}  // namespace
+
+TEST_CASE("a plugin's domains, events, routes and handlers load in order", "[plugin]") {
+  const auto set = PluginSet::load({test_plugin("test_app")});
+  CHECK(set.domains() == std::vector<std::string>{"test", "other"});
+  REQUIRE(set.events().size() == set.routes().size());
+  for (const auto& e : set.events()) {
+    CHECK(e.type_id == edri::envelope::event_type_id(e.name));
+    CHECK(e.handler >= 0);
+  }
+  CHECK(set.events().back().domain == "other");
+  CHECK(set.domain_index("other") == 1);
+  CHECK(set.domain_index("none") == -1);
+}
+
+TEST_CASE("plugins that cannot be used are refused with the file and the reason", "[plugin]") {
+  CHECK_THROWS_WITH(PluginSet::load({"/no/such.so"}), Catch::Contains("/no/such.so") && Catch::Contains("cannot load"));
+  CHECK_THROWS_WITH(PluginSet::load({test_plugin("not_a_plugin")}), Catch::Contains("not an edri plugin"));
+  CHECK_THROWS_WITH(PluginSet::load({test_plugin("wrong_abi")}),
+                    Catch::Contains("wrong_abi.so") && Catch::Contains("ABI version 999"));
+  CHECK_THROWS_WITH(PluginSet::load({test_plugin("bad_route")}), Catch::Contains("undeclared event nowhere"));
+  // The same plugin twice declares its events twice.
+  CHECK_THROWS_AS(PluginSet::load({test_plugin("test_app"), test_plugin("test_app")}), PluginError);
+}

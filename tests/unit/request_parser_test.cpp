@@ -1,0 +1,123 @@
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "http/request_parser.hpp"
+
+using edri::http::HttpRequest;
+using edri::http::ParserLimits;
+using edri::http::RequestParser;
+
+namespace {
+struct Collected {
+  std::vector<HttpRequest> requests;
+  RequestParser parser;
+  explicit Collected(ParserLimits l = {}) : parser(l, [this](HttpRequest& r) { requests.push_back(r); }) {}
+  RequestParser::Result feed(const std::string& s) { return parser.feed(s.data(), s.size()); }
+};
+}  // namespace
+
+TEST_CASE("a simple request", "[parser]") {
+  Collected c;
+  auto r = c.feed("GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nX-Thing: v\r\n\r\n");
+  REQUIRE(r.ok);
+  REQUIRE(c.requests.size() == 1);
+  const auto& q = c.requests[0];
+  CHECK(q.method == HTTP_GET);
+  CHECK(q.target == "/a/b?x=1");
+  CHECK(q.header("host") == "h");
+  CHECK(q.header("X-THING") == "v");
+  CHECK(q.keep_alive);
+  CHECK(q.http_minor == 1);
+}
+
+TEST_CASE("pipelined requests in one buffer, and one request byte by byte", "[parser]") {
+  Collected c;
+  const std::string two =
+      "POST /e HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+      "GET /n HTTP/1.1\r\n\r\n";
+  REQUIRE(c.feed(two).ok);
+  REQUIRE(c.requests.size() == 2);
+  CHECK(c.requests[0].body == "hello");
+  CHECK(c.requests[1].target == "/n");
+  CHECK(c.requests[1].body.empty());
+
+  Collected d;
+  const std::string one = "POST /split HTTP/1.1\r\nContent-Length: 3\r\nA: b\r\n\r\nxyz";
+  for (char ch : one) REQUIRE(d.parser.feed(&ch, 1).ok);
+  REQUIRE(d.requests.size() == 1);
+  CHECK(d.requests[0].target == "/split");
+  CHECK(d.requests[0].header("a") == "b");
+  CHECK(d.requests[0].body == "xyz");
+}
+
+TEST_CASE("chunked bodies are reassembled", "[parser]") {
+  Collected c;
+  REQUIRE(c.feed("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").ok);
+  REQUIRE(c.requests.size() == 1);
+  CHECK(c.requests[0].body == "abcde");
+}
+
+TEST_CASE("HTTP/1.0 closes unless asked to keep alive", "[parser]") {
+  Collected c;
+  REQUIRE(c.feed("GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").ok);
+  REQUIRE(c.requests.size() >= 1);
+  CHECK_FALSE(c.requests[0].keep_alive);
+}
+
+TEST_CASE("malformed input and limits give the right status", "[parser]") {
+  SECTION("garbage") {
+    Collected c;
+    auto r = c.feed("HELLO\r\n\r\n");
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 400);
+    // The parser stays failed.
+    CHECK_FALSE(c.feed("GET / HTTP/1.1\r\n\r\n").ok);
+    CHECK(c.requests.empty());
+  }
+  SECTION("Content-Length and Transfer-Encoding together") {
+    Collected c;
+    auto r = c.feed("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 400);
+  }
+  SECTION("headers too large") {
+    ParserLimits l;
+    l.max_header_bytes = 100;
+    Collected c(l);
+    auto r = c.feed("GET / HTTP/1.1\r\nX: " + std::string(200, 'a') + "\r\n\r\n");
+    CHECK(r.status == 431);
+  }
+  SECTION("too many headers") {
+    ParserLimits l;
+    l.max_header_count = 3;
+    Collected c(l);
+    auto r = c.feed("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n");
+    CHECK(r.status == 431);
+  }
+  SECTION("URL too long") {
+    ParserLimits l;
+    l.max_url_bytes = 50;
+    Collected c(l);
+    CHECK(c.feed("GET /" + std::string(100, 'a') + " HTTP/1.1\r\n\r\n").status == 414);
+  }
+  SECTION("declared body too large is refused before it arrives") {
+    ParserLimits l;
+    l.max_body_bytes = 10;
+    Collected c(l);
+    CHECK(c.feed("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n").status == 413);
+  }
+  SECTION("chunked body too large") {
+    ParserLimits l;
+    l.max_body_bytes = 4;
+    Collected c(l);
+    CHECK(c.feed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n").status == 413);
+  }
+  SECTION("upgrade requests are not served yet") {
+    Collected c;
+    auto r = c.feed("GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 501);
+    CHECK(c.requests.empty());
+  }
+}

@@ -1,0 +1,26 @@
+// A private shared-memory segment for one test, removed when it ends.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "transport/segment.hpp"
+#include "transport/topology.hpp"
+
+struct SegmentFixture {
+  static std::string unique_name() {
+    static std::atomic<int> n{0};
+    return "edri-test." + std::to_string(::getpid()) + "." + std::to_string(n++);
+  }
+  explicit SegmentFixture(std::size_t ring_bytes, std::uint32_t listeners = 1, std::uint32_t managers = 1)
+      : topology(listeners, managers),
+        name(unique_name()),
+        segment(edri::transport::Segment::create(name, topology, ring_bytes)) {}
+  ~SegmentFixture() { edri::transport::Segment::remove(name); }
+
+  edri::transport::Topology topology;
+  std::string name;
+  edri::transport::Segment segment;
+};
