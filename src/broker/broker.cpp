@@ -16,7 +16,11 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
     : loop_(loop),
       timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
       to_router_(loop.outbox_to(Topology::kRouter)),
-      timer_(loop.io()) {
+      timer_(loop.events(), [this] {
+        timer_armed_ = false;
+        expire();
+        arm_deadline_timer();
+      }) {
   const auto& topo = loop.topology();
   for (std::uint32_t i = 0; i < topo.listeners(); ++i) {
     const auto slot = topo.listener_slot(i);
@@ -84,12 +88,7 @@ void Broker::arm_deadline_timer() {
     return;
   }
   timer_armed_ = true;
-  timer_.expires_at(deadlines_.front().first);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    expire();
-    arm_deadline_timer();
-  });
+  timer_.expires_after(deadlines_.front().first - std::chrono::steady_clock::now());
 }
 
 void Broker::expire() {

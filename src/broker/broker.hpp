@@ -10,8 +10,8 @@
 #include <span>
 #include <unordered_map>
 
-#include "common/asio.hpp"
 #include "common/config.hpp"
+#include "common/event_loop.hpp"
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
 
@@ -39,7 +39,7 @@ class Broker {
   // Request ids in arrival order; with one timeout for all, the front has
   // the earliest deadline. Answered ids are skipped lazily.
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> deadlines_;
-  asio::steady_timer timer_;
+  EventLoop::Timer timer_;
   bool timer_armed_ = false;
 };
 

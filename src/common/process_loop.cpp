@@ -1,6 +1,13 @@
 #include "common/process_loop.hpp"
 
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <system_error>
 
 namespace edri {
 
@@ -13,15 +20,30 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
       slot_(slot),
       doorbell_fds_(doorbell_fds),
       spin_(config.spin),
-      own_(&segment.doorbell(slot), doorbell_fds.at(slot)),
-      doorbell_stream_(io_),
-      signals_(io_, SIGTERM, SIGINT) {
-  // The eventfd is shared with the supervisor, which keeps it across our
-  // restarts: dup it so closing the stream does not close the original.
-  doorbell_stream_.assign(::dup(own_.fd()));
-  doorbell_stream_.non_blocking(true);
-  own_ = Doorbell(&segment.doorbell(slot), doorbell_stream_.native_handle());
+      own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
   own_.state()->pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+  // The doorbell is never read: edge-triggered epoll reports every write
+  // to an eventfd, and its 64-bit counter cannot overflow in practice. A
+  // wake-up thus costs the sleeper nothing beyond its epoll_wait.
+  events_.watch(own_.fd(), EPOLLIN, [](std::uint32_t) {});
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal_fd_ = ::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd_ < 0) throw std::system_error(errno, std::generic_category(), "signalfd");
+  events_.watch(signal_fd_, EPOLLIN, [this](std::uint32_t) {
+    signalfd_siginfo info;
+    while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+      spdlog::info("signal {}: stopping", info.ssi_signo);
+      if (on_stop_signal_)
+        on_stop_signal_();
+      else
+        stop();
+    }
+  });
 
   outboxes_.resize(topology.process_slots());
   const auto& specs = topology.channels();
@@ -32,21 +54,16 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
         segment.producer(c), Doorbell(&segment.doorbell(to), doorbell_fds.at(to)), config.outbox_limit);
     active_outboxes_.push_back(outboxes_[to].get());
   }
-  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("signal {}: stopping", sig);
-    if (on_stop_signal_)
-      on_stop_signal_();
-    else
-      stop();
-  });
 }
 
-ProcessLoop::~ProcessLoop() = default;
+ProcessLoop::~ProcessLoop() {
+  events_.unwatch(signal_fd_);
+  ::close(signal_fd_);
+  events_.unwatch(own_.fd());
+}
 
 void ProcessLoop::on_records_from(std::uint32_t producer_slot, RecordHandler handler) {
   const auto c = topology_.channel(producer_slot, slot_);
-  // The producer's eventfd is only needed to wake it when it waits for room.
   inbound_.push_back(Inbound{segment_.consumer(c),
                              Doorbell(&segment_.doorbell(producer_slot), doorbell_fds_.at(producer_slot)),
                              std::move(handler), producer_slot});
@@ -58,25 +75,15 @@ transport::Outbox& ProcessLoop::outbox_to(std::uint32_t consumer_slot) {
   return *outboxes_[consumer_slot];
 }
 
-void ProcessLoop::arm_doorbell() {
-  doorbell_stream_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-    if (ec) return;
-    own_.clear();
-    arm_doorbell();
-  });
-}
-
 std::size_t ProcessLoop::drain_inbound() {
   std::size_t total = 0;
   for (auto& in : inbound_) {
     auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); }, 1024);
     total += r.records;
     if (r.corrupt) spdlog::error("corrupt record in channel from slot {}: rest of the batch dropped", in.producer_slot);
-    if (r.wake_producer) {
-      // The producer may be between setting its flag and sleeping: ring
-      // unconditionally (rare path).
-      in.producer.ring();
-    }
+    // The producer may be between setting its flag and sleeping: ring it
+    // whatever its flag says (rare path).
+    if (r.wake_producer) in.producer.ring();
   }
   return total;
 }
@@ -87,28 +94,32 @@ bool ProcessLoop::inbound_empty() const {
   return true;
 }
 
+void ProcessLoop::flush_outboxes() {
+  for (auto* o : active_outboxes_) {
+    o->flush_overflow();
+    o->notify();
+  }
+}
+
 void ProcessLoop::run() {
-  arm_doorbell();
   auto& sleeping = own_.state()->sleeping;
   std::uint32_t idle = 0;
   std::uint32_t busy = 0;
   while (!stopped_) {
     std::size_t work = drain_inbound();
     if (after_drain_) after_drain_();
-    for (auto* o : active_outboxes_) {
-      o->flush_overflow();
-      o->notify();
-    }
+    flush_outboxes();
     if (stopped_) break;
-    // Sockets, timers and signals are polled on every idle turn, and every
-    // 16th busy one: a busy turn then costs no epoll_wait.
-    if (!work || (++busy & 15) == 0) work += io_.poll();
     if (work) {
+      // Descriptors are looked at every 16th busy turn too, so that a
+      // stream of channel records cannot starve sockets and signals.
+      if ((++busy & 15) == 0) events_.poll(0);
       idle = 0;
       continue;
     }
     if (idle < spin_) {
       ++idle;
+      if (events_.poll(0)) idle = 0;
       __builtin_ia32_pause();
       continue;
     }
@@ -118,15 +129,12 @@ void ProcessLoop::run() {
       sleeping.store(0, std::memory_order_relaxed);
       continue;
     }
-    io_.run_one();
+    // One system call: returns at once if a descriptor is ready, else sleeps
+    // until a socket, timer, signal or the doorbell fires.
+    events_.poll(-1);
     sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
   }
-}
-
-void ProcessLoop::stop() {
-  stopped_ = true;
-  io_.stop();
 }
 
 }  // namespace edri

@@ -1,10 +1,11 @@
-// ProcessLoop: the single-threaded event loop every edri child runs.
+// ProcessLoop: the single-threaded loop every edri child runs.
 //
-// One Asio io_context carries sockets, timers and signals; around it the
-// loop drains every inbound channel in one batch per turn and, when a turn
-// found nothing to do for `spin` turns, tells its producers it is going to
-// sleep and blocks in epoll on its doorbell (protocol: shm_layout.hpp).
-// While the pipeline is busy no process makes a system call per message.
+// One EventLoop (epoll) carries sockets, timers, signals and the process's
+// doorbell; around it the loop drains every inbound channel in one batch per
+// turn and, when a turn found nothing to do for `spin` turns, tells its
+// producers it is going to sleep and blocks in epoll_wait (protocol:
+// shm_layout.hpp). While the pipeline is busy no process makes a system call
+// per message.
 #pragma once
 
 #include <functional>
@@ -12,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "common/asio.hpp"
 #include "common/config.hpp"
+#include "common/event_loop.hpp"
 #include "transport/outbox.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
@@ -28,7 +29,7 @@ class ProcessLoop {
               const std::vector<int>& doorbell_fds, const Config& config);
   ~ProcessLoop();
 
-  asio::io_context& io() { return io_; }
+  EventLoop& events() { return events_; }
   std::uint32_t slot() const { return slot_; }
   const transport::Topology& topology() const { return topology_; }
 
@@ -43,7 +44,7 @@ class ProcessLoop {
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
 
   void run();
-  void stop();
+  void stop() { stopped_ = true; }
 
  private:
   struct Inbound {
@@ -55,17 +56,16 @@ class ProcessLoop {
 
   std::size_t drain_inbound();
   bool inbound_empty() const;
-  void arm_doorbell();
+  void flush_outboxes();
 
-  asio::io_context io_{1};
+  EventLoop events_;
   const transport::Segment& segment_;
   const transport::Topology& topology_;
   std::uint32_t slot_;
   std::vector<int> doorbell_fds_;
   std::uint32_t spin_;
   transport::Doorbell own_;
-  asio::posix::stream_descriptor doorbell_stream_;
-  asio::signal_set signals_;
+  int signal_fd_ = -1;
   std::vector<Inbound> inbound_;
   std::vector<std::unique_ptr<transport::Outbox>> outboxes_;  // by consumer slot
   std::vector<transport::Outbox*> active_outboxes_;

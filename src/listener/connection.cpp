@@ -2,6 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <sys/epoll.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "listener/listener.hpp"
@@ -12,13 +15,23 @@ namespace {
 constexpr std::size_t kReadBuffer = 16 * 1024;
 }
 
-Connection::Connection(Listener& listener, asio::ip::tcp::socket socket, std::uint32_t id, std::uint32_t generation)
+Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation)
     : listener_(listener),
-      socket_(std::move(socket)),
+      fd_(fd),
       id_(id),
       generation_(generation),
       parser_(listener.parser_limits(), [this](http::HttpRequest& req) { listener_.dispatch(*this, req); }),
       read_buf_(new char[kReadBuffer]) {}
+
+Connection::~Connection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::start() {
+  listener_.events().watch(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
+  // Data that arrived before the registration raised no edge: look now.
+  read_available();
+}
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head) {
   slots_.push_back(Slot{SlotInfo{keep_alive, http10, head}, false, {}});
@@ -55,70 +68,79 @@ void Connection::mark_dirty() {
   if (!dirty && !closed_) listener_.mark_dirty(*this);
 }
 
-void Connection::arm_read() {
-  if (reading_ || read_closed_ || closed_) return;
-  reading_ = true;
-  // A cancelled wait (the connection closed) must not touch `this`: the
-  // Connection may already be gone when the handler runs.
-  socket_.async_wait(asio::ip::tcp::socket::wait_read, [this](const boost::system::error_code& ec) {
-    if (ec) return;
-    reading_ = false;
-    on_readable();
-  });
+void Connection::on_events(std::uint32_t events) {
+  if ((events & EPOLLOUT) && writing_) {
+    writing_ = false;
+    flush();
+  }
+  if (closed_) return;
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    if (read_paused_ || read_closed_) return;  // read later, when resumed
+    read_available();
+  }
 }
 
-void Connection::on_readable() {
-  const int fd = socket_.native_handle();
+void Connection::resume_reading() {
+  if (!read_paused_ || read_closed_ || closed_) return;
+  read_paused_ = false;
+  // Edges that came while paused were consumed: read speculatively.
+  read_available();
+}
+
+bool Connection::consume(std::size_t n) {
+  const auto r = parser_.feed(read_buf_.get(), n);
+  if (!r.ok) {
+    // Requests before the error are answered; then the error, then close.
+    read_closed_ = true;
+    listener_.answer_locally(*this, false, false, false, r.status, r.reason);
+    return false;
+  }
+  return !closed_ && !read_closed_;
+}
+
+void Connection::read_available() {
   for (;;) {
-    const ssize_t n = ::recv(fd, read_buf_.get(), kReadBuffer, 0);
-    if (n > 0) {
-      const auto r = parser_.feed(read_buf_.get(), static_cast<std::size_t>(n));
-      if (!r.ok) {
-        // Requests before the error are answered; then the error, then close.
-        read_closed_ = true;
-        listener_.answer_locally(*this, false, false, false, r.status, r.reason);
-        return;
-      }
-      if (closed_ || read_closed_) return;
-      if (static_cast<std::size_t>(n) < kReadBuffer) break;
-      continue;
-    }
-    if (n == 0) {
-      read_closed_ = true;
-      if (slots_.empty() && out_off_ == out_.size())
-        close();
-      else
-        close_after_write_ = true;
+    if (slots_.size() >= listener_.config().max_pipeline) {
+      // Backpressure: too many requests in flight on this connection; read
+      // again when responses drain.
+      read_paused_ = true;
       return;
     }
+    const ssize_t n = ::recv(fd_, read_buf_.get(), kReadBuffer, 0);
+    if (n > 0) {
+      if (!consume(static_cast<std::size_t>(n))) return;
+      // A short read emptied the socket buffer: the next arrival raises a
+      // new edge.
+      if (static_cast<std::size_t>(n) < kReadBuffer) return;
+      continue;
+    }
+    if (n == 0) return on_peer_closed(false);
     if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    close();
-    return;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    return on_peer_closed(true);
   }
-  // Backpressure: too many requests in flight on this connection: stop
-  // reading until responses drain.
-  if (slots_.size() < listener_.config().max_pipeline) arm_read();
+}
+
+void Connection::on_peer_closed(bool error) {
+  read_closed_ = true;
+  if (error || (slots_.empty() && out_off_ == out_.size()))
+    close();
+  else
+    close_after_write_ = true;
 }
 
 void Connection::flush() {
   dirty = false;
   if (closed_ || writing_) return;
-  const int fd = socket_.native_handle();
   while (out_off_ < out_.size()) {
-    const ssize_t n = ::send(fd, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       out_off_ += static_cast<std::size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      writing_ = true;
-      socket_.async_wait(asio::ip::tcp::socket::wait_write, [this](const boost::system::error_code& ec) {
-        if (ec) return;
-        writing_ = false;
-        flush();
-      });
+      writing_ = true;  // EPOLLOUT will say when to go on
       return;
     }
     close();
@@ -127,19 +149,19 @@ void Connection::flush() {
   out_.clear();
   out_off_ = 0;
   if (close_after_write_ && slots_.empty()) {
-    boost::system::error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+    ::shutdown(fd_, SHUT_WR);
     close();
     return;
   }
-  if (!read_closed_ && slots_.size() < listener_.config().max_pipeline) arm_read();
+  if (slots_.size() < listener_.config().max_pipeline) resume_reading();
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  listener_.events().unwatch(fd_);
+  ::close(fd_);
+  fd_ = -1;
   listener_.release(*this);
 }
 

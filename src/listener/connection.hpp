@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 
-#include "common/asio.hpp"
 #include "http/request_parser.hpp"
 
 namespace edri::listener {
@@ -20,9 +19,11 @@ class Listener;
 
 class Connection {
  public:
-  Connection(Listener& listener, asio::ip::tcp::socket socket, std::uint32_t id, std::uint32_t generation);
+  // Takes ownership of the connected, non-blocking socket `fd`.
+  Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation);
+  ~Connection();
 
-  void start() { arm_read(); }
+  void start();
 
   // Reserves the next response slot; returns its sequence number.
   std::uint32_t open_slot(bool keep_alive, bool http10, bool head);
@@ -55,13 +56,16 @@ class Connection {
     std::string bytes;
   };
 
-  void arm_read();
-  void on_readable();
+  void on_events(std::uint32_t events);
+  void read_available();
+  void resume_reading();
+  bool consume(std::size_t n);  // false: stop reading
+  void on_peer_closed(bool error);
   void promote_ready();
   void mark_dirty();
 
   Listener& listener_;
-  asio::ip::tcp::socket socket_;
+  int fd_;
   std::uint32_t id_;
   std::uint32_t generation_;
   http::RequestParser parser_;
@@ -71,8 +75,8 @@ class Connection {
   std::deque<Slot> slots_;
   std::uint32_t base_seq_ = 0;  // sequence number of slots_.front()
   std::uint32_t next_seq_ = 0;
-  bool reading_ = false;
-  bool writing_ = false;
+  bool read_paused_ = false;  // too many requests in flight: not reading
+  bool writing_ = false;      // send() hit EAGAIN: waiting for EPOLLOUT
   bool read_closed_ = false;  // peer closed, or an error ended reading
   bool close_after_write_ = false;
   bool closed_ = false;

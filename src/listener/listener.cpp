@@ -1,9 +1,15 @@
 #include "listener/listener.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -44,16 +50,6 @@ struct ParamValue {
   std::string_view operator()(const Param& p) const { return p.value; }
 };
 
-asio::ip::tcp::acceptor adopt_listen_socket(asio::io_context& io, int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
-    throw std::runtime_error("the inherited listening socket is not valid");
-  const auto proto = ss.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4();
-  // Our own descriptor: the supervisor keeps the original across restarts.
-  return asio::ip::tcp::acceptor(io, proto, ::dup(fd));
-}
-
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
@@ -62,20 +58,24 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       config_(config),
       to_broker_(loop.outbox_to(transport::Topology::kBroker)),
       index_(index),
-      acceptor_(adopt_listen_socket(loop.io(), listen_fd)),
-      accept_retry_(loop.io()) {
+      // Our own descriptor: the supervisor keeps the original across restarts.
+      listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
+      accept_retry_(loop.events(), [this] { accept_all(); }) {
+  if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
     targets_.push_back(Target{plugins.events()[r.event].type_id});
     routes_.add(r.method, r.path, t);
   }
-  acceptor_.non_blocking(true);
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
   loop_.after_drain([this] { after_drain(); });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
 }
 
-Listener::~Listener() = default;
+Listener::~Listener() {
+  loop_.events().unwatch(listen_fd_);
+  ::close(listen_fd_);
+}
 
 http::ParserLimits Listener::parser_limits() const {
   http::ParserLimits l;
@@ -87,24 +87,25 @@ http::ParserLimits Listener::parser_limits() const {
 
 void Listener::start() {
   spdlog::info("serving {} routes", routes_.size());
-  accept();
+  loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_all(); });
+  accept_all();
 }
 
-void Listener::accept() {
-  acceptor_.async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      // Out of descriptors or memory: back off instead of spinning.
-      spdlog::warn("accept failed: {}", ec.message());
+void Listener::accept_all() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Another listener took it, or the backlog is empty.
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors or memory: back off instead of spinning; the
+      // edge is spent, so the retry timer resumes accepting.
+      spdlog::warn("accept failed: {}", std::strerror(errno));
       accept_retry_.expires_after(std::chrono::milliseconds(50));
-      accept_retry_.async_wait([this](const boost::system::error_code& e) {
-        if (!e) accept();
-      });
       return;
     }
-    boost::system::error_code ignored;
-    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    socket.non_blocking(true, ignored);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::uint32_t id;
     if (!free_ids_.empty()) {
       id = free_ids_.back();
@@ -114,10 +115,9 @@ void Listener::accept() {
       connections_.emplace_back();
       generations_.push_back(0);
     }
-    connections_[id] = std::make_unique<Connection>(*this, std::move(socket), id, generations_[id]);
+    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id]);
     connections_[id]->start();
-    accept();
-  });
+  }
 }
 
 Connection* Listener::find(std::uint32_t id, std::uint32_t generation) {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/asio.hpp"
 #include "common/config.hpp"
+#include "common/event_loop.hpp"
 #include "common/process_loop.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
@@ -40,6 +40,7 @@ class Listener {
   void mark_dirty(Connection& c);
   void release(Connection& c);
   const Config& config() const { return config_; }
+  EventLoop& events() { return loop_.events(); }
   http::ParserLimits parser_limits() const;
 
  private:
@@ -47,7 +48,7 @@ class Listener {
     std::uint64_t event_type;
   };
 
-  void accept();
+  void accept_all();
   void on_response(std::span<const std::byte> record);
   void after_drain();
   Connection* find(std::uint32_t id, std::uint32_t generation);
@@ -58,8 +59,8 @@ class Listener {
   std::uint16_t index_;
   http::RouteTable routes_;
   std::vector<Target> targets_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer accept_retry_;
+  int listen_fd_;  // our own duplicate of the supervisor's socket
+  EventLoop::Timer accept_retry_;
   http::ResponseWriter writer_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::uint32_t> generations_;
