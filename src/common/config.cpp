@@ -119,7 +119,15 @@ Config Config::from_env() {
   if (auto v = env("EDRI_SPIN")) c.spin = parse_integer<std::uint32_t>("EDRI_SPIN", v, 0, 100000000);
   if (auto v = env("EDRI_CPUS")) {
     try {
-      c.cpus = parse_cpu_list(v);
+      const std::string text = v;
+      if (text == "auto") {
+        c.placement = Placement::Auto;
+      } else if (text == "all") {
+        c.placement = Placement::All;
+      } else {
+        c.placement = Placement::List;
+        c.cpus = parse_cpu_list(v);
+      }
     } catch (const std::invalid_argument& e) {
       throw ConfigError(std::string("EDRI_CPUS=") + v + ": " + e.what());
     }
@@ -163,7 +171,11 @@ std::string Config::describe() const {
     << "EDRI_RING_BYTES=" << ring_bytes << '\n'
     << "EDRI_OUTBOX_LIMIT=" << outbox_limit << '\n'
     << "EDRI_SPIN=" << spin << '\n'
-    << "EDRI_CPUS=" << join(cpus) << '\n'
+    << "EDRI_CPUS="
+    << (placement == Placement::Auto  ? "auto"
+        : placement == Placement::All ? "all"
+                                      : join(cpus))
+    << '\n'
     << "EDRI_SCHED=" << (sched_batch ? "batch" : "other") << '\n'
     << "EDRI_SERVER_TIMING=" << (server_timing ? 1 : 0) << '\n';
   return o.str();

@@ -32,9 +32,13 @@ struct Config {
   std::size_t ring_bytes = 4u << 20;         // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;      // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
   std::uint32_t spin = 0;                    // EDRI_SPIN (idle polls before sleeping)
-  std::vector<int> cpus;                     // EDRI_CPUS (CPU list for every edri process)
-  bool sched_batch = true;                   // EDRI_SCHED=batch|other
-  bool server_timing = false;                // EDRI_SERVER_TIMING=1
+  // EDRI_CPUS: where the pipeline's processes run. "auto" (default): all on
+  // one CPU, the last one this process may use (docs/decisions/0003);
+  // "all": wherever the scheduler puts them; a list: pinned to that list.
+  enum class Placement { Auto, All, List } placement = Placement::Auto;
+  std::vector<int> cpus;       // the list, for Placement::List
+  bool sched_batch = true;     // EDRI_SCHED=batch|other
+  bool server_timing = false;  // EDRI_SERVER_TIMING=1
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

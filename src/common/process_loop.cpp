@@ -21,7 +21,6 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
       doorbell_fds_(doorbell_fds),
       spin_(config.spin),
       own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
-  own_.state()->pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
   // The doorbell is never read: edge-triggered epoll reports every write
   // to an eventfd, and its 64-bit counter cannot overflow in practice. A
   // wake-up thus costs the sleeper nothing beyond its epoll_wait.
@@ -102,6 +101,8 @@ void ProcessLoop::flush_outboxes() {
 }
 
 void ProcessLoop::run() {
+  // Tells the supervisor this process is set up and serving.
+  own_.state()->pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_release);
   auto& sleeping = own_.state()->sleeping;
   std::uint32_t idle = 0;
   std::uint32_t busy = 0;
@@ -118,8 +119,9 @@ void ProcessLoop::run() {
       continue;
     }
     if (idle < spin_) {
-      ++idle;
-      if (events_.poll(0)) idle = 0;
+      // Spinning only pays where the processes have cores of their own:
+      // it watches the rings, and descriptors every 64th turn.
+      if ((++idle & 63) == 0 && events_.poll(0)) idle = 0;
       __builtin_ia32_pause();
       continue;
     }

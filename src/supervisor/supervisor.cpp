@@ -46,7 +46,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       plugins_(plugins),
       topology_(config.listener_workers, static_cast<std::uint32_t>(plugins.domains().size())),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
-      kill_timer_(io_) {
+      kill_timer_(io_),
+      ready_timer_(io_) {
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
   segment_ =
@@ -114,6 +115,8 @@ void Supervisor::bind_listen_socket() {
 
 void Supervisor::spawn(Child& c) {
   const pid_t parent = ::getpid();
+  // Readiness is the child's to announce (ProcessLoop::run).
+  segment_->doorbell(c.slot).pid.store(0, std::memory_order_relaxed);
   const pid_t pid = ::fork();
   if (pid < 0) {
     spdlog::error("fork for {} failed: {}", c.title, std::strerror(errno));
@@ -147,15 +150,34 @@ int Supervisor::run() {
     if (!ec) on_signal(sig);
   });
   for (auto& c : children_) spawn(c);
-  std::printf("edri: listening on http://%s:%u\n",
-              config_.host.find(':') != std::string::npos ? ("[" + config_.host + "]").c_str() : config_.host.c_str(),
-              bound_port_);
-  std::fflush(stdout);
-  spdlog::info("{} processes started, shared memory {}", children_.size(), segment_->name());
+  announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
   transport::Segment::remove(segment_->name());
   spdlog::info("stopped");
   return 0;
+}
+
+void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_up) {
+  // A child marks its doorbell slot with its pid when it enters its loop.
+  bool ready = true;
+  for (const auto& c : children_)
+    if (c.pid <= 0 ||
+        segment_->doorbell(c.slot).pid.load(std::memory_order_acquire) != static_cast<std::uint32_t>(c.pid))
+      ready = false;
+  if (!ready && std::chrono::steady_clock::now() < give_up && !stopping_) {
+    ready_timer_.expires_after(std::chrono::milliseconds(2));
+    ready_timer_.async_wait([this, give_up](const boost::system::error_code& ec) {
+      if (!ec) announce_when_ready(give_up);
+    });
+    return;
+  }
+  if (stopping_) return;
+  if (!ready) spdlog::warn("not every process reported ready in 30 s; serving anyway");
+  std::printf("edri: listening on http://%s:%u\n",
+              config_.host.find(':') != std::string::npos ? ("[" + config_.host + "]").c_str() : config_.host.c_str(),
+              bound_port_);
+  std::fflush(stdout);
+  spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
 }
 
 void Supervisor::on_signal(int sig) {

@@ -47,6 +47,8 @@ class Supervisor {
   void reap();
   void stop_children();
   void all_children_gone_check();
+  // Prints the "listening" line once every child runs its loop.
+  void announce_when_ready(std::chrono::steady_clock::time_point give_up);
 
   // First member: Asio objects below (timers, signals) must die before it.
   asio::io_context io_;
@@ -60,6 +62,7 @@ class Supervisor {
   std::vector<Child> children_;
   asio::signal_set signals_;
   asio::steady_timer kill_timer_;
+  asio::steady_timer ready_timer_;
   bool stopping_ = false;
 };
 

@@ -50,6 +50,35 @@ TEST_CASE("a routed request crosses listener, broker, router and manager", "[pip
   CHECK(thread_count(server.pid()) == 1);
 }
 
+namespace {
+std::string cpus_allowed(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 18));
+  return {};
+}
+}  // namespace
+
+TEST_CASE("the pipeline's processes are placed as EDRI_CPUS says", "[pipeline]") {
+  SECTION("auto: all on one CPU, the same for every process") {
+    ServerProcess server({plugin_path("bench_app")});
+    std::set<std::string> placements;
+    for (const auto& k : server.children()) placements.insert(cpus_allowed(k.pid));
+    REQUIRE(placements.size() == 1);
+    CHECK(placements.begin()->find_first_of(",-") == std::string::npos);
+  }
+  SECTION("an explicit list") {
+    ServerProcess server({plugin_path("bench_app")}, {{"EDRI_CPUS", "0"}});
+    for (const auto& k : server.children()) CHECK(cpus_allowed(k.pid) == "0");
+  }
+  SECTION("all: left to the scheduler") {
+    ServerProcess server({plugin_path("bench_app")}, {{"EDRI_CPUS", "all"}});
+    const auto mine = cpus_allowed(::getpid());
+    for (const auto& k : server.children()) CHECK(cpus_allowed(k.pid) == mine);
+  }
+}
+
 TEST_CASE("handlers run in their domain's manager process", "[pipeline]") {
   ServerProcess server({test_plugin_path("test_app")});
   const auto test_pid = server.child("manager test");

@@ -21,6 +21,8 @@ TEST_CASE("defaults and overrides", "[config]") {
     CHECK(c.port == 8080);
     CHECK(c.host == "127.0.0.1");
     CHECK_FALSE(c.production);
+    CHECK(c.placement == Config::Placement::Auto);
+    CHECK(c.describe().find("EDRI_CPUS=auto\n") != std::string::npos);
   }
   EnvVar a("EDRI_PORT", "0"), b("EDRI_PLUGINS", "a.so:b.so,c.so"), d("ENVIRONMENT", "production"),
       e("EDRI_CPUS", "0-2,5");
@@ -28,6 +30,7 @@ TEST_CASE("defaults and overrides", "[config]") {
   CHECK(c.port == 0);
   CHECK(c.plugins == std::vector<std::string>{"a.so", "b.so", "c.so"});
   CHECK(c.production);
+  CHECK(c.placement == Config::Placement::List);
   CHECK(c.cpus == std::vector<int>{0, 1, 2, 5});
   CHECK(c.describe().find("EDRI_CPUS=0,1,2,5\n") != std::string::npos);
 }
