@@ -1,0 +1,59 @@
+// Outbox: a full ring never blocks the producer; records wait in a bounded
+// local queue, in order, and a reached bound is refused (the caller answers
+// 503), never memory without end.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "transport/outbox.hpp"
+#include "unit/segment_fixture.hpp"
+
+using namespace edri::transport;
+
+TEST_CASE("a full ring queues records locally up to the bound, then refuses", "[outbox]") {
+  SegmentFixture f(4096);
+  const int efd = ::eventfd(0, EFD_NONBLOCK);
+  Outbox out(f.segment.producer(0), Doorbell(&f.segment.doorbell(1), efd), 1000);
+  auto c = f.segment.consumer(0);
+  auto rec = [](std::uint32_t i) {
+    std::vector<std::byte> v(100);
+    std::memcpy(v.data(), &i, sizeof i);
+    return v;
+  };
+  std::uint32_t accepted = 0;
+  while (out.push(rec(accepted))) ++accepted;
+  // 36 records fill the ring, then 10 of 100 bytes fit the 1000-byte bound.
+  CHECK(accepted == 36 + 10);
+  CHECK(out.has_overflow());
+  CHECK(out.overflow_bytes() == 1000);
+
+  // The consumer is asleep: notify() rings it once.
+  f.segment.doorbell(1).sleeping.store(1);
+  CHECK(out.notify());
+  std::uint64_t rung = 0;
+  CHECK(::read(efd, &rung, sizeof rung) == sizeof rung);
+  CHECK(rung == 1);
+
+  // Drained, the queue moves into the ring in order, nothing lost.
+  std::uint32_t expect = 0;
+  while (expect < accepted) {
+    c.drain([&](std::span<const std::byte> r, std::uint32_t) {
+      std::uint32_t got;
+      std::memcpy(&got, r.data(), sizeof got);
+      REQUIRE(got == expect++);
+    });
+    out.flush_overflow();
+  }
+  CHECK_FALSE(out.has_overflow());
+  CHECK(out.push(rec(999)));
+  ::close(efd);
+}
+
+TEST_CASE("a record larger than a ring allows is refused at once", "[outbox]") {
+  SegmentFixture f(4096);
+  Outbox out(f.segment.producer(0), Doorbell(&f.segment.doorbell(1), -1), 1 << 20);
+  CHECK_FALSE(out.push(std::vector<std::byte>(out.max_record() + 1)));
+  CHECK_FALSE(out.has_overflow());
+}
