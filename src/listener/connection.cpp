@@ -34,7 +34,7 @@ void Connection::start() {
 }
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head) {
-  slots_.push_back(Slot{SlotInfo{keep_alive, http10, head}, false, {}});
+  slots_.push_back(Slot{SlotInfo{keep_alive, http10, head}, false, {}, std::chrono::steady_clock::now()});
   return next_seq_++;
 }
 

@@ -6,6 +6,7 @@
 // only falls back to an Asio wait when the socket buffer is full.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -39,6 +40,15 @@ class Connection {
   template <class Write>
   void complete(std::uint32_t seq, Write&& write);
 
+  // Calls f(seq, info) for each slot still waiting that was opened before
+  // `cutoff`.
+  template <class F>
+  void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i].ready && slots_[i].opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i), slots_[i].info);
+  }
+  bool waiting() const { return !slots_.empty(); }
+
   // Writes whatever is ready; called once per loop turn for dirty
   // connections.
   void flush();
@@ -54,6 +64,7 @@ class Connection {
     SlotInfo info;
     bool ready = false;
     std::string bytes;
+    std::chrono::steady_clock::time_point opened;
   };
 
   void on_events(std::uint32_t events);

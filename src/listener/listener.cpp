@@ -60,7 +60,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       index_(index),
       // Our own descriptor: the supervisor keeps the original across restarts.
       listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
-      accept_retry_(loop.events(), [this] { accept_all(); }) {
+      accept_retry_(loop.events(), [this] { accept_all(); }),
+      sweep_(loop.events(), [this] { sweep_overdue(); }) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
@@ -89,6 +90,31 @@ void Listener::start() {
   spdlog::info("serving {} routes", routes_.size());
   loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_all(); });
   accept_all();
+  sweep_.expires_after(std::chrono::seconds(1));
+}
+
+void Listener::sweep_overdue() {
+  // The broker answers 504 at EDRI_API_RESPONSE_TIMEOUT. A request that
+  // outlives that by two seconds was lost with a process that died (a
+  // broker restart forgets its deadlines): answer it here, never hang.
+  const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.api_response_timeout_s + 2.0));
+  const auto cutoff = std::chrono::steady_clock::now() - grace;
+  std::vector<std::pair<std::uint32_t, Connection::SlotInfo>> overdue;
+  for (auto& c : connections_) {
+    if (!c || c->closed() || !c->waiting()) continue;
+    overdue.clear();
+    c->for_each_overdue(cutoff,
+                        [&](std::uint32_t seq, const Connection::SlotInfo& info) { overdue.emplace_back(seq, info); });
+    for (const auto& [seq, info] : overdue) {
+      spdlog::warn("request {} on connection {} got no answer, not even a 504: answering 504", seq, c->id());
+      c->complete(seq, [&](std::string& out) {
+        writer_.write_problem(out, 504, "no answer from the pipeline (a process may have restarted)", info.keep_alive,
+                              info.http10, info.head);
+      });
+    }
+  }
+  sweep_.expires_after(std::chrono::seconds(1));
 }
 
 void Listener::accept_all() {

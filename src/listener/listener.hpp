@@ -51,6 +51,7 @@ class Listener {
   void accept_all();
   void on_response(std::span<const std::byte> record);
   void after_drain();
+  void sweep_overdue();
   Connection* find(std::uint32_t id, std::uint32_t generation);
 
   ProcessLoop& loop_;
@@ -61,6 +62,7 @@ class Listener {
   std::vector<Target> targets_;
   int listen_fd_;  // our own duplicate of the supervisor's socket
   EventLoop::Timer accept_retry_;
+  EventLoop::Timer sweep_;
   http::ResponseWriter writer_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::uint32_t> generations_;

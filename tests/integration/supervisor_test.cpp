@@ -64,3 +64,19 @@ TEST_CASE("when the supervisor dies its children exit and the next start reclaim
   CHECK(shm_segments(prefix).empty());
   CHECK(http_get(second.port(), "/noop").status == 200);
 }
+
+TEST_CASE("a request whose deadline died with the broker is still answered", "[supervisor]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.5"}});
+  HttpClient c(server.port(), 10000);
+  c.send_raw("GET /sleep/6000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The request is in the manager now; its deadline lives in the broker.
+  std::this_thread::sleep_for(200ms);
+  const pid_t broker = server.child("broker");
+  REQUIRE(::kill(broker, SIGKILL) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = c.read_response();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(r.status == 504);
+  CHECK(waited < 5s);  // well before the handler's 6 s
+  CHECK(eventually([&] { return http_get(server.port(), "/other/pid").status == 200; }));
+}
