@@ -31,12 +31,6 @@ class Doorbell {
     state_->rings.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Owner side: clears the eventfd counter (non-blocking fd).
-  void clear() const {
-    std::uint64_t v;
-    [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
-  }
-
   DoorbellState* state() const { return state_; }
   int fd() const { return fd_; }
   bool valid() const { return state_ != nullptr; }
