@@ -14,6 +14,14 @@ echo "== release build and tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j1
 
+echo "== a plugin built outside the tree, against the installed CMake package"
+prefix="$(mktemp -d)"
+trap 'rm -rf "$prefix"' EXIT
+cmake --install build --prefix "$prefix" >/dev/null
+cmake -S examples/out_of_tree -B "$prefix/hello-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/hello-build"
+test -f "$prefix/hello-build/hello.so"
+
 echo "== ASan + UBSan build and tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,0 +1,15 @@
+// The smallest plugin: one domain, one route with a typed parameter.
+#include <edri/plugin.hpp>
+
+namespace {
+
+void register_hello(edri::Registry& r) {
+  r.domain("hello");
+  r.get("/hello/{name}", "hello.greet", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"hello", std::string(*req.path_param("name"))}});
+  });
+}
+
+}  // namespace
+
+EDRI_PLUGIN("hello", register_hello)
