@@ -56,25 +56,31 @@ class Request {
   std::string_view event;  // the event's name
   std::vector<Param> path_params;
   std::string_view query;  // raw query string, without '?'
+  // Declared query fields, percent-decoded, defaults applied.
+  std::vector<Param> query_params;
+  // Declared header fields (names lower-case) and cookie fields.
   std::vector<Param> headers;
+  std::vector<Param> cookies;
   std::string_view body;
 
   // A path parameter by name; the listener has already checked its type.
-  std::optional<std::string_view> path_param(std::string_view name) const {
-    for (const auto& p : path_params)
-      if (p.name == name) return p.value;
-    return std::nullopt;
-  }
+  std::optional<std::string_view> path_param(std::string_view name) const { return find(path_params, name); }
 
   // An integer path parameter (declared `{name:int}` in the route).
   std::int64_t int_param(std::string_view name) const {
     auto v = path_param(name);
     if (!v) throw std::invalid_argument("no path parameter " + std::string(name));
-    std::int64_t out = 0;
-    bool neg = !v->empty() && (*v)[0] == '-';
-    for (std::size_t i = neg ? 1 : 0; i < v->size(); ++i) out = out * 10 + ((*v)[i] - '0');
-    return neg ? -out : out;
+    return to_int(*v);
   }
+
+  // A declared query field (validated, default applied).
+  std::optional<std::string_view> query_param(std::string_view name) const { return find(query_params, name); }
+  std::int64_t int_query(std::string_view name) const {
+    auto v = query_param(name);
+    if (!v) throw std::invalid_argument("no query parameter " + std::string(name));
+    return to_int(*v);
+  }
+  std::optional<std::string_view> cookie(std::string_view name) const { return find(cookies, name); }
 
   // A request header by case-insensitive name (only headers the route asked
   // the listener to forward are present).
@@ -92,6 +98,18 @@ class Request {
   nlohmann::json json() const { return nlohmann::json::parse(body); }
 
  private:
+  static std::optional<std::string_view> find(const std::vector<Param>& v, std::string_view name) {
+    for (const auto& p : v)
+      if (p.name == name) return p.value;
+    return std::nullopt;
+  }
+  // Values were checked to be integers by the listener.
+  static std::int64_t to_int(std::string_view v) {
+    std::int64_t out = 0;
+    const bool neg = !v.empty() && v[0] == '-';
+    for (std::size_t i = neg ? 1 : 0; i < v.size(); ++i) out = out * 10 + (v[i] - '0');
+    return neg ? -out : out;
+  }
   static constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
 };
 
@@ -135,11 +153,65 @@ using Handler = std::function<Response(const Request&, Context&)>;
 
 enum class FieldType : std::uint8_t { Int, String, Uuid, Number, Bool, Object, Array, Any };
 
+// Where a declared field is read from.
+enum class FieldSource : std::uint8_t { Body, Query, Header, Cookie };
+
+// A field of an event, checked by the listener before the request leaves
+// it: a request with a bad field is answered 422 there, naming every bad
+// field, and never reaches a manager. Build one fluently:
+//   Field("title").string().length(1, 200)
+//   Field("limit").in_query().integer().range(1, 100).default_to(20)
 struct FieldDecl {
   std::string name;
   FieldType type = FieldType::Any;
   bool required = true;
+  FieldSource source = FieldSource::Body;
+  std::optional<double> min;     // numbers: smallest value; strings: fewest characters
+  std::optional<double> max;     // numbers: largest value; strings: most characters
+  nlohmann::json default_value;  // query fields: used when absent (null: none)
+
+  FieldDecl& integer() { return type_is(FieldType::Int); }
+  FieldDecl& number() { return type_is(FieldType::Number); }
+  FieldDecl& string() { return type_is(FieldType::String); }
+  FieldDecl& uuid() { return type_is(FieldType::Uuid); }
+  FieldDecl& boolean() { return type_is(FieldType::Bool); }
+  FieldDecl& object() { return type_is(FieldType::Object); }
+  FieldDecl& array() { return type_is(FieldType::Array); }
+  FieldDecl& optional() {
+    required = false;
+    return *this;
+  }
+  FieldDecl& range(double lo, double hi) {
+    min = lo;
+    max = hi;
+    return *this;
+  }
+  FieldDecl& length(std::size_t lo, std::size_t hi) { return range(static_cast<double>(lo), static_cast<double>(hi)); }
+  FieldDecl& in_query() { return from(FieldSource::Query); }
+  FieldDecl& in_header() { return from(FieldSource::Header); }
+  FieldDecl& in_cookie() { return from(FieldSource::Cookie); }
+  FieldDecl& default_to(nlohmann::json value) {
+    default_value = std::move(value);
+    required = false;
+    return *this;
+  }
+
+ private:
+  FieldDecl& type_is(FieldType t) {
+    type = t;
+    return *this;
+  }
+  FieldDecl& from(FieldSource src) {
+    source = src;
+    return *this;
+  }
 };
+
+inline FieldDecl Field(std::string name) {
+  FieldDecl f;
+  f.name = std::move(name);
+  return f;
+}
 
 struct EventDecl {
   std::string name;
@@ -184,14 +256,20 @@ class Registry {
   }
 
   // Shorthands: declare an event, route it and handle it in one call.
-  Registry& get(std::string path, std::string event_name, Handler h) {
-    return on(Method::Get, std::move(path), std::move(event_name), std::move(h));
+  Registry& get(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Get, std::move(path), std::move(event_name), std::move(h), std::move(fields));
   }
-  Registry& post(std::string path, std::string event_name, Handler h) {
-    return on(Method::Post, std::move(path), std::move(event_name), std::move(h));
+  Registry& post(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Post, std::move(path), std::move(event_name), std::move(h), std::move(fields));
   }
-  Registry& on(Method m, std::string path, std::string event_name, Handler h) {
-    event(event_name);
+  Registry& put(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Put, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& del(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Delete, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& on(Method m, std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    event(event_name, std::move(fields));
     route(m, std::move(path), event_name);
     return handle(std::move(event_name), std::move(h));
   }

@@ -53,6 +53,8 @@ enum class SectionType : std::uint16_t {
   Body = 4,         // raw bytes
   ContentType = 5,  // response content type
   Control = 6,      // control payload (process-internal)
+  QueryParams = 7,  // key/value: declared query fields, decoded, defaults applied
+  Cookies = 8,      // key/value: declared cookies
 };
 
 struct EnvelopeHeader {

@@ -43,6 +43,12 @@ std::uint64_t now_ns() {
 
 bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
 
+struct PairKey {
+  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.first; }
+};
+struct PairValue {
+  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.second; }
+};
 struct ParamKey {
   std::string_view operator()(const Param& p) const { return p.name; }
 };
@@ -63,9 +69,14 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
+  // One validator per event, shared by the routes that lead to it.
+  std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
+  for (std::size_t e = 0; e < plugins.events().size(); ++e)
+    if (!plugins.events()[e].fields.empty())
+      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields);
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
-    targets_.push_back(Target{plugins.events()[r.event].type_id});
+    targets_.push_back(Target{plugins.events()[r.event].type_id, validators[r.event]});
     routes_.add(r.method, r.path, t);
   }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
@@ -217,8 +228,23 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     return;
   }
 
+  const Target& route = targets_[m.target];
+  validated_.clear();
+  if (route.validator) {
+    route.validator->check(query, req, validated_);
+    if (validated_.status) {
+      const auto seq = c.open_slot(keep_alive, http10, head);
+      const std::string body = RequestValidator::problem_body(validated_);
+      c.complete(seq, [&](std::string& out) {
+        writer_.write(out, {validated_.status, "application/problem+json", body.size(), keep_alive, http10, head}, {},
+                      body);
+      });
+      return;
+    }
+  }
+
   const auto seq = c.open_slot(keep_alive, http10, head);
-  auto h = env::make_header(env::Kind::Request, targets_[m.target].event_type, ++next_request_);
+  auto h = env::make_header(env::Kind::Request, route.event_type, ++next_request_);
   h.origin_listener = index_;
   h.origin_connection = c.id();
   h.origin_generation = c.generation();
@@ -231,6 +257,9 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   const auto params = m.path_params();
   if (!params.empty()) w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
+  if (!validated_.query.empty()) w.key_values(env::SectionType::QueryParams, validated_.query, PairKey{}, PairValue{});
+  if (!validated_.headers.empty()) w.key_values(env::SectionType::Headers, validated_.headers, PairKey{}, PairValue{});
+  if (!validated_.cookies.empty()) w.key_values(env::SectionType::Cookies, validated_.cookies, PairKey{}, PairValue{});
   if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
   if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
     c.complete(seq, [&](std::string& out) {

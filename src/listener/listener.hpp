@@ -19,6 +19,7 @@
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
 #include "http/route_table.hpp"
+#include "listener/request_validator.hpp"
 #include "plugin/plugin_set.hpp"
 
 namespace edri::listener {
@@ -46,6 +47,7 @@ class Listener {
  private:
   struct Target {
     std::uint64_t event_type;
+    std::shared_ptr<const RequestValidator> validator;  // null: no fields declared
   };
 
   void accept_all();
@@ -71,6 +73,7 @@ class Listener {
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::uint64_t next_request_ = 0;
   std::string extra_headers_;  // scratch
+  ValidatedFields validated_;  // scratch
 };
 
 }  // namespace edri::listener

@@ -82,7 +82,9 @@ void Manager::on_request(std::span<const std::byte> record) {
   request_.query = v.text(env::SectionType::Query);
   request_.body = v.text(env::SectionType::Body);
   if (!read_params(v.section(env::SectionType::PathParams), request_.path_params) ||
-      !read_params(v.section(env::SectionType::Headers), request_.headers)) {
+      !read_params(v.section(env::SectionType::QueryParams), request_.query_params) ||
+      !read_params(v.section(env::SectionType::Headers), request_.headers) ||
+      !read_params(v.section(env::SectionType::Cookies), request_.cookies)) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }

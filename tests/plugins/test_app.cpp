@@ -35,6 +35,29 @@ void reg(edri::Registry& r) {
     std::this_thread::sleep_for(std::chrono::milliseconds(req.int_param("ms")));
     return edri::Response::raw_json(R"({"slept":true})");
   });
+  // Declared fields, checked by the listener; `created` counts the calls
+  // that reached the manager, so a test can see that bad ones did not.
+  static int created = 0;
+  using edri::Field;
+  r.post("/things", "test.create",
+         [](const edri::Request& req, edri::Context&) {
+           ++created;
+           return edri::Response::json(req.json(), 201).header("Location", "/things/1");
+         },
+         {Field("title").string().length(1, 10), Field("count").integer().range(0, 10).optional(),
+          Field("tags").array().length(0, 3).optional()});
+  r.get("/things/created", "test.created", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"created", created}});
+  });
+  r.get("/search", "test.search",
+        [](const edri::Request& req, edri::Context&) {
+          return edri::Response::json({{"q", std::string(*req.query_param("q"))},
+                                       {"limit", req.int_query("limit")},
+                                       {"key", std::string(req.header("x-api-key").value_or("-"))},
+                                       {"session", std::string(req.cookie("session").value_or("-"))}});
+        },
+        {Field("q").in_query().string().length(1, 20), Field("limit").in_query().integer().range(1, 100).default_to(20),
+         Field("X-Api-Key").in_header().string().optional(), Field("session").in_cookie().optional()});
   // A second domain: its own manager process.
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {

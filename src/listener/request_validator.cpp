@@ -1,0 +1,258 @@
+#include "listener/request_validator.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "http/route_table.hpp"
+
+namespace edri::listener {
+
+namespace {
+
+const char* type_name(FieldType t) {
+  switch (t) {
+    case FieldType::Int: return "an integer";
+    case FieldType::String: return "a string";
+    case FieldType::Uuid: return "a UUID";
+    case FieldType::Number: return "a number";
+    case FieldType::Bool: return "a boolean";
+    case FieldType::Object: return "an object";
+    case FieldType::Array: return "an array";
+    case FieldType::Any: return "a value";
+  }
+  return "a value";
+}
+
+std::size_t utf8_length(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string format_bound(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  return std::to_string(v);
+}
+
+// The bound check shared by every source: `measure` is the value of a
+// number or the length of a string or array.
+void check_range(const FieldDecl& f, double measure, bool is_length, std::vector<FieldError>& errors) {
+  const bool low = f.min && measure < *f.min;
+  const bool high = f.max && measure > *f.max;
+  if (!low && !high) return;
+  std::string m = "must be ";
+  if (f.min && f.max)
+    m += "between " + format_bound(*f.min) + " and " + format_bound(*f.max);
+  else if (f.min)
+    m += "at least " + format_bound(*f.min);
+  else
+    m += "at most " + format_bound(*f.max);
+  if (is_length) m += f.type == FieldType::Array ? " items long" : " characters long";
+  errors.push_back({f.name, m});
+}
+
+// A field that arrives as text (query, header, cookie).
+void check_text(const FieldDecl& f, std::string_view v, std::vector<FieldError>& errors) {
+  switch (f.type) {
+    case FieldType::Int:
+      if (!http::is_int_segment(v)) return errors.push_back({f.name, "must be an integer"});
+      return check_range(f, static_cast<double>(std::strtoll(std::string(v).c_str(), nullptr, 10)), false, errors);
+    case FieldType::Number: {
+      const std::string s(v);
+      char* end = nullptr;
+      const double d = std::strtod(s.c_str(), &end);
+      if (s.empty() || *end != '\0' || !std::isfinite(d)) return errors.push_back({f.name, "must be a number"});
+      return check_range(f, d, false, errors);
+    }
+    case FieldType::Bool:
+      if (v != "true" && v != "false" && v != "1" && v != "0") errors.push_back({f.name, "must be true or false"});
+      return;
+    case FieldType::Uuid:
+      if (!http::is_uuid_segment(v)) errors.push_back({f.name, "must be a UUID"});
+      return;
+    default: return check_range(f, static_cast<double>(utf8_length(v)), true, errors);
+  }
+}
+
+// A field of a JSON body.
+void check_json(const FieldDecl& f, const nlohmann::json& v, std::vector<FieldError>& errors) {
+  bool ok = true;
+  switch (f.type) {
+    case FieldType::Int: ok = v.is_number_integer(); break;
+    case FieldType::Number: ok = v.is_number(); break;
+    case FieldType::String: ok = v.is_string(); break;
+    case FieldType::Uuid: ok = v.is_string() && http::is_uuid_segment(v.get_ref<const std::string&>()); break;
+    case FieldType::Bool: ok = v.is_boolean(); break;
+    case FieldType::Object: ok = v.is_object(); break;
+    case FieldType::Array: ok = v.is_array(); break;
+    case FieldType::Any: break;
+  }
+  if (!ok) return errors.push_back({f.name, std::string("must be ") + type_name(f.type)});
+  if (v.is_number()) return check_range(f, v.get<double>(), false, errors);
+  if (v.is_string())
+    return check_range(f, static_cast<double>(utf8_length(v.get_ref<const std::string&>())), true, errors);
+  if (v.is_array()) return check_range(f, static_cast<double>(v.size()), true, errors);
+}
+
+// The value of `name` in "a=1&b=2" (decoded), if present.
+bool find_query(std::string_view query, std::string_view name, std::string& value, bool& malformed) {
+  std::string key;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (!percent_decode(pair.substr(0, eq), key, true)) {
+      malformed = true;
+      continue;
+    }
+    if (key != name) continue;
+    if (!percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), value, true)) {
+      malformed = true;
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool find_cookie(std::string_view header, std::string_view name, std::string& value) {
+  while (!header.empty()) {
+    const auto semi = header.find(';');
+    std::string_view pair = header.substr(0, semi);
+    header = semi == std::string_view::npos ? std::string_view{} : header.substr(semi + 1);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    const auto eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.substr(0, eq) != name) continue;
+    std::string_view v = pair.substr(eq + 1);
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    value.assign(v);
+    return true;
+  }
+  return false;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return out;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
+  out.clear();
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return true;
+}
+
+RequestValidator::RequestValidator(std::vector<FieldDecl> fields) : fields_(std::move(fields)) {
+  for (const auto& f : fields_)
+    if (f.source == FieldSource::Body) has_body_fields_ = true;
+}
+
+void RequestValidator::check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const {
+  out.clear();
+  nlohmann::json body;
+  if (has_body_fields_) {
+    body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded()) {
+      out.status = 400;
+      return;
+    }
+    if (!body.is_object()) {
+      out.errors.push_back({"body", "must be a JSON object"});
+      out.status = 422;
+      return;
+    }
+  }
+  std::string value;
+  for (const auto& f : fields_) {
+    bool present = false;
+    switch (f.source) {
+      case FieldSource::Body: {
+        auto it = body.find(f.name);
+        if (it != body.end() && !it->is_null()) {
+          check_json(f, *it, out.errors);
+          present = true;
+        }
+        break;
+      }
+      case FieldSource::Query: {
+        bool malformed = false;
+        present = find_query(query, f.name, value, malformed);
+        if (malformed && !present) {
+          out.errors.push_back({f.name, "has a malformed percent-escape"});
+          continue;
+        }
+        if (!present && !f.default_value.is_null()) {
+          value = f.default_value.is_string() ? f.default_value.get<std::string>() : f.default_value.dump();
+          present = true;
+        }
+        if (present) {
+          check_text(f, value, out.errors);
+          out.query.emplace_back(f.name, value);
+        }
+        break;
+      }
+      case FieldSource::Header: {
+        const std::string name = lower(f.name);
+        for (const auto& [k, v] : req.headers) {
+          if (lower(k) != name) continue;
+          present = true;
+          check_text(f, v, out.errors);
+          out.headers.emplace_back(name, v);
+          break;
+        }
+        break;
+      }
+      case FieldSource::Cookie: {
+        present = find_cookie(req.header("cookie"), f.name, value);
+        if (present) {
+          check_text(f, value, out.errors);
+          out.cookies.emplace_back(f.name, value);
+        }
+        break;
+      }
+    }
+    if (!present && f.required) out.errors.push_back({f.name, "is required"});
+  }
+  if (!out.errors.empty()) out.status = 422;
+}
+
+std::string RequestValidator::problem_body(const ValidatedFields& out) {
+  nlohmann::json j{{"type", "about:blank"}, {"status", out.status}};
+  if (out.status == 400) {
+    j["title"] = "Bad Request";
+    j["detail"] = "the body is not valid JSON";
+    return j.dump();
+  }
+  j["title"] = "Unprocessable Content";
+  j["detail"] = std::to_string(out.errors.size()) + (out.errors.size() == 1 ? " field is" : " fields are") + " invalid";
+  auto& errs = j["errors"] = nlohmann::json::array();
+  for (const auto& e : out.errors) errs.push_back({{"field", e.field}, {"message", e.message}});
+  return j.dump();
+}
+
+}  // namespace edri::listener

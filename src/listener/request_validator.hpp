@@ -1,0 +1,59 @@
+// RequestValidator: an event's declared fields, checked at the edge.
+//
+// The listener runs it before a request leaves the process, so a request
+// with a bad field never crosses a process boundary. Every bad field is
+// reported, not only the first. What passes is handed on decoded: query
+// fields with their defaults applied, declared headers and cookies.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <edri/plugin.hpp>
+
+#include "http/request_parser.hpp"
+
+namespace edri::listener {
+
+struct FieldError {
+  std::string field;
+  std::string message;
+};
+
+struct ValidatedFields {
+  std::vector<std::pair<std::string, std::string>> query;    // declared query fields
+  std::vector<std::pair<std::string, std::string>> headers;  // declared headers, names lower-case
+  std::vector<std::pair<std::string, std::string>> cookies;  // declared cookies
+  std::vector<FieldError> errors;
+  int status = 0;  // 0: valid; 400: body is not JSON; 422: see errors
+  void clear() {
+    query.clear();
+    headers.clear();
+    cookies.clear();
+    errors.clear();
+    status = 0;
+  }
+};
+
+class RequestValidator {
+ public:
+  explicit RequestValidator(std::vector<FieldDecl> fields);
+
+  bool empty() const { return fields_.empty(); }
+  // Checks `req` (whose raw query string is `query`) into `out`.
+  void check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const;
+
+  // The 422/400 problem+json body for `out`.
+  static std::string problem_body(const ValidatedFields& out);
+
+ private:
+  std::vector<FieldDecl> fields_;
+  bool has_body_fields_ = false;
+};
+
+// "a%20b+c" -> "a b c". Returns false on a malformed escape.
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
+
+}  // namespace edri::listener
