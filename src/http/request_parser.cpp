@@ -32,8 +32,8 @@ void HttpRequest::clear() {
   upgrade = false;
 }
 
-RequestParser::RequestParser(ParserLimits limits, OnRequest on_request)
-    : limits_(limits), on_request_(std::move(on_request)) {
+RequestParser::RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue)
+    : limits_(limits), on_request_(std::move(on_request)), on_continue_(std::move(on_continue)) {
   llhttp_settings_init(&settings_);
   settings_.on_message_begin = &RequestParser::on_message_begin;
   settings_.on_url = &RequestParser::on_url;
@@ -126,6 +126,15 @@ int RequestParser::on_headers_complete(llhttp_t* p) {
   if (r.http_major != 1) return s.fail(505, "HTTP version not supported");
   if (p->content_length > s.limits_.max_body_bytes && (p->flags & F_CONTENT_LENGTH))
     return s.fail(413, "request body too large");
+  if (const auto expect = r.header("expect"); !expect.empty()) {
+    // RFC 9110 10.1.1: 100-continue is the only expectation defined.
+    std::string lower(expect);
+    for (auto& c : lower)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    if (lower != "100-continue") return s.fail(417, "unsupported expectation");
+    const bool has_body = (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+    if (r.http_minor >= 1 && has_body && s.on_continue_) s.on_continue_();
+  }
   return 0;
 }
 

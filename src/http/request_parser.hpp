@@ -42,6 +42,10 @@ struct ParserLimits {
 class RequestParser final {
  public:
   using OnRequest = std::function<void(HttpRequest&)>;
+  // Called when a request's headers ask for `Expect: 100-continue` and its
+  // declared body is within the limit: the client waits for an interim
+  // 100 response before it sends the body.
+  using OnContinue = std::function<void()>;
 
   struct Result {
     bool ok = true;
@@ -50,7 +54,7 @@ class RequestParser final {
     std::size_t consumed = 0;
   };
 
-  RequestParser(ParserLimits limits, OnRequest on_request);
+  RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue = {});
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
 
@@ -77,6 +81,7 @@ class RequestParser final {
   llhttp_settings_t settings_;
   ParserLimits limits_;
   OnRequest on_request_;
+  OnContinue on_continue_;
   HttpRequest request_;
   std::size_t header_bytes_ = 0;
   bool last_was_value_ = false;

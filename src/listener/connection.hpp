@@ -72,6 +72,7 @@ class Connection {
   void resume_reading();
   bool consume(std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);
+  void send_continue();
   void promote_ready();
   void mark_dirty();
 

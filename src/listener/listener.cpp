@@ -208,6 +208,15 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     path = target.substr(0, q);
     query = target.substr(q + 1);
   }
+  if (*method == Method::Options && target == "*") {
+    // Asterisk-form (RFC 9110 9.3.7): what the server as a whole allows.
+    const auto seq = c.open_slot(keep_alive, http10, false);
+    c.complete(seq, [&](std::string& out) {
+      writer_.write(out, {204, {}, 0, keep_alive, http10, false},
+                    "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n", {});
+    });
+    return;
+  }
   if (path.empty() || path[0] != '/') {
     answer_locally(c, false, http10, head, 400, "the request-target must be an absolute path");
     return;
@@ -223,7 +232,16 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (m.result == http::RouteTable::Match::Result::MethodNotAllowed) {
     std::uint8_t allowed = m.allowed;
     if (allowed & (1u << static_cast<unsigned>(Method::Get))) allowed |= 1u << static_cast<unsigned>(Method::Head);
+    allowed |= 1u << static_cast<unsigned>(Method::Options);
     const std::string allow = "Allow: " + http::RouteTable::allow_header(allowed) + "\r\n";
+    if (*method == Method::Options) {
+      // A path that exists answers OPTIONS itself unless a plugin routes it.
+      const auto seq = c.open_slot(keep_alive, http10, false);
+      c.complete(seq, [&](std::string& out) {
+        writer_.write(out, {204, {}, 0, keep_alive, http10, false}, allow, {});
+      });
+      return;
+    }
     answer_locally(c, keep_alive, http10, head, 405, std::string(method_name(*method)) + " is not allowed here", allow);
     return;
   }

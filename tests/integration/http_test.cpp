@@ -141,3 +141,38 @@ TEST_CASE("handler failures and limits", "[http]") {
     CHECK(c.get("/other/pid").status == 200);  // another manager, not stuck behind the sleeper
   }
 }
+
+TEST_CASE("OPTIONS and Expect: 100-continue", "[http]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_BODY_SIZE", "1000"}});
+  HttpClient c(server.port());
+  SECTION("OPTIONS on a path lists its methods") {
+    auto r = c.request("OPTIONS", "/items/1");
+    CHECK(r.status == 204);
+    CHECK(r.header("allow") == "GET, HEAD, OPTIONS");
+    CHECK(c.request("OPTIONS", "/nope").status == 404);
+    c.send_raw("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+    r = c.read_response();
+    CHECK(r.status == 204);
+    CHECK(r.header("allow").find("POST") != std::string::npos);
+  }
+  SECTION("the client gets 100 Continue, then sends its body") {
+    c.send_raw(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7\r\n"
+        "Expect: 100-continue\r\n\r\n");
+    auto interim = c.read_response();
+    CHECK(interim.status == 100);
+    c.send_raw("[1,2,3]");
+    const auto r = c.read_response();
+    CHECK(r.status == 200);
+    CHECK(r.body == "[1,2,3]");
+  }
+  SECTION("a body over the limit is refused before it is sent") {
+    c.send_raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n");
+    CHECK(c.read_response().status == 413);
+    CHECK(c.closed_by_peer());
+  }
+  SECTION("an unknown expectation is 417") {
+    c.send_raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: teapot\r\n\r\n{}");
+    CHECK(c.read_response().status == 417);
+  }
+}

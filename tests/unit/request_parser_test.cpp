@@ -121,3 +121,25 @@ TEST_CASE("malformed input and limits give the right status", "[parser]") {
     CHECK(c.requests.empty());
   }
 }
+
+TEST_CASE("Expect: 100-continue is reported at the end of the headers", "[parser]") {
+  int continues = 0;
+  std::vector<HttpRequest> got;
+  RequestParser p(
+      {}, [&](HttpRequest& r) { got.push_back(r); }, [&] { ++continues; });
+  const std::string head = "POST / HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-Continue\r\n\r\n";
+  REQUIRE(p.feed(head.data(), head.size()).ok);
+  CHECK(continues == 1);
+  CHECK(got.empty());
+  REQUIRE(p.feed("{}", 2).ok);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].body == "{}");
+
+  RequestParser q(
+      {}, [](HttpRequest&) {}, [&] { ++continues; });
+  const std::string odd = "POST / HTTP/1.1\r\nContent-Length: 2\r\nExpect: something\r\n\r\n{}";
+  const auto r = q.feed(odd.data(), odd.size());
+  CHECK_FALSE(r.ok);
+  CHECK(r.status == 417);
+  CHECK(continues == 1);
+}
