@@ -130,6 +130,18 @@ struct Response {
   static Response text(std::string body, int status = 200) {
     return Response{status, "text/plain; charset=utf-8", std::move(body), {}};
   }
+  // Raw bytes (a string is a byte container here).
+  static Response bytes(std::string data, std::string content_type = "application/octet-stream", int status = 200) {
+    return Response{status, std::move(content_type), std::move(data), {}};
+  }
+  // No body: 204 by default.
+  static Response empty(int status = 204) { return Response{status, {}, {}, {}}; }
+  // A redirect to `location` (302, or 301/303/307/308).
+  static Response redirect(std::string location, int status = 302) {
+    Response r{status, {}, {}, {}};
+    r.headers.emplace_back("Location", std::move(location));
+    return r;
+  }
   // RFC 9457 problem details.
   static Response problem(int status, std::string_view title, std::string_view detail) {
     nlohmann::json j{{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
@@ -139,6 +151,25 @@ struct Response {
     headers.emplace_back(std::move(name), std::move(value));
     return *this;
   }
+
+  struct CookieOptions {
+    std::string path = "/";
+    long max_age = -1;  // seconds; -1: a session cookie; 0: delete it
+    bool http_only = true;
+    bool secure = false;
+    std::string same_site = "Lax";  // "Strict", "Lax", "None" or empty
+  };
+  // Adds a Set-Cookie header (RFC 6265).
+  Response& cookie(const std::string& name, const std::string& value, const CookieOptions& o) {
+    std::string c = name + "=" + value;
+    if (!o.path.empty()) c += "; Path=" + o.path;
+    if (o.max_age >= 0) c += "; Max-Age=" + std::to_string(o.max_age);
+    if (o.http_only) c += "; HttpOnly";
+    if (o.secure) c += "; Secure";
+    if (!o.same_site.empty()) c += "; SameSite=" + o.same_site;
+    return header("Set-Cookie", std::move(c));
+  }
+  Response& cookie(const std::string& name, const std::string& value) { return cookie(name, value, CookieOptions{}); }
 };
 
 // Services of the manager a handler runs in.

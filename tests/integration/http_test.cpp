@@ -42,7 +42,7 @@ TEST_CASE("routes, typed parameters and unknown paths", "[http]") {
   SECTION("a method the path does not take is 405 with Allow") {
     r = c.request("POST", "/items/1", "{}");
     CHECK(r.status == 405);
-    CHECK(r.header("allow") == "GET, HEAD");
+    CHECK(r.header("allow") == "GET, HEAD, OPTIONS");
   }
   SECTION("HEAD is GET without a body") {
     r = c.request("HEAD", "/hello/x");
@@ -174,5 +174,38 @@ TEST_CASE("OPTIONS and Expect: 100-continue", "[http]") {
   SECTION("an unknown expectation is 417") {
     c.send_raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: teapot\r\n\r\n{}");
     CHECK(c.read_response().status == 417);
+  }
+}
+
+TEST_CASE("bytes and redirects and empty answers and cookies", "[http]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+  auto r = c.get("/bytes/1000");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type") == "application/octet-stream");
+  REQUIRE(r.body.size() == 1000);
+  CHECK(static_cast<unsigned char>(r.body[300]) == 300 % 251);
+  CHECK(r.body[0] == '\0');
+
+  r = c.get("/go");
+  CHECK(r.status == 303);
+  CHECK(r.header("location") == "/hello/there");
+
+  r = c.get("/nothing");
+  CHECK(r.status == 204);
+  CHECK(r.header("content-length").empty());
+  CHECK(r.body.empty());
+  CHECK(c.get("/hello/after-204").status == 200);  // framing stayed right
+
+  // The client keeps the last of repeated headers: the second cookie.
+  r = c.get("/login");
+  CHECK(r.status == 200);
+  CHECK(r.header("set-cookie") == "theme=dark; Path=/; Max-Age=3600; Secure; SameSite=Strict");
+
+  SECTION("a header value with CR/LF from a handler is dropped, never injected") {
+    r = c.get("/evil-header");
+    CHECK(r.status == 200);
+    CHECK(r.header("x-evil").empty());
+    CHECK(r.header("set-cookie").empty());
   }
 }

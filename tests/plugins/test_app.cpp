@@ -58,6 +58,22 @@ void reg(edri::Registry& r) {
         },
         {Field("q").in_query().string().length(1, 20), Field("limit").in_query().integer().range(1, 100).default_to(20),
          Field("X-Api-Key").in_header().string().optional(), Field("session").in_cookie().optional()});
+  r.get("/bytes/{n:int}", "test.bytes", [](const edri::Request& req, edri::Context&) {
+    std::string data(static_cast<std::size_t>(req.int_param("n")), '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i % 251);
+    return edri::Response::bytes(std::move(data));
+  });
+  r.get("/go", "test.redirect",
+        [](const edri::Request&, edri::Context&) { return edri::Response::redirect("/hello/there", 303); });
+  r.get("/nothing", "test.nothing", [](const edri::Request&, edri::Context&) { return edri::Response::empty(); });
+  r.get("/login", "test.login", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"ok", true}})
+        .cookie("sid", "abc123")
+        .cookie("theme", "dark", {"/", 3600, false, true, "Strict"});
+  });
+  r.get("/evil-header", "test.evil", [](const edri::Request&, edri::Context&) {
+    return edri::Response::text("x").header("X-Evil", "a\r\nSet-Cookie: injected=1");
+  });
   // A second domain: its own manager process.
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
