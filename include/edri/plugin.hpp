@@ -53,7 +53,9 @@ struct Param {
 // envelope the manager is reading; copy what must outlive the call.
 class Request {
  public:
-  std::string_view event;  // the event's name
+  Method method = Method::Get;
+  std::string_view path;   // the request path, without the query
+  std::string_view event;  // the event's name (empty in middleware)
   std::vector<Param> path_params;
   std::string_view query;  // raw query string, without '?'
   // Declared query fields, percent-decoded, defaults applied.
@@ -261,6 +263,37 @@ struct HandlerDecl {
   Handler handler;
 };
 
+// Headers a middleware adds to the response of the request it sees.
+class ResponseHeaders {
+ public:
+  // Adds "name: value"; a name or value with CR or LF is refused (false).
+  bool add(std::string_view name, std::string_view value) {
+    if (name.empty() || name.find_first_of("\r\n:") != std::string_view::npos ||
+        value.find_first_of("\r\n") != std::string_view::npos)
+      return false;
+    lines_.append(name).append(": ").append(value).append("\r\n");
+    return true;
+  }
+  const std::string& lines() const { return lines_; }
+  void clear() { lines_.clear(); }
+
+ private:
+  std::string lines_;
+};
+
+// Middleware runs in the listener, in a defined order, on every request
+// before it is routed: `on_request` sees the method, path, raw query and
+// every header (not the path parameters), may add response headers, and
+// may answer at once by returning a Response (the request then goes no
+// further). `on_response` sees the final status of every response and may
+// add headers. Middleware never runs in a manager.
+struct MiddlewareDecl {
+  std::string name;
+  int order = 0;  // lower runs first; equal orders keep declaration order
+  std::function<std::optional<Response>(const Request&, ResponseHeaders&)> on_request;
+  std::function<void(int status, ResponseHeaders&)> on_response;
+};
+
 // What a plugin declares. Filled by the plugin's registration function.
 class Registry {
  public:
@@ -307,9 +340,15 @@ class Registry {
 
   const std::string& current_domain() const { return current_domain_; }
 
+  Registry& middleware(MiddlewareDecl m) {
+    middlewares.push_back(std::move(m));
+    return *this;
+  }
+
   std::vector<EventDecl> events;
   std::vector<RouteDecl> routes;
   std::vector<HandlerDecl> handlers;
+  std::vector<MiddlewareDecl> middlewares;
 
  private:
   friend struct PluginBinding;

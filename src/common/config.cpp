@@ -40,6 +40,21 @@ bool parse_bool(const char* name, const char* text) {
   throw ConfigError(std::string(name) + "=" + text + ": must be 1/0, true/false, yes/no or on/off");
 }
 
+std::vector<std::string> split_paths_on(const std::string& text, char only) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == only) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
 std::vector<std::string> split_paths(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
@@ -138,6 +153,20 @@ Config Config::from_env() {
     c.sched_batch = s == "batch";
   }
   if (auto v = env("EDRI_SERVER_TIMING")) c.server_timing = parse_bool("EDRI_SERVER_TIMING", v);
+  if (auto v = env("EDRI_REQUEST_ID")) c.request_id = parse_bool("EDRI_REQUEST_ID", v);
+  if (auto v = env("EDRI_CORS_ORIGINS")) {
+    for (auto& o : split_paths_on(v, ',')) {
+      while (!o.empty() && o.front() == ' ') o.erase(0, 1);
+      while (!o.empty() && o.back() == ' ') o.pop_back();
+      if (o.empty()) continue;
+      if (o != "*" && o.find("://") == std::string::npos)
+        throw ConfigError("EDRI_CORS_ORIGINS: '" + o + "' is not an origin (scheme://host[:port]) or *");
+      c.cors_origins.push_back(o);
+    }
+  }
+  if (auto v = env("EDRI_CORS_HEADERS")) c.cors_headers = v;
+  if (auto v = env("EDRI_CORS_CREDENTIALS")) c.cors_credentials = parse_bool("EDRI_CORS_CREDENTIALS", v);
+  if (auto v = env("EDRI_CORS_MAX_AGE")) c.cors_max_age = parse_integer<int>("EDRI_CORS_MAX_AGE", v, 0, 86400 * 7);
   if (c.max_body_size + 4096 > c.ring_bytes / 4)
     throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) + ": too large for EDRI_RING_BYTES=" +
                       std::to_string(c.ring_bytes) + " (a body must fit a quarter of a ring, less 4096 bytes)");
@@ -177,7 +206,12 @@ std::string Config::describe() const {
                                       : join(cpus))
     << '\n'
     << "EDRI_SCHED=" << (sched_batch ? "batch" : "other") << '\n'
-    << "EDRI_SERVER_TIMING=" << (server_timing ? 1 : 0) << '\n';
+    << "EDRI_SERVER_TIMING=" << (server_timing ? 1 : 0) << '\n'
+    << "EDRI_REQUEST_ID=" << (request_id ? 1 : 0) << '\n'
+    << "EDRI_CORS_ORIGINS=" << join(cors_origins) << '\n'
+    << "EDRI_CORS_HEADERS=" << cors_headers << '\n'
+    << "EDRI_CORS_CREDENTIALS=" << (cors_credentials ? 1 : 0) << '\n'
+    << "EDRI_CORS_MAX_AGE=" << cors_max_age << '\n';
   return o.str();
 }
 

@@ -36,9 +36,14 @@ struct Config {
   // one CPU, the last one this process may use (docs/decisions/0003);
   // "all": wherever the scheduler puts them; a list: pinned to that list.
   enum class Placement { Auto, All, List } placement = Placement::Auto;
-  std::vector<int> cpus;       // the list, for Placement::List
-  bool sched_batch = true;     // EDRI_SCHED=batch|other
-  bool server_timing = false;  // EDRI_SERVER_TIMING=1
+  std::vector<int> cpus;                  // the list, for Placement::List
+  bool sched_batch = true;                // EDRI_SCHED=batch|other
+  bool server_timing = false;             // EDRI_SERVER_TIMING=1
+  bool request_id = true;                 // EDRI_REQUEST_ID: X-Request-Id on every response
+  std::vector<std::string> cors_origins;  // EDRI_CORS_ORIGINS: allowed origins, or "*"; empty: CORS off
+  std::string cors_headers = "Content-Type, Authorization, X-Request-Id";  // EDRI_CORS_HEADERS ("*": echo)
+  bool cors_credentials = false;                                           // EDRI_CORS_CREDENTIALS
+  int cors_max_age = 600;                                                  // EDRI_CORS_MAX_AGE (seconds)
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

@@ -35,8 +35,9 @@ void Connection::start() {
   read_available();
 }
 
-std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head) {
-  slots_.push_back(Slot{SlotInfo{keep_alive, http10, head}, false, {}, std::chrono::steady_clock::now()});
+std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers) {
+  slots_.push_back(
+      Slot{SlotInfo{keep_alive, http10, head, std::string(headers)}, false, {}, std::chrono::steady_clock::now()});
   return next_seq_++;
 }
 

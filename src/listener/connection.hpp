@@ -27,11 +27,13 @@ class Connection {
   void start();
 
   // Reserves the next response slot; returns its sequence number.
-  std::uint32_t open_slot(bool keep_alive, bool http10, bool head);
+  // `headers`: response header lines middleware added for this request.
+  std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers);
   struct SlotInfo {
     bool keep_alive;
     bool http10;
     bool head;
+    std::string headers;
   };
   // The slot for `seq`, or nullptr if it is not pending (stale response).
   const SlotInfo* slot(std::uint32_t seq) const;
@@ -40,12 +42,12 @@ class Connection {
   template <class Write>
   void complete(std::uint32_t seq, Write&& write);
 
-  // Calls f(seq, info) for each slot still waiting that was opened before
+  // Calls f(seq) for each slot still waiting that was opened before
   // `cutoff`.
   template <class F>
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
     for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (!slots_[i].ready && slots_[i].opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i), slots_[i].info);
+      if (!slots_[i].ready && slots_[i].opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
   }
   bool waiting() const { return !slots_.empty(); }
 

@@ -74,6 +74,14 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
     if (!plugins.events()[e].fields.empty())
       validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields);
+  middlewares_ = plugins.middlewares();
+  for (const auto& mw : middlewares_)
+    if (mw.on_response) has_response_middleware_ = true;
+  if (!config.cors_origins.empty())
+    cors_ =
+        std::make_unique<Cors>(config.cors_origins, config.cors_headers, config.cors_credentials, config.cors_max_age);
+  instance_tag_ = static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                  static_cast<std::uint32_t>(::getpid());
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
     targets_.push_back(Target{plugins.events()[r.event].type_id, validators[r.event]});
@@ -111,18 +119,14 @@ void Listener::sweep_overdue() {
   const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.api_response_timeout_s + 2.0));
   const auto cutoff = std::chrono::steady_clock::now() - grace;
-  std::vector<std::pair<std::uint32_t, Connection::SlotInfo>> overdue;
+  std::vector<std::uint32_t> overdue;
   for (auto& c : connections_) {
     if (!c || c->closed() || !c->waiting()) continue;
     overdue.clear();
-    c->for_each_overdue(cutoff,
-                        [&](std::uint32_t seq, const Connection::SlotInfo& info) { overdue.emplace_back(seq, info); });
-    for (const auto& [seq, info] : overdue) {
+    c->for_each_overdue(cutoff, [&](std::uint32_t seq) { overdue.push_back(seq); });
+    for (const auto seq : overdue) {
       spdlog::warn("request {} on connection {} got no answer, not even a 504: answering 504", seq, c->id());
-      c->complete(seq, [&](std::string& out) {
-        writer_.write_problem(out, 504, "no answer from the pipeline (a process may have restarted)", info.keep_alive,
-                              info.http10, info.head);
-      });
+      problem(*c, seq, 504, "no answer from the pipeline (a process may have restarted)", {});
     }
   }
   sweep_.expires_after(std::chrono::seconds(1));
@@ -187,10 +191,83 @@ void Listener::after_drain() {
 
 void Listener::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,
                               std::string_view detail, std::string_view extra_headers) {
-  const auto seq = c.open_slot(keep_alive, http10, head);
-  c.complete(seq, [&](std::string& out) {
-    writer_.write_problem(out, status, detail, keep_alive, http10, head, extra_headers);
-  });
+  const auto seq = c.open_slot(keep_alive, http10, head, {});
+  problem(c, seq, status, detail, extra_headers);
+}
+
+void Listener::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+                     std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  composed_.assign(headers);
+  composed_ += info->headers;  // added by middleware when the request came in
+  if (has_response_middleware_) {
+    response_headers_.clear();
+    for (const auto& mw : middlewares_)
+      if (mw.on_response) mw.on_response(status, response_headers_);
+    composed_ += response_headers_.lines();
+  }
+  const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
+  c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
+}
+
+bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,
+                                      std::string_view query, bool keep_alive, bool http10) {
+  if (config_.request_id) {
+    // Keep a sane id the client (or a proxy) sent; otherwise make one.
+    std::string_view sent = req.header("x-request-id");
+    const bool sane = !sent.empty() && sent.size() <= 128 &&
+                      sent.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:") ==
+                          std::string_view::npos;
+    if (sane) {
+      request_id_.assign(sent);
+    } else {
+      char buf[40];
+      const int n = std::snprintf(buf, sizeof buf, "%08x-%04x-%012llx", instance_tag_, index_,
+                                  static_cast<unsigned long long>(++request_ids_));
+      request_id_.assign(buf, static_cast<std::size_t>(n));
+    }
+    request_headers_.add("X-Request-Id", request_id_);
+  }
+  if (cors_) {
+    const auto verdict = cors_->apply(req, method, request_headers_);
+    if (verdict == Cors::Verdict::Preflight || verdict == Cors::Verdict::Refused) {
+      const auto seq = c.open_slot(keep_alive, http10, false, request_headers_.lines());
+      if (verdict == Cors::Verdict::Preflight)
+        reply(c, seq, 204, {}, {}, {});
+      else
+        reply(c, seq, 403, "application/problem+json",
+              R"({"type":"about:blank","title":"Forbidden","status":403,"detail":"origin not allowed"})", {});
+      return false;
+    }
+  }
+  if (middlewares_.empty()) return true;
+  view_.method = method;
+  view_.path = path;
+  view_.query = query;
+  view_.headers.clear();
+  for (const auto& [k, v] : req.headers) view_.headers.push_back(Param{k, v});
+  view_.body = req.body;
+  for (const auto& mw : middlewares_) {
+    if (!mw.on_request) continue;
+    std::optional<Response> early;
+    try {
+      early = mw.on_request(view_, request_headers_);
+    } catch (const std::exception& e) {
+      spdlog::error("middleware {} threw: {}", mw.name, e.what());
+      early =
+          Response::problem(500, "Internal Server Error",
+                            config_.production ? "the request failed" : std::string("middleware threw: ") + e.what());
+    }
+    if (!early) continue;
+    const auto seq = c.open_slot(keep_alive, http10, method == Method::Head, request_headers_.lines());
+    std::string lines;
+    for (const auto& [k, v] : early->headers)
+      if (header_safe(k) && header_safe(v) && !k.empty()) lines.append(k).append(": ").append(v).append("\r\n");
+    reply(c, seq, early->status, early->content_type, early->body, lines);
+    return false;
+  }
+  return true;
 }
 
 void Listener::dispatch(Connection& c, http::HttpRequest& req) {
@@ -198,6 +275,7 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   const bool keep_alive = req.keep_alive;
   const auto method = to_method(req.method);
   const bool head = method == Method::Head;
+  request_headers_.clear();
   if (!method) {
     answer_locally(c, keep_alive, http10, false, 501, "method not implemented");
     return;
@@ -208,13 +286,12 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     path = target.substr(0, q);
     query = target.substr(q + 1);
   }
+  if (!run_request_middleware(c, req, *method, path, query, keep_alive, http10)) return;
+
   if (*method == Method::Options && target == "*") {
     // Asterisk-form (RFC 9110 9.3.7): what the server as a whole allows.
-    const auto seq = c.open_slot(keep_alive, http10, false);
-    c.complete(seq, [&](std::string& out) {
-      writer_.write(out, {204, {}, 0, keep_alive, http10, false},
-                    "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n", {});
-    });
+    const auto seq = c.open_slot(keep_alive, http10, false, request_headers_.lines());
+    reply(c, seq, 204, {}, {}, "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n");
     return;
   }
   if (path.empty() || path[0] != '/') {
@@ -226,7 +303,8 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
       (m.allowed & (1u << static_cast<unsigned>(Method::Get))))
     m = routes_.find(Method::Get, path);  // HEAD is GET without the body
   if (m.result == http::RouteTable::Match::Result::NotFound) {
-    answer_locally(c, keep_alive, http10, head, 404, "no route for " + std::string(path));
+    const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+    problem(c, seq, 404, "no route for " + std::string(path), {});
     return;
   }
   if (m.result == http::RouteTable::Match::Result::MethodNotAllowed) {
@@ -234,15 +312,12 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     if (allowed & (1u << static_cast<unsigned>(Method::Get))) allowed |= 1u << static_cast<unsigned>(Method::Head);
     allowed |= 1u << static_cast<unsigned>(Method::Options);
     const std::string allow = "Allow: " + http::RouteTable::allow_header(allowed) + "\r\n";
-    if (*method == Method::Options) {
-      // A path that exists answers OPTIONS itself unless a plugin routes it.
-      const auto seq = c.open_slot(keep_alive, http10, false);
-      c.complete(seq, [&](std::string& out) {
-        writer_.write(out, {204, {}, 0, keep_alive, http10, false}, allow, {});
-      });
-      return;
-    }
-    answer_locally(c, keep_alive, http10, head, 405, std::string(method_name(*method)) + " is not allowed here", allow);
+    const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+    // A path that exists answers OPTIONS itself unless a plugin routes it.
+    if (*method == Method::Options)
+      reply(c, seq, 204, {}, {}, allow);
+    else
+      problem(c, seq, 405, std::string(method_name(*method)) + " is not allowed here", allow);
     return;
   }
 
@@ -251,17 +326,14 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (route.validator) {
     route.validator->check(query, req, validated_);
     if (validated_.status) {
-      const auto seq = c.open_slot(keep_alive, http10, head);
-      const std::string body = RequestValidator::problem_body(validated_);
-      c.complete(seq, [&](std::string& out) {
-        writer_.write(out, {validated_.status, "application/problem+json", body.size(), keep_alive, http10, head}, {},
-                      body);
-      });
+      const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+      reply(c, seq, validated_.status, "application/problem+json", RequestValidator::problem_body(validated_), {});
       return;
     }
   }
+  if (config_.request_id) validated_.headers.emplace_back("x-request-id", request_id_);
 
-  const auto seq = c.open_slot(keep_alive, http10, head);
+  const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
   auto h = env::make_header(env::Kind::Request, route.event_type, ++next_request_);
   h.origin_listener = index_;
   h.origin_connection = c.id();
@@ -279,12 +351,18 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (!validated_.headers.empty()) w.key_values(env::SectionType::Headers, validated_.headers, PairKey{}, PairValue{});
   if (!validated_.cookies.empty()) w.key_values(env::SectionType::Cookies, validated_.cookies, PairKey{}, PairValue{});
   if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
-    c.complete(seq, [&](std::string& out) {
-      writer_.write_problem(out, 503, "the server is overloaded; retry later", keep_alive, http10, head,
-                            "Retry-After: 1\r\n");
-    });
-  }
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
+}
+
+void Listener::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail,
+                       std::string_view headers) {
+  std::string body = "{\"type\":\"about:blank\",\"title\":\"";
+  http::append_json_escaped(body, http::ResponseWriter::reason(status));
+  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
+  http::append_json_escaped(body, detail);
+  body += "\"}";
+  reply(c, seq, status, "application/problem+json", body, headers);
 }
 
 void Listener::on_response(std::span<const std::byte> record) {
@@ -296,8 +374,7 @@ void Listener::on_response(std::span<const std::byte> record) {
   const auto& h = v.header;
   Connection* c = find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
-  const auto* info = c->slot(h.origin_stream);
-  if (!info) return;
+  if (!c->slot(h.origin_stream)) return;
 
   extra_headers_.clear();
   if (v.has(env::SectionType::Headers)) {
@@ -325,10 +402,8 @@ void Listener::on_response(std::span<const std::byte> record) {
                                 ms(total - s[env::kStampManagerOut]), ms(total));
     if (n > 0) extra_headers_.append(buf, static_cast<std::size_t>(std::min(n, int(sizeof buf) - 1)));
   }
-  const std::string_view body = v.text(env::SectionType::Body);
-  const http::ResponseHead head{
-      h.status, v.text(env::SectionType::ContentType), body.size(), info->keep_alive, info->http10, info->head};
-  c->complete(h.origin_stream, [&](std::string& out) { writer_.write(out, head, extra_headers_, body); });
+  reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
+        extra_headers_);
 }
 
 }  // namespace edri::listener

@@ -19,6 +19,7 @@
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
 #include "http/route_table.hpp"
+#include "listener/cors.hpp"
 #include "listener/request_validator.hpp"
 #include "plugin/plugin_set.hpp"
 
@@ -36,6 +37,11 @@ class Listener {
 
   // Used by Connection.
   void dispatch(Connection& c, http::HttpRequest& req);
+  // Sends the response for slot `seq`: runs response-side middleware and
+  // adds the headers request-side middleware left in the slot.
+  void reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+             std::string_view headers);
+  void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers);
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view extra_headers = {});
   void mark_dirty(Connection& c);
@@ -51,6 +57,10 @@ class Listener {
   };
 
   void accept_all();
+  // Built-in (request id, CORS) then plugin middleware; false when one of
+  // them answered the request.
+  bool run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,
+                              std::string_view query, bool keep_alive, bool http10);
   void on_response(std::span<const std::byte> record);
   void after_drain();
   void sweep_overdue();
@@ -72,8 +82,19 @@ class Listener {
   std::vector<Connection*> dirty_;
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::uint64_t next_request_ = 0;
-  std::string extra_headers_;  // scratch
-  ValidatedFields validated_;  // scratch
+  std::vector<MiddlewareDecl> middlewares_;
+  bool has_response_middleware_ = false;
+  std::unique_ptr<Cors> cors_;
+  std::uint32_t instance_tag_;  // distinguishes request ids across restarts
+  std::uint64_t request_ids_ = 0;
+  // Scratch, reused for every request:
+  std::string extra_headers_;
+  std::string composed_;
+  std::string request_id_;
+  ValidatedFields validated_;
+  ResponseHeaders request_headers_;
+  ResponseHeaders response_headers_;
+  Request view_;
 };
 
 }  // namespace edri::listener

@@ -77,7 +77,13 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       ev.handler = static_cast<std::int32_t>(set.handlers_.size());
       set.handlers_.push_back(std::move(hd.handler));
     }
+    for (auto& m : reg.middlewares) {
+      if (!m.on_request && !m.on_response) throw PluginError(where + ": middleware " + m.name + " does nothing");
+      set.middlewares_.push_back(std::move(m));
+    }
   }
+  std::stable_sort(set.middlewares_.begin(), set.middlewares_.end(),
+                   [](const MiddlewareDecl& a, const MiddlewareDecl& b) { return a.order < b.order; });
   for (const auto& e : set.events_)
     if (e.handler < 0) throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");
   return set;

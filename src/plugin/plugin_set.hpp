@@ -46,6 +46,9 @@ class PluginSet {
   const std::vector<LoadedEvent>& events() const { return events_; }
   const std::vector<LoadedRoute>& routes() const { return routes_; }
   const std::vector<Handler>& handlers() const { return handlers_; }
+  // Every plugin's middleware, sorted by order (stable: declaration order
+  // within an order, plugins in EDRI_PLUGINS order).
+  const std::vector<MiddlewareDecl>& middlewares() const { return middlewares_; }
   // Index of a domain, or -1.
   int domain_index(const std::string& name) const;
 
@@ -56,6 +59,7 @@ class PluginSet {
   std::vector<LoadedEvent> events_;
   std::vector<LoadedRoute> routes_;
   std::vector<Handler> handlers_;
+  std::vector<MiddlewareDecl> middlewares_;
 };
 
 }  // namespace edri::plugin

@@ -74,6 +74,30 @@ void reg(edri::Registry& r) {
   r.get("/evil-header", "test.evil", [](const edri::Request&, edri::Context&) {
     return edri::Response::text("x").header("X-Evil", "a\r\nSet-Cookie: injected=1");
   });
+  r.get("/request-id", "test.request_id", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"id", std::string(req.header("x-request-id").value_or(""))}});
+  });
+  r.get("/private/data", "test.private", [](const edri::Request&, edri::Context&) {
+    ++created;  // counted like creations: a refused request must not get here
+    return edri::Response::json({{"secret", 42}});
+  });
+  // Middleware, declared out of order: "first" (order 1) runs before "auth"
+  // (order 10).
+  r.middleware({"auth", 10,
+                [](const edri::Request& req, edri::ResponseHeaders& add) -> std::optional<edri::Response> {
+                  add.add("X-Order", "auth");
+                  if (req.path.rfind("/private/", 0) == 0 && req.header("authorization") != "Bearer good")
+                    return edri::Response::problem(401, "Unauthorized", "a bearer token is needed")
+                        .header("WWW-Authenticate", "Bearer");
+                  return std::nullopt;
+                },
+                [](int status, edri::ResponseHeaders& add) { add.add("X-Status-Seen", std::to_string(status)); }});
+  r.middleware({"first", 1,
+                [](const edri::Request&, edri::ResponseHeaders& add) -> std::optional<edri::Response> {
+                  add.add("X-Order", "first");
+                  return std::nullopt;
+                },
+                nullptr});
   // A second domain: its own manager process.
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {

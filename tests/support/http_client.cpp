@@ -56,6 +56,7 @@ HttpResponse HttpClient::read_response(bool head) {
     if (!fill(timeout_ms_)) throw std::runtime_error("connection closed before a response");
   HttpResponse r;
   const std::string head_text = buf_.substr(0, end);
+  r.raw_head = head_text;
   std::size_t line_end = head_text.find("\r\n");
   const std::string status_line = head_text.substr(0, line_end);
   r.version = status_line.substr(0, status_line.find(' '));

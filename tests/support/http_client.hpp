@@ -14,6 +14,7 @@ struct HttpResponse {
   std::string version;                         // "HTTP/1.1"
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  std::string raw_head;  // status line and headers as received
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? std::string() : it->second;
