@@ -222,10 +222,18 @@ bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& re
     if (sane) {
       request_id_.assign(sent);
     } else {
-      char buf[40];
-      const int n = std::snprintf(buf, sizeof buf, "%08x-%04x-%012llx", instance_tag_, index_,
-                                  static_cast<unsigned long long>(++request_ids_));
-      request_id_.assign(buf, static_cast<std::size_t>(n));
+      // <instance:8 hex>-<listener:4 hex>-<counter:12 hex>, without printf.
+      static constexpr char hex[] = "0123456789abcdef";
+      char buf[26];
+      auto put = [&](char* at, std::uint64_t v, int digits) {
+        for (int i = digits - 1; i >= 0; --i, v >>= 4) at[i] = hex[v & 15];
+      };
+      put(buf, instance_tag_, 8);
+      buf[8] = '-';
+      put(buf + 9, index_, 4);
+      buf[13] = '-';
+      put(buf + 14, ++request_ids_, 12);
+      request_id_.assign(buf, 26);
     }
     request_headers_.add("X-Request-Id", request_id_);
   }
