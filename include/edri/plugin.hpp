@@ -246,6 +246,10 @@ inline FieldDecl Field(std::string name) {
   return f;
 }
 
+// The whole body must be JSON (of any type unless narrowed: JsonBody().array()).
+// Bad JSON is answered 400 by the listener.
+inline FieldDecl JsonBody() { return Field(""); }
+
 struct EventDecl {
   std::string name;
   std::string domain;

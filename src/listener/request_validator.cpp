@@ -168,8 +168,11 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
 }
 
 RequestValidator::RequestValidator(std::vector<FieldDecl> fields) : fields_(std::move(fields)) {
-  for (const auto& f : fields_)
-    if (f.source == FieldSource::Body) has_body_fields_ = true;
+  for (const auto& f : fields_) {
+    if (f.source != FieldSource::Body) continue;
+    has_body_fields_ = true;
+    if (!f.name.empty()) has_named_body_fields_ = true;
+  }
 }
 
 void RequestValidator::check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const {
@@ -181,7 +184,7 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
       out.status = 400;
       return;
     }
-    if (!body.is_object()) {
+    if (has_named_body_fields_ && !body.is_object()) {
       out.errors.push_back({"body", "must be a JSON object"});
       out.status = 422;
       return;
@@ -192,6 +195,12 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
     bool present = false;
     switch (f.source) {
       case FieldSource::Body: {
+        if (f.name.empty()) {  // the whole body (JsonBody())
+          check_json(f, body, out.errors);
+          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = "body";
+          present = true;
+          break;
+        }
         auto it = body.find(f.name);
         if (it != body.end() && !it->is_null()) {
           check_json(f, *it, out.errors);

@@ -51,6 +51,7 @@ class RequestValidator {
  private:
   std::vector<FieldDecl> fields_;
   bool has_body_fields_ = false;
+  bool has_named_body_fields_ = false;
 };
 
 // "a%20b+c" -> "a b c". Returns false on a malformed escape.

@@ -71,3 +71,17 @@ TEST_CASE("query, header and cookie fields", "[validator]") {
   CHECK(fields(out) == std::vector<std::string>{"limit: must be between 1 and 100",
                                                 "offset: must be between 0 and 1000000000", "X-Token: is required"});
 }
+
+TEST_CASE("a whole-body JSON declaration takes any JSON value", "[validator]") {
+  RequestValidator any({edri::JsonBody()});
+  ValidatedFields out;
+  for (const char* ok : {"[1,2]", "\"s\"", "3", "{\"a\":1}", "null"}) {
+    any.check("", request(ok), out);
+    CHECK(out.status == 0);
+  }
+  any.check("", request("{"), out);
+  CHECK(out.status == 400);
+  RequestValidator arrays({edri::JsonBody().array()});
+  arrays.check("", request("{}"), out);
+  CHECK(fields(out) == std::vector<std::string>{"body: must be an array"});
+}
