@@ -30,6 +30,7 @@ class ProcessLoop {
   ~ProcessLoop();
 
   EventLoop& events() { return events_; }
+  const transport::Segment& segment() const { return segment_; }
   std::uint32_t slot() const { return slot_; }
   const transport::Topology& topology() const { return topology_; }
 

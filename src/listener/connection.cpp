@@ -35,9 +35,10 @@ void Connection::start() {
   read_available();
 }
 
-std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers) {
-  slots_.push_back(
-      Slot{SlotInfo{keep_alive, http10, head, std::string(headers)}, false, {}, std::chrono::steady_clock::now()});
+std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
+                                    std::uint32_t route) {
+  slots_.push_back(Slot{
+      SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers)}, false, {}});
   return next_seq_++;
 }
 

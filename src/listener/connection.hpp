@@ -27,12 +27,17 @@ class Connection {
   void start();
 
   // Reserves the next response slot; returns its sequence number.
-  // `headers`: response header lines middleware added for this request.
-  std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers);
+  static constexpr std::uint32_t kNoRoute = UINT32_MAX;
+  // `headers`: response header lines middleware added for this request;
+  // `route`: the route's row in the metrics, or kNoRoute.
+  std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
+                          std::uint32_t route = kNoRoute);
   struct SlotInfo {
     bool keep_alive;
     bool http10;
     bool head;
+    std::uint32_t route;
+    std::chrono::steady_clock::time_point opened;
     std::string headers;
   };
   // The slot for `seq`, or nullptr if it is not pending (stale response).
@@ -47,7 +52,7 @@ class Connection {
   template <class F>
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
     for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (!slots_[i].ready && slots_[i].opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
+      if (!slots_[i].ready && slots_[i].info.opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
   }
   bool waiting() const { return !slots_.empty(); }
 
@@ -66,7 +71,6 @@ class Connection {
     SlotInfo info;
     bool ready = false;
     std::string bytes;
-    std::chrono::steady_clock::time_point opened;
   };
 
   void on_events(std::uint32_t events);

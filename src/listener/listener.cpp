@@ -67,7 +67,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       // Our own descriptor: the supervisor keeps the original across restarts.
       listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
       accept_retry_(loop.events(), [this] { accept_all(); }),
-      sweep_(loop.events(), [this] { sweep_overdue(); }) {
+      sweep_(loop.events(), [this] { sweep_overdue(); }),
+      builtins_(loop.segment(), loop.topology(), plugins),
+      unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
   // One validator per event, shared by the routes that lead to it.
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
@@ -208,7 +210,26 @@ void Listener::reply(Connection& c, std::uint32_t seq, int status, std::string_v
     composed_ += response_headers_.lines();
   }
   const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
+  record(*info, status);
   c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
+}
+
+void Listener::record(const Connection::SlotInfo& info, int status) {
+  // This listener is the only writer of its block: plain load + store.
+  auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
+    a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  };
+  const auto& seg = loop_.segment();
+  const auto row = info.route == Connection::kNoRoute ? unrouted_row_ : info.route;
+  bump(seg.request_counter(index_, row, transport::status_column(status)), 1);
+  const auto us = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - info.opened).count());
+  std::size_t b = 0;
+  while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
+  auto& m = seg.listener_metrics(index_);
+  bump(m.latency[b], 1);
+  bump(m.latency_sum_us, us);
+  bump(m.latency_count, 1);
 }
 
 bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,
@@ -294,6 +315,13 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     path = target.substr(0, q);
     query = target.substr(q + 1);
   }
+  if ((*method == Method::Get || *method == Method::Head) && BuiltinEndpoints::is_builtin(path)) {
+    // Before middleware: health checks need no credentials.
+    const auto a = builtins_.handle(path);
+    const auto seq = c.open_slot(keep_alive, http10, head, {});
+    reply(c, seq, a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
+    return;
+  }
   if (!run_request_middleware(c, req, *method, path, query, keep_alive, http10)) return;
 
   if (*method == Method::Options && target == "*") {
@@ -334,14 +362,14 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (route.validator) {
     route.validator->check(query, req, validated_);
     if (validated_.status) {
-      const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+      const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines(), m.target);
       reply(c, seq, validated_.status, "application/problem+json", RequestValidator::problem_body(validated_), {});
       return;
     }
   }
   if (config_.request_id) validated_.headers.emplace_back("x-request-id", request_id_);
 
-  const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+  const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines(), m.target);
   auto h = env::make_header(env::Kind::Request, route.event_type, ++next_request_);
   h.origin_listener = index_;
   h.origin_connection = c.id();

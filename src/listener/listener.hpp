@@ -19,6 +19,8 @@
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
 #include "http/route_table.hpp"
+#include "listener/builtin_endpoints.hpp"
+#include "listener/connection.hpp"
 #include "listener/cors.hpp"
 #include "listener/request_validator.hpp"
 #include "plugin/plugin_set.hpp"
@@ -57,6 +59,7 @@ class Listener {
   };
 
   void accept_all();
+  void record(const Connection::SlotInfo& info, int status);
   // Built-in (request id, CORS) then plugin middleware; false when one of
   // them answered the request.
   bool run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,
@@ -82,6 +85,8 @@ class Listener {
   std::vector<Connection*> dirty_;
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::uint64_t next_request_ = 0;
+  BuiltinEndpoints builtins_;
+  std::uint32_t unrouted_row_;  // metrics row of answers given without a route
   std::vector<MiddlewareDecl> middlewares_;
   bool has_response_middleware_ = false;
   std::unique_ptr<Cors> cors_;

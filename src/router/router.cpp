@@ -23,6 +23,8 @@ Router::Router(ProcessLoop& loop, const Config& config)
     loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
   }
   loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_request(rec); });
+  // Nobody is subscribed to this (possibly restarted) router yet.
+  loop_.segment().header().managers_subscribed.store(0, std::memory_order_release);
   // After a restart of this process the managers are already running:
   // ask them for their subscriptions. At first start this is harmless.
   const auto hello = env::make_header(env::Kind::Control, kControlResubscribe, 0);
@@ -99,6 +101,8 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
     subscribed_[manager] = true;
     ++subscribed_count_;
   }
+  // /ready reads this.
+  loop_.segment().header().managers_subscribed.store(subscribed_count_, std::memory_order_release);
   spdlog::debug("manager {} subscribed to {} events", manager, n);
   if (subscribed_count_ == subscribed_.size() && !held_.empty()) {
     auto held = std::move(held_);

@@ -50,8 +50,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       ready_timer_(io_) {
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
-  segment_ =
-      std::make_unique<transport::Segment>(transport::Segment::create(instance_name(), topology_, config.ring_bytes));
+  segment_ = std::make_unique<transport::Segment>(transport::Segment::create(
+      instance_name(), topology_, config.ring_bytes, static_cast<std::uint32_t>(plugins.routes().size())));
   for (std::uint32_t s = 0; s < topology_.process_slots(); ++s) {
     // Inherited by every child (no CLOEXEC): slot s's doorbell.
     const int fd = ::eventfd(0, EFD_NONBLOCK);
@@ -242,6 +242,7 @@ void Supervisor::reap() {
       else
         spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms", c.title, pid, WEXITSTATUS(status),
                       delay.count());
+      segment_->doorbell(c.slot).restarts.fetch_add(1, std::memory_order_relaxed);
       c.restart_timer->expires_after(delay);
       c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
         if (!ec && !stopping_) spawn(c);

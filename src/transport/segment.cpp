@@ -21,14 +21,15 @@ Segment::Segment(Segment&&) noexcept = default;
 Segment& Segment::operator=(Segment&&) noexcept = default;
 Segment::~Segment() = default;
 
-Segment Segment::create(const std::string& name, const Topology& topology, std::size_t ring_bytes) {
+Segment Segment::create(const std::string& name, const Topology& topology, std::size_t ring_bytes,
+                        std::uint32_t route_count) {
   if (ring_bytes < kMinRingBytes || (ring_bytes & (ring_bytes - 1)) != 0)
     throw std::invalid_argument("ring size must be a power of two of at least 4096 bytes");
   const auto& specs = topology.channels();
   if (specs.size() > kMaxChannels || topology.process_slots() > kMaxProcesses)
     throw std::invalid_argument("too many processes or channels for one segment");
   const auto count = static_cast<std::uint32_t>(specs.size());
-  const std::size_t total = segment_bytes(count, ring_bytes);
+  const std::size_t total = segment_bytes(count, ring_bytes, topology.listeners(), route_count);
 
   bip::permissions owner_only(0600);
   bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, owner_only);
@@ -43,6 +44,11 @@ Segment Segment::create(const std::string& name, const Topology& topology, std::
   hdr->ring_bytes = ring_bytes;
   hdr->total_bytes = total;
   hdr->supervisor_pid = static_cast<std::uint64_t>(::getpid());
+  hdr->listener_count = topology.listeners();
+  hdr->route_count = route_count;
+  hdr->metrics_offset = metrics_offset(count, ring_bytes);
+  hdr->metrics_stride = listener_metrics_bytes(route_count);
+  hdr->manager_count.store(topology.managers(), std::memory_order_relaxed);
   for (std::uint32_t s = 0; s < kMaxProcesses; ++s) new (&seg.doorbell(s)) DoorbellState{};
   for (std::uint32_t c = 0; c < count; ++c) {
     auto* ctl = new (&seg.control(c)) ChannelControl{};
@@ -66,7 +72,8 @@ Segment Segment::open(const std::string& name) {
   if (h.layout_version != kLayoutVersion)
     throw std::runtime_error("segment " + name + " has layout version " + std::to_string(h.layout_version) +
                              ", this binary expects " + std::to_string(kLayoutVersion));
-  if (h.total_bytes != seg.region_->get_size() || h.total_bytes != segment_bytes(h.channel_count, h.ring_bytes))
+  if (h.total_bytes != seg.region_->get_size() ||
+      h.total_bytes != segment_bytes(h.channel_count, h.ring_bytes, h.listener_count, h.route_count))
     throw std::runtime_error("segment " + name + " has an inconsistent size");
   return seg;
 }
@@ -103,6 +110,18 @@ ChannelControl& Segment::control(std::uint32_t channel) const {
 
 std::byte* Segment::ring_data(std::uint32_t channel) const {
   return base_ + static_cast<std::size_t>(control(channel).data_offset_pages) * kPage;
+}
+
+ListenerMetricsHeader& Segment::listener_metrics(std::uint32_t listener) const {
+  const auto& h = header();
+  if (listener >= h.listener_count) throw std::out_of_range("listener index");
+  return *reinterpret_cast<ListenerMetricsHeader*>(base_ + h.metrics_offset + listener * h.metrics_stride);
+}
+
+std::atomic<std::uint64_t>& Segment::request_counter(std::uint32_t listener, std::uint32_t row,
+                                                     std::size_t column) const {
+  auto* first = reinterpret_cast<std::atomic<std::uint64_t>*>(&listener_metrics(listener) + 1);
+  return first[static_cast<std::size_t>(row) * kStatusColumns + column];
 }
 
 ChannelProducer Segment::producer(std::uint32_t channel) const {

@@ -21,7 +21,8 @@ class Segment {
  public:
   // Creates a new segment (mode 0600) laid out for `topology`. Throws on
   // failure, including when the name is taken.
-  static Segment create(const std::string& name, const Topology& topology, std::size_t ring_bytes);
+  static Segment create(const std::string& name, const Topology& topology, std::size_t ring_bytes,
+                        std::uint32_t route_count = 0);
   // Maps an existing segment and checks its header. Throws on mismatch.
   static Segment open(const std::string& name);
   // Removes a segment by name; true if it existed.
@@ -39,6 +40,11 @@ class Segment {
   DoorbellState& doorbell(std::uint32_t slot) const;
   ChannelControl& control(std::uint32_t channel) const;
   std::size_t ring_bytes() const { return header().ring_bytes; }
+
+  // Listener i's request metrics block.
+  ListenerMetricsHeader& listener_metrics(std::uint32_t listener) const;
+  // Its counter for (route row, status column).
+  std::atomic<std::uint64_t>& request_counter(std::uint32_t listener, std::uint32_t row, std::size_t column) const;
 
   ChannelProducer producer(std::uint32_t channel) const;
   ChannelConsumer consumer(std::uint32_t channel) const;

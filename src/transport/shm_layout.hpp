@@ -7,6 +7,7 @@
 //   DoorbellState  x kMaxProcesses     (one cache line each)
 //   ChannelControl x channel_count     (three cache lines each)
 //   ring data      x channel_count     (ring_bytes each, page aligned)
+//   ListenerMetrics x listener_count   (page aligned; written by its listener only)
 //
 // A channel is a single-producer single-consumer byte ring. Records are
 //   [u32 length][u32 tag][payload, padded to 8 bytes]
@@ -29,11 +30,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -56,10 +58,13 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 // One per process slot: the process's eventfd doorbell state.
+// One per process slot: the process's eventfd doorbell state, and what the
+// supervisor and /health need to know of it.
 struct alignas(kCacheLine) DoorbellState {
   std::atomic<std::uint32_t> sleeping;  // 1: the owner is about to block on its eventfd
-  std::atomic<std::uint32_t> pid;       // the process now serving the slot (for diagnostics)
+  std::atomic<std::uint32_t> pid;       // set by the process when it serves; 0 while (re)starting
   std::atomic<std::uint64_t> rings;     // eventfd writes made to this slot (statistics)
+  std::atomic<std::uint32_t> restarts;  // written by the supervisor
 };
 
 // Control block of one ring. Producer-written and consumer-written fields
@@ -82,6 +87,12 @@ struct alignas(kPage) SegmentHeader {
   std::uint64_t total_bytes;
   std::uint64_t supervisor_pid;
   std::atomic<std::uint64_t> generation;  // bumped by the supervisor on every (re)start of a child
+  std::uint32_t listener_count;
+  std::uint32_t route_count;                       // routes in the listeners' table (metrics rows)
+  std::uint64_t metrics_offset;                    // first ListenerMetrics block
+  std::uint64_t metrics_stride;                    // bytes per listener's block
+  std::atomic<std::uint32_t> managers_subscribed;  // written by the router
+  std::atomic<std::uint32_t> manager_count;
 };
 
 static_assert(sizeof(SegmentHeader) == kPage);
@@ -93,8 +104,43 @@ inline constexpr std::size_t channels_offset() { return doorbells_offset() + kMa
 inline constexpr std::size_t ring_data_offset(std::uint32_t channel_count) {
   return align_up(channels_offset() + channel_count * sizeof(ChannelControl), kPage);
 }
-inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes) {
+// Request metrics of one listener. Counters are written by that listener
+// alone (relaxed load + store, no locked instruction) and read by any.
+// Rows: one per route, then one for answers given without a route (404,
+// 400, built-in endpoints). Columns: the status codes below, then "other".
+inline constexpr std::uint16_t kTrackedStatuses[] = {200, 201, 204, 301, 302, 303, 304, 307, 308, 400,
+                                                     401, 403, 404, 405, 408, 409, 413, 414, 415, 417,
+                                                     422, 429, 431, 500, 501, 502, 503, 504, 505};
+inline constexpr std::size_t kStatusColumns = std::size(kTrackedStatuses) + 1;
+// Latency buckets, upper bounds in microseconds (Prometheus `le`), then +Inf.
+inline constexpr std::uint64_t kLatencyBucketsUs[] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
+inline constexpr std::size_t kLatencyBuckets = std::size(kLatencyBucketsUs) + 1;
+
+struct ListenerMetricsHeader {
+  std::atomic<std::uint64_t> latency[kLatencyBuckets];  // not cumulative; the reader sums
+  std::atomic<std::uint64_t> latency_sum_us;
+  std::atomic<std::uint64_t> latency_count;
+  // followed by (route_count + 1) * kStatusColumns counters
+};
+
+inline constexpr std::size_t listener_metrics_bytes(std::uint32_t route_count) {
+  return align_up(sizeof(ListenerMetricsHeader) + (route_count + 1) * kStatusColumns * sizeof(std::uint64_t), kPage);
+}
+
+inline constexpr std::size_t metrics_offset(std::uint32_t channel_count, std::size_t ring_bytes) {
   return ring_data_offset(channel_count) + channel_count * ring_bytes;
+}
+
+inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes, std::uint32_t listeners,
+                                           std::uint32_t route_count) {
+  return metrics_offset(channel_count, ring_bytes) + listeners * listener_metrics_bytes(route_count);
+}
+
+inline std::size_t status_column(int status) {
+  for (std::size_t i = 0; i < std::size(kTrackedStatuses); ++i)
+    if (kTrackedStatuses[i] == status) return i;
+  return std::size(kTrackedStatuses);
 }
 
 }  // namespace edri::transport

@@ -1,0 +1,146 @@
+#include "listener/builtin_endpoints.hpp"
+
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace edri::listener {
+
+namespace {
+
+bool pid_alive(std::uint32_t pid) { return pid != 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+// Prometheus label values escape backslash, quote and newline.
+std::string label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
+                                   const plugin::PluginSet& plugins)
+    : segment_(segment), topology_(topology) {
+  slot_names_.resize(topology.process_slots());
+  slot_names_[transport::Topology::kBroker] = "broker";
+  slot_names_[transport::Topology::kRouter] = "router";
+  for (std::uint32_t i = 0; i < topology.listeners(); ++i)
+    slot_names_[topology.listener_slot(i)] = topology.listeners() == 1 ? "listener" : "listener " + std::to_string(i);
+  for (std::uint32_t j = 0; j < topology.managers(); ++j)
+    slot_names_[topology.manager_slot(j)] = "manager " + plugins.domains().at(j);
+  for (const auto& r : plugins.routes()) route_labels_.push_back(std::string(method_name(r.method)) + " " + r.path);
+  route_labels_.push_back("(none)");  // answers given without a route
+}
+
+std::optional<BuiltinEndpoints::Answer> BuiltinEndpoints::handle(std::string_view path) const {
+  if (path == "/health") return health();
+  if (path == "/ready") return ready();
+  if (path == "/metrics") return metrics();
+  return std::nullopt;
+}
+
+std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
+  std::vector<ProcessView> out;
+  const auto supervisor = static_cast<std::uint32_t>(segment_.header().supervisor_pid);
+  out.push_back({"supervisor", supervisor, pid_alive(supervisor), 0});
+  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s) {
+    const auto& d = segment_.doorbell(s);
+    const auto pid = d.pid.load(std::memory_order_acquire);
+    out.push_back({slot_names_[s], pid, pid_alive(pid), d.restarts.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
+  bool all = true;
+  auto list = nlohmann::json::array();
+  for (const auto& p : processes()) {
+    all = all && p.alive;
+    list.push_back({{"name", p.name}, {"pid", p.pid}, {"alive", p.alive}, {"restarts", p.restarts}});
+  }
+  nlohmann::json j{{"status", all ? "ok" : "degraded"}, {"processes", list}};
+  return {all ? 200 : 503, "application/json", j.dump()};
+}
+
+BuiltinEndpoints::Answer BuiltinEndpoints::ready() const {
+  const auto& h = segment_.header();
+  const auto subscribed = h.managers_subscribed.load(std::memory_order_acquire);
+  const auto managers = h.manager_count.load(std::memory_order_relaxed);
+  bool alive = true;
+  for (const auto& p : processes()) alive = alive && p.alive;
+  const bool ready = alive && subscribed >= managers;
+  nlohmann::json j{{"status", ready ? "ready" : "not ready"},
+                   {"managers", managers},
+                   {"managers_subscribed", subscribed},
+                   {"processes_alive", alive}};
+  return {ready ? 200 : 503, "application/json", j.dump()};
+}
+
+BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
+  using namespace transport;
+  const auto& h = segment_.header();
+  std::ostringstream o;
+  o << "# HELP edri_requests_total Responses sent, by route and status.\n"
+       "# TYPE edri_requests_total counter\n";
+  for (std::uint32_t row = 0; row <= h.route_count; ++row) {
+    for (std::size_t col = 0; col < kStatusColumns; ++col) {
+      std::uint64_t n = 0;
+      for (std::uint32_t l = 0; l < h.listener_count; ++l)
+        n += segment_.request_counter(l, row, col).load(std::memory_order_relaxed);
+      if (!n) continue;
+      o << "edri_requests_total{route=\"" << label(route_labels_.at(row)) << "\",status=\""
+        << (col < std::size(kTrackedStatuses) ? std::to_string(kTrackedStatuses[col]) : std::string("other")) << "\"} "
+        << n << '\n';
+    }
+  }
+  o << "# HELP edri_request_duration_seconds Time from a request's arrival in the listener to its response.\n"
+       "# TYPE edri_request_duration_seconds histogram\n";
+  std::uint64_t cumulative = 0, sum_us = 0, count = 0;
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+    for (std::uint32_t l = 0; l < h.listener_count; ++l)
+      cumulative += segment_.listener_metrics(l).latency[b].load(std::memory_order_relaxed);
+    o << "edri_request_duration_seconds_bucket{le=\"";
+    if (b < std::size(kLatencyBucketsUs))
+      o << static_cast<double>(kLatencyBucketsUs[b]) / 1e6;
+    else
+      o << "+Inf";
+    o << "\"} " << cumulative << '\n';
+  }
+  for (std::uint32_t l = 0; l < h.listener_count; ++l) {
+    sum_us += segment_.listener_metrics(l).latency_sum_us.load(std::memory_order_relaxed);
+    count += segment_.listener_metrics(l).latency_count.load(std::memory_order_relaxed);
+  }
+  o << "edri_request_duration_seconds_sum " << static_cast<double>(sum_us) / 1e6 << '\n'
+    << "edri_request_duration_seconds_count " << count << '\n';
+
+  o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
+       "# TYPE edri_channel_depth_bytes gauge\n";
+  const auto& specs = topology_.channels();
+  for (std::uint32_t c = 0; c < specs.size(); ++c) {
+    const auto& ctl = segment_.control(c);
+    const auto depth = ctl.tail.load(std::memory_order_relaxed) - ctl.head.load(std::memory_order_relaxed);
+    o << "edri_channel_depth_bytes{from=\"" << label(slot_names_[specs[c].producer]) << "\",to=\""
+      << label(slot_names_[specs[c].consumer]) << "\"} " << depth << '\n';
+  }
+  o << "# HELP edri_process_up Whether a process of the server is running.\n"
+       "# TYPE edri_process_up gauge\n";
+  const auto procs = processes();
+  for (const auto& p : procs) o << "edri_process_up{process=\"" << label(p.name) << "\"} " << (p.alive ? 1 : 0) << '\n';
+  o << "# HELP edri_process_restarts_total Times the supervisor restarted a process.\n"
+       "# TYPE edri_process_restarts_total counter\n";
+  for (const auto& p : procs)
+    if (p.name != "supervisor")
+      o << "edri_process_restarts_total{process=\"" << label(p.name) << "\"} " << p.restarts << '\n';
+  return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
+}
+
+}  // namespace edri::listener

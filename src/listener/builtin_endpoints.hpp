@@ -1,0 +1,52 @@
+// BuiltinEndpoints: /health, /ready and /metrics, answered by a listener
+// from the shared-memory segment alone (no other process is asked, so the
+// answer comes even when the pipeline behind the listener is stuck).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugin/plugin_set.hpp"
+#include "transport/segment.hpp"
+#include "transport/topology.hpp"
+
+namespace edri::listener {
+
+class BuiltinEndpoints {
+ public:
+  struct Answer {
+    int status;
+    std::string content_type;
+    std::string body;
+  };
+
+  BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
+                   const plugin::PluginSet& plugins);
+
+  // The answer for `path`, or nothing if it is not a built-in endpoint.
+  std::optional<Answer> handle(std::string_view path) const;
+
+  static bool is_builtin(std::string_view path) { return path == "/health" || path == "/ready" || path == "/metrics"; }
+
+ private:
+  struct ProcessView {
+    std::string name;
+    std::uint32_t pid;
+    bool alive;
+    std::uint32_t restarts;
+  };
+  std::vector<ProcessView> processes() const;
+  Answer health() const;
+  Answer ready() const;
+  Answer metrics() const;
+
+  const transport::Segment& segment_;
+  const transport::Topology& topology_;
+  std::vector<std::string> slot_names_;    // by process slot
+  std::vector<std::string> route_labels_;  // by route row: "GET /notes/{id:int}"
+};
+
+}  // namespace edri::listener

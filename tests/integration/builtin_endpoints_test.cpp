@@ -1,0 +1,85 @@
+// /health, /ready and /metrics, answered by the listener from shared memory.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+// The value of the first metric line that starts with `prefix`, or -1.
+double metric(const std::string& text, const std::string& prefix) {
+  const auto at = text.find("\n" + prefix);
+  if (at == std::string::npos) return -1;
+  const auto end = text.find('\n', at + 1);
+  const auto line = text.substr(at + 1, end - at - 1);
+  return std::stod(line.substr(line.rfind(' ') + 1));
+}
+}  // namespace
+
+TEST_CASE("health and readiness", "[builtin]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  auto r = http_get(server.port(), "/health");
+  CHECK(r.status == 200);
+  CHECK(r.header("cache-control") == "no-store");
+  auto j = json::parse(r.body);
+  CHECK(j["status"] == "ok");
+  std::set<std::string> names;
+  for (const auto& p : j["processes"]) {
+    names.insert(p["name"].get<std::string>());
+    CHECK(p["alive"] == true);
+  }
+  CHECK(names == std::set<std::string>{"supervisor", "broker", "router", "listener", "manager test", "manager other"});
+
+  r = http_get(server.port(), "/ready");
+  CHECK(r.status == 200);
+  j = json::parse(r.body);
+  CHECK(j["managers"] == 2);
+  CHECK(j["managers_subscribed"] == 2);
+
+  SECTION("a restart shows in /health and /metrics") {
+    const pid_t before = server.child("manager other");
+    REQUIRE(::kill(before, SIGKILL) == 0);
+    bool seen = false;
+    for (int i = 0; i < 250 && !seen; ++i) {
+      std::this_thread::sleep_for(20ms);
+      const auto h = json::parse(http_get(server.port(), "/health").body);
+      for (const auto& p : h["processes"])
+        if (p["name"] == "manager other" && p["restarts"] == 1 && p["alive"] == true && h["status"] == "ok")
+          seen = true;
+    }
+    CHECK(seen);
+    const auto m = http_get(server.port(), "/metrics").body;
+    CHECK(metric(m, "edri_process_restarts_total{process=\"manager other\"}") == 1);
+    CHECK(metric(m, "edri_process_restarts_total{process=\"manager test\"}") == 0);
+    CHECK(http_get(server.port(), "/ready").status == 200);
+  }
+}
+
+TEST_CASE("metrics count requests by route and status", "[builtin]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+  for (int i = 0; i < 7; ++i) REQUIRE(c.get("/hello/x").status == 200);
+  for (int i = 0; i < 3; ++i) REQUIRE(c.get("/items/abc").status == 404);
+  REQUIRE(c.request("POST", "/things", R"({"title":""})").status == 422);
+  const auto r = c.get("/metrics");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type").rfind("text/plain; version=0.0.4", 0) == 0);
+  const auto& m = r.body;
+  CHECK(metric(m, "edri_requests_total{route=\"GET /hello/{name}\",status=\"200\"}") == 7);
+  CHECK(metric(m, "edri_requests_total{route=\"(none)\",status=\"404\"}") == 3);
+  CHECK(metric(m, "edri_requests_total{route=\"POST /things\",status=\"422\"}") == 1);
+  CHECK(metric(m, "edri_request_duration_seconds_count") >= 11);
+  CHECK(metric(m, "edri_request_duration_seconds_bucket{le=\"+Inf\"}") ==
+        metric(m, "edri_request_duration_seconds_count"));
+  CHECK(metric(m, "edri_channel_depth_bytes{from=\"listener\",to=\"broker\"}") >= 0);
+  CHECK(metric(m, "edri_process_up{process=\"router\"}") == 1);
+}
