@@ -344,6 +344,13 @@ class Registry {
 
   const std::string& current_domain() const { return current_domain_; }
 
+  // Serves the files of `folder` (relative to the plugin file's own
+  // directory unless absolute) under the URL prefix, from the listener.
+  Registry& assets(std::string url_prefix, std::string folder) {
+    asset_mounts.push_back({std::move(url_prefix), std::move(folder)});
+    return *this;
+  }
+
   Registry& middleware(MiddlewareDecl m) {
     middlewares.push_back(std::move(m));
     return *this;
@@ -353,6 +360,7 @@ class Registry {
   std::vector<RouteDecl> routes;
   std::vector<HandlerDecl> handlers;
   std::vector<MiddlewareDecl> middlewares;
+  std::vector<std::pair<std::string, std::string>> asset_mounts;  // (URL prefix, folder)
 
  private:
   friend struct PluginBinding;

@@ -1,5 +1,7 @@
 #include "common/config.hpp"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <sstream>
@@ -165,6 +167,12 @@ Config Config::from_env() {
     }
   }
   if (auto v = env("EDRI_CORS_HEADERS")) c.cors_headers = v;
+  if (auto v = env("EDRI_ASSETS_PATH")) {
+    struct stat st {};
+    if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode))
+      throw ConfigError(std::string("EDRI_ASSETS_PATH=") + v + ": not a directory");
+    c.assets_path = v;
+  }
   if (auto v = env("EDRI_CORS_CREDENTIALS")) c.cors_credentials = parse_bool("EDRI_CORS_CREDENTIALS", v);
   if (auto v = env("EDRI_CORS_MAX_AGE")) c.cors_max_age = parse_integer<int>("EDRI_CORS_MAX_AGE", v, 0, 86400 * 7);
   if (c.max_body_size + 4096 > c.ring_bytes / 4)
@@ -211,7 +219,8 @@ std::string Config::describe() const {
     << "EDRI_CORS_ORIGINS=" << join(cors_origins) << '\n'
     << "EDRI_CORS_HEADERS=" << cors_headers << '\n'
     << "EDRI_CORS_CREDENTIALS=" << (cors_credentials ? 1 : 0) << '\n'
-    << "EDRI_CORS_MAX_AGE=" << cors_max_age << '\n';
+    << "EDRI_CORS_MAX_AGE=" << cors_max_age << '\n'
+    << "EDRI_ASSETS_PATH=" << assets_path << '\n';
   return o.str();
 }
 

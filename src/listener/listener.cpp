@@ -76,6 +76,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
     if (!plugins.events()[e].fields.empty())
       validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields);
+  for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
+  if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
   middlewares_ = plugins.middlewares();
   for (const auto& mw : middlewares_)
     if (mw.on_response) has_response_middleware_ = true;
@@ -338,6 +340,14 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (head && m.result == http::RouteTable::Match::Result::MethodNotAllowed &&
       (m.allowed & (1u << static_cast<unsigned>(Method::Get))))
     m = routes_.find(Method::Get, path);  // HEAD is GET without the body
+  if (m.result == http::RouteTable::Match::Result::NotFound && !static_files_.empty() &&
+      (*method == Method::Get || head)) {
+    if (auto a = static_files_.serve(path, req)) {
+      const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+      reply(c, seq, a->status, a->content_type, a->body, a->headers);
+      return;
+    }
+  }
   if (m.result == http::RouteTable::Match::Result::NotFound) {
     const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
     problem(c, seq, 404, "no route for " + std::string(path), {});

@@ -1,6 +1,7 @@
 #include "plugin/plugin_set.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -76,6 +77,17 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       if (!hd.handler) throw PluginError(where + ": empty handler for event " + hd.event);
       ev.handler = static_cast<std::int32_t>(set.handlers_.size());
       set.handlers_.push_back(std::move(hd.handler));
+    }
+    for (auto& [prefix, folder] : reg.asset_mounts) {
+      std::string dir = folder;
+      if (dir.empty() || dir.front() != '/') {
+        const auto slash = path.rfind('/');
+        dir = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + dir;
+      }
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw PluginError(where + ": assets folder " + dir + " is not a directory");
+      set.asset_mounts_.emplace_back(prefix, dir);
     }
     for (auto& m : reg.middlewares) {
       if (!m.on_request && !m.on_response) throw PluginError(where + ": middleware " + m.name + " does nothing");

@@ -49,6 +49,8 @@ class PluginSet {
   // Every plugin's middleware, sorted by order (stable: declaration order
   // within an order, plugins in EDRI_PLUGINS order).
   const std::vector<MiddlewareDecl>& middlewares() const { return middlewares_; }
+  // (URL prefix, absolute folder) of every plugin's assets.
+  const std::vector<std::pair<std::string, std::string>>& asset_mounts() const { return asset_mounts_; }
   // Index of a domain, or -1.
   int domain_index(const std::string& name) const;
 
@@ -60,6 +62,7 @@ class PluginSet {
   std::vector<LoadedRoute> routes_;
   std::vector<Handler> handlers_;
   std::vector<MiddlewareDecl> middlewares_;
+  std::vector<std::pair<std::string, std::string>> asset_mounts_;
 };
 
 }  // namespace edri::plugin

@@ -98,6 +98,7 @@ void reg(edri::Registry& r) {
                   return std::nullopt;
                 },
                 nullptr});
+  r.assets("/app", "test_app_assets");
   // A second domain: its own manager process.
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
