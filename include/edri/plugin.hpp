@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -136,6 +137,9 @@ struct Response {
   static Response bytes(std::string data, std::string content_type = "application/octet-stream", int status = 200) {
     return Response{status, std::move(content_type), std::move(data), {}};
   }
+  // The handler answers later through Context::defer().
+  static Response deferred() { return Response{0, {}, {}, {}}; }
+  bool is_deferred() const { return status == 0; }
   // No body: 204 by default.
   static Response empty(int status = 204) { return Response{status, {}, {}, {}}; }
   // A redirect to `location` (302, or 301/303/307/308).
@@ -175,14 +179,46 @@ struct Response {
 };
 
 // Services of the manager a handler runs in.
+// Answers a request later, from the manager's loop (after a request to
+// another manager came back, say). Obtained from Context::defer(); the
+// handler then returns Response::deferred(). Sending twice sends once.
+class Responder {
+ public:
+  struct Sink {
+    virtual ~Sink() = default;
+    virtual void send(Response response) = 0;
+  };
+  explicit Responder(std::shared_ptr<Sink> sink) : sink_(std::move(sink)) {}
+  void send(Response response) const {
+    if (sink_) sink_->send(std::move(response));
+  }
+
+ private:
+  std::shared_ptr<Sink> sink_;
+};
+
+// Services of the manager a handler runs in.
 class Context {
  public:
   virtual ~Context() = default;
   // The domain (manager) this handler runs in.
   virtual std::string_view domain() const = 0;
+  // Publishes a notification: every manager that subscribed to `event`
+  // (Registry::subscribe) runs its subscriber with `payload` as the body.
+  // Fire and forget; false if it could not be queued.
+  virtual bool publish(std::string_view event, const nlohmann::json& payload) = 0;
+  // Sends a request event to the manager that handles it; `on_response`
+  // runs later in this manager's loop with that handler's response (or a
+  // 503 problem if it could not be sent). False if `event` is unknown.
+  virtual bool request(std::string_view event, const nlohmann::json& body,
+                       std::function<void(const Response&)> on_response) = 0;
+  // Takes over answering the current request; return Response::deferred().
+  virtual Responder defer() = 0;
 };
 
 using Handler = std::function<Response(const Request&, Context&)>;
+// Runs for each published notification of an event a domain subscribed to.
+using Subscriber = std::function<void(const Request&, Context&)>;
 
 enum class FieldType : std::uint8_t { Int, String, Uuid, Number, Bool, Object, Array, Any };
 
@@ -267,6 +303,12 @@ struct HandlerDecl {
   Handler handler;
 };
 
+struct SubscriberDecl {
+  std::string event;
+  std::string domain;
+  Subscriber subscriber;
+};
+
 // Headers a middleware adds to the response of the request it sees.
 class ResponseHeaders {
  public:
@@ -323,6 +365,18 @@ class Registry {
     return *this;
   }
 
+  // Declares an event that is published (Context::publish), not routed.
+  Registry& notification(std::string name, std::vector<FieldDecl> fields = {}) {
+    events.push_back(EventDecl{std::move(name), current_domain_, std::move(fields)});
+    notifications.push_back(events.back().name);
+    return *this;
+  }
+  // The current domain runs `s` for every notification of `event_name`.
+  Registry& subscribe(std::string event_name, Subscriber s) {
+    subscribers.push_back(SubscriberDecl{std::move(event_name), current_domain_, std::move(s)});
+    return *this;
+  }
+
   // Shorthands: declare an event, route it and handle it in one call.
   Registry& get(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     return on(Method::Get, std::move(path), std::move(event_name), std::move(h), std::move(fields));
@@ -361,6 +415,8 @@ class Registry {
   std::vector<HandlerDecl> handlers;
   std::vector<MiddlewareDecl> middlewares;
   std::vector<std::pair<std::string, std::string>> asset_mounts;  // (URL prefix, folder)
+  std::vector<std::string> notifications;                         // events declared with notification()
+  std::vector<SubscriberDecl> subscribers;
 
  private:
   friend struct PluginBinding;

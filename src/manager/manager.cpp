@@ -2,9 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <vector>
-
-#include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
 #include "router/router.hpp"
 
@@ -28,15 +25,39 @@ bool read_params(std::span<const std::byte> section, std::vector<Param>& out) {
   while (kv.next(k, v)) out.push_back(Param{k, v});
   return kv.ok();
 }
+
+// The deferred answer of one request; sends at most once.
+class DeferredAnswer final : public Responder::Sink {
+ public:
+  DeferredAnswer(Manager& m, const env::EnvelopeHeader& request) : manager_(m), request_(request) {}
+  void send(Response response) override {
+    if (sent_ || response.is_deferred()) return;
+    sent_ = true;
+    manager_.respond(request_, response);
+  }
+
+ private:
+  Manager& manager_;
+  env::EnvelopeHeader request_;
+  bool sent_ = false;
+};
 }  // namespace
 
 Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain)
-    : loop_(loop), config_(config), domain_(std::move(domain)), to_router_(loop.outbox_to(Topology::kRouter)) {
+    : loop_(loop),
+      config_(config),
+      plugins_(plugins),
+      domain_(std::move(domain)),
+      to_router_(loop.outbox_to(Topology::kRouter)) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
   }
-  loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_request(rec); });
+  for (const auto& s : plugins.subscribers())
+    if (s.domain == domain_) subscribers_[plugins.events()[s.event].type_id].push_back(&s.subscriber);
+  // Request ids of this manager's own requests: top bit set, then its slot.
+  next_request_ = (std::uint64_t{1} << 63) | (static_cast<std::uint64_t>(loop.slot()) << 48);
+  loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_record(rec); });
 }
 
 void Manager::start() { subscribe(); }
@@ -44,15 +65,16 @@ void Manager::start() { subscribe(); }
 void Manager::subscribe() {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, _] : handlers_) ids.push_back(id);
+  for (const auto& [id, _] : subscribers_) ids.push_back(id);
   auto h = env::make_header(env::Kind::Control, router::kControlSubscribe, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
   if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
     spdlog::error("cannot subscribe: the router channel is full");
-  spdlog::debug("domain {}: subscribed {} events", domain_, handlers_.size());
+  spdlog::debug("domain {}: subscribed {} events", domain_, ids.size());
 }
 
-void Manager::on_request(std::span<const std::byte> record) {
+void Manager::on_record(std::span<const std::byte> record) {
   env::EnvelopeView v;
   if (auto e = env::decode(record, v); e != env::DecodeError::None) {
     spdlog::error("dropping a malformed envelope: {}", env::to_string(e));
@@ -63,33 +85,40 @@ void Manager::on_request(std::span<const std::byte> record) {
       (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
+  switch (static_cast<env::Kind>(v.header.kind)) {
+    case env::Kind::Request: return on_request(v);
+    case env::Kind::Notification: return on_notification(v);
+    case env::Kind::Response: return on_response(v);
+    case env::Kind::Control:
+      if (v.header.event_type == router::kControlResubscribe) subscribe();
+      return;
+  }
+}
+
+bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
+  request_.event = event;
+  request_.query = v.text(env::SectionType::Query);
+  request_.body = v.text(env::SectionType::Body);
+  return read_params(v.section(env::SectionType::PathParams), request_.path_params) &&
+         read_params(v.section(env::SectionType::QueryParams), request_.query_params) &&
+         read_params(v.section(env::SectionType::Headers), request_.headers) &&
+         read_params(v.section(env::SectionType::Cookies), request_.cookies);
+}
+
+void Manager::on_request(env::EnvelopeView& v) {
   auto& h = v.header;
   env::stamp(h, env::kStampManagerIn);
-  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && h.event_type == router::kControlResubscribe) {
-    subscribe();
-    return;
-  }
-  if (h.kind != static_cast<std::uint8_t>(env::Kind::Request)) {
-    spdlog::error("dropping an envelope of kind {}", h.kind);
-    return;
-  }
   auto it = handlers_.find(h.event_type);
   if (it == handlers_.end()) {
     (void)env::send_problem(to_router_, h, 404, "this manager has no handler for the event");
     return;
   }
-  request_.event = it->second.event;
-  request_.query = v.text(env::SectionType::Query);
-  request_.body = v.text(env::SectionType::Body);
-  if (!read_params(v.section(env::SectionType::PathParams), request_.path_params) ||
-      !read_params(v.section(env::SectionType::QueryParams), request_.query_params) ||
-      !read_params(v.section(env::SectionType::Headers), request_.headers) ||
-      !read_params(v.section(env::SectionType::Cookies), request_.cookies)) {
+  if (!fill_request(v, it->second.event)) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
-
   Response resp;
+  current_ = &h;
   try {
     resp = (*it->second.handler)(request_, *this);
   } catch (const std::exception& e) {
@@ -100,19 +129,95 @@ void Manager::on_request(std::span<const std::byte> record) {
     spdlog::error("handler for {} threw a non-exception", it->second.event);
     resp = Response::problem(500, "Internal Server Error", "the handler failed");
   }
+  current_ = nullptr;
+  if (!resp.is_deferred()) respond(h, resp);
+}
 
-  auto rh = env::response_header_for(h, resp.status);
+void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) {
+  auto rh = env::response_header_for(request, resp.status);
   env::stamp(rh, env::kStampManagerOut);
   env::EnvelopeWriter w(rh);
   w.text(env::SectionType::ContentType, resp.content_type);
   if (!resp.headers.empty()) w.key_values(env::SectionType::Headers, resp.headers, PairKey{}, PairValue{});
   w.text(env::SectionType::Body, resp.body);
   if (w.size() > to_router_.max_record()) {
-    (void)env::send_problem(to_router_, h, 500, "the response is too large for a channel record");
+    (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
   if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    spdlog::error("router channel full: response {} lost", h.request_id);
+    spdlog::error("router channel full: response {} lost", request.request_id);
+}
+
+void Manager::on_notification(env::EnvelopeView& v) {
+  auto it = subscribers_.find(v.header.event_type);
+  if (it == subscribers_.end()) return;
+  const int e = [&] {
+    for (std::size_t i = 0; i < plugins_.events().size(); ++i)
+      if (plugins_.events()[i].type_id == v.header.event_type) return static_cast<int>(i);
+    return -1;
+  }();
+  if (e < 0 || !fill_request(v, plugins_.events()[static_cast<std::size_t>(e)].name)) return;
+  for (const auto* s : it->second) {
+    try {
+      (*s)(request_, *this);
+    } catch (const std::exception& ex) {
+      spdlog::error("subscriber of {} threw: {}", request_.event, ex.what());
+    }
+  }
+}
+
+void Manager::on_response(env::EnvelopeView& v) {
+  auto it = outstanding_.find(v.header.request_id);
+  if (it == outstanding_.end()) return;
+  auto callback = std::move(it->second);
+  outstanding_.erase(it);
+  Response r{v.header.status,
+             std::string(v.text(env::SectionType::ContentType)),
+             std::string(v.text(env::SectionType::Body)),
+             {}};
+  env::KeyValueReader kv(v.section(env::SectionType::Headers));
+  std::string_view k, val;
+  while (kv.next(k, val)) r.headers.emplace_back(k, val);
+  try {
+    callback(r);
+  } catch (const std::exception& ex) {
+    spdlog::error("response callback threw: {}", ex.what());
+  }
+}
+
+bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
+  const int e = plugins_.event_index(event);
+  if (e < 0) return false;
+  auto h = env::make_header(env::Kind::Notification, plugins_.events()[static_cast<std::size_t>(e)].type_id, 0);
+  h.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  const std::string body = payload.dump();
+  env::EnvelopeWriter w(h);
+  w.text(env::SectionType::ContentType, "application/json");
+  w.text(env::SectionType::Body, body);
+  return to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+}
+
+bool Manager::request(std::string_view event, const nlohmann::json& body,
+                      std::function<void(const Response&)> on_response) {
+  const int e = plugins_.event_index(event);
+  if (e < 0) return false;
+  const auto id = ++next_request_;
+  auto h = env::make_header(env::Kind::Request, plugins_.events()[static_cast<std::size_t>(e)].type_id, id);
+  h.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  const std::string text = body.dump();
+  env::EnvelopeWriter w(h);
+  w.text(env::SectionType::Body, text);
+  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+    on_response(Response::problem(503, "Service Unavailable", "the router channel is full"));
+    return true;
+  }
+  outstanding_.emplace(id, std::move(on_response));
+  return true;
+}
+
+Responder Manager::defer() {
+  if (!current_) throw std::logic_error("defer() outside a request handler");
+  return Responder(std::make_shared<DeferredAnswer>(*this, *current_));
 }
 
 }  // namespace edri::manager

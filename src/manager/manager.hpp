@@ -1,18 +1,23 @@
 // Manager: runs the handlers of one domain.
 //
-// Loads the plugins, keeps the handlers of its domain, subscribes their
-// events at the router and answers each request it is sent. A handler that
-// throws becomes a 500 (detail hidden when ENVIRONMENT=production); the
-// manager keeps running.
+// Loads the plugins, keeps the handlers and notification subscribers of
+// its domain, subscribes their events at the router and answers each
+// request it is sent. A handler that throws becomes a 500 (detail hidden
+// when ENVIRONMENT=production); the manager keeps running. Handlers may
+// publish notifications, send requests to other managers and answer later
+// (Context).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
+#include "envelope/envelope.hpp"
 #include "plugin/plugin_set.hpp"
 
 namespace edri::manager {
@@ -22,7 +27,16 @@ class Manager final : public Context {
   Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain);
 
   void start();
+
+  // Context
   std::string_view domain() const override { return domain_; }
+  bool publish(std::string_view event, const nlohmann::json& payload) override;
+  bool request(std::string_view event, const nlohmann::json& body,
+               std::function<void(const Response&)> on_response) override;
+  Responder defer() override;
+
+  // Sends `resp` as the answer to the request with header `request`.
+  void respond(const envelope::EnvelopeHeader& request, const Response& resp);
 
  private:
   struct Entry {
@@ -30,16 +44,25 @@ class Manager final : public Context {
     std::string_view event;
   };
 
-  void on_request(std::span<const std::byte> record);
+  void on_record(std::span<const std::byte> record);
+  void on_request(envelope::EnvelopeView& v);
+  void on_notification(envelope::EnvelopeView& v);
+  void on_response(envelope::EnvelopeView& v);
+  bool fill_request(const envelope::EnvelopeView& v, std::string_view event);
   void subscribe();
 
   ProcessLoop& loop_;
   const Config& config_;
+  const plugin::PluginSet& plugins_;
   std::string domain_;
   transport::Outbox& to_router_;
   std::unordered_map<std::uint64_t, Entry> handlers_;
-  Request request_;             // reused across calls
-  std::string header_scratch_;  // reused across calls
+  std::unordered_map<std::uint64_t, std::vector<const Subscriber*>> subscribers_;
+  // Requests this manager sent to others, by request id.
+  std::unordered_map<std::uint64_t, std::function<void(const Response&)>> outstanding_;
+  std::uint64_t next_request_ = 0;
+  const envelope::EnvelopeHeader* current_ = nullptr;  // the request whose handler runs now
+  Request request_;                                    // reused across calls
 };
 
 }  // namespace edri::manager

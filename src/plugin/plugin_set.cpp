@@ -10,6 +10,12 @@
 
 namespace edri::plugin {
 
+int PluginSet::event_index(std::string_view name) const {
+  for (std::size_t i = 0; i < events_.size(); ++i)
+    if (events_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 int PluginSet::domain_index(const std::string& name) const {
   auto it = std::find(domains_.begin(), domains_.end(), name);
   return it == domains_.end() ? -1 : static_cast<int>(it - domains_.begin());
@@ -19,6 +25,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
   PluginSet set;
   std::unordered_map<std::string, std::size_t> event_by_name;
   std::unordered_map<std::uint64_t, std::string> name_by_id;
+  std::vector<SubscriberDecl> pending_subscribers;  // resolved once every plugin declared its events
 
   for (const auto& path : paths) {
     const std::string where = "plugin " + path;
@@ -58,7 +65,9 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       name_by_id.emplace(id, e.name);
       event_by_name.emplace(e.name, set.events_.size());
       if (set.domain_index(e.domain) < 0) set.domains_.push_back(e.domain);
-      set.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index, -1});
+      const bool notification =
+          std::find(reg.notifications.begin(), reg.notifications.end(), e.name) != reg.notifications.end();
+      set.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index, -1, notification});
     }
     for (auto& r : reg.routes) {
       auto it = event_by_name.find(r.event);
@@ -78,6 +87,10 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       ev.handler = static_cast<std::int32_t>(set.handlers_.size());
       set.handlers_.push_back(std::move(hd.handler));
     }
+    for (const auto& sd : reg.subscribers)
+      if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);
+    pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(reg.subscribers.begin()),
+                               std::make_move_iterator(reg.subscribers.end()));
     for (auto& [prefix, folder] : reg.asset_mounts) {
       std::string dir = folder;
       if (dir.empty() || dir.front() != '/') {
@@ -96,8 +109,16 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
   }
   std::stable_sort(set.middlewares_.begin(), set.middlewares_.end(),
                    [](const MiddlewareDecl& a, const MiddlewareDecl& b) { return a.order < b.order; });
+  for (auto& sd : pending_subscribers) {
+    auto it = event_by_name.find(sd.event);
+    if (it == event_by_name.end())
+      throw PluginError("a subscriber in domain " + sd.domain + " names undeclared event " + sd.event);
+    if (!sd.subscriber) throw PluginError("empty subscriber for event " + sd.event);
+    set.subscribers_.push_back(LoadedSubscriber{it->second, sd.domain, std::move(sd.subscriber)});
+  }
   for (const auto& e : set.events_)
-    if (e.handler < 0) throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");
+    if (e.handler < 0 && !e.notification)
+      throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");
   return set;
 }
 

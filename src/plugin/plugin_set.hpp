@@ -28,6 +28,13 @@ struct LoadedEvent {
   std::vector<FieldDecl> fields;
   std::size_t plugin;         // index into paths()
   std::int32_t handler = -1;  // index into handlers(), -1 when none
+  bool notification = false;  // published, not routed
+};
+
+struct LoadedSubscriber {
+  std::size_t event;  // index into events()
+  std::string domain;
+  Subscriber subscriber;
 };
 
 struct LoadedRoute {
@@ -49,6 +56,9 @@ class PluginSet {
   // Every plugin's middleware, sorted by order (stable: declaration order
   // within an order, plugins in EDRI_PLUGINS order).
   const std::vector<MiddlewareDecl>& middlewares() const { return middlewares_; }
+  const std::vector<LoadedSubscriber>& subscribers() const { return subscribers_; }
+  // The event of that name, or -1.
+  int event_index(std::string_view name) const;
   // (URL prefix, absolute folder) of every plugin's assets.
   const std::vector<std::pair<std::string, std::string>>& asset_mounts() const { return asset_mounts_; }
   // Index of a domain, or -1.
@@ -62,6 +72,7 @@ class PluginSet {
   std::vector<LoadedRoute> routes_;
   std::vector<Handler> handlers_;
   std::vector<MiddlewareDecl> middlewares_;
+  std::vector<LoadedSubscriber> subscribers_;
   std::vector<std::pair<std::string, std::string>> asset_mounts_;
 };
 

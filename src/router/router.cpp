@@ -34,10 +34,18 @@ Router::Router(ProcessLoop& loop, const Config& config)
       spdlog::error("cannot ask a manager to resubscribe: its channel is full");
 }
 
+transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
+  // reply_to names the manager that asked; 0 is the broker (a client).
+  const auto& topo = loop_.topology();
+  if (h.reply_to >= topo.manager_slot(0) && h.reply_to < topo.manager_slot(0) + topo.managers())
+    return *to_manager_[h.reply_to - topo.manager_slot(0)];
+  return to_broker_;
+}
+
 void Router::on_request(std::span<const std::byte> record) {
   env::EnvelopeHeader h;
   if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
-    spdlog::error("dropping a malformed envelope from the broker: {}", env::to_string(e));
+    spdlog::error("dropping a malformed envelope: {}", env::to_string(e));
     return;
   }
   auto it = routes_.find(h.event_type);
@@ -47,8 +55,8 @@ void Router::on_request(std::span<const std::byte> record) {
       held_bytes_ += record.size();
       return;
     }
-    if (!env::send_problem(to_broker_, h, 503, "no manager handles this event"))
-      spdlog::error("broker channel full: a 503 was lost");
+    if (!env::send_problem(reply_channel(h), h, 503, "no manager handles this event"))
+      spdlog::error("reply channel full: a 503 was lost");
     return;
   }
   auto& subs = it->second;
@@ -57,8 +65,16 @@ void Router::on_request(std::span<const std::byte> record) {
     std::memcpy(p, record.data(), record.size());
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
-  if (!sent && !env::send_problem(to_broker_, h, 503, "the manager is overloaded; retry later"))
-    spdlog::error("broker channel full: a 503 was lost");
+  if (!sent && !env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
+    spdlog::error("reply channel full: a 503 was lost");
+}
+
+void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  auto it = routes_.find(h.event_type);
+  if (it == routes_.end()) return;  // nobody listens
+  for (const auto manager : it->second.managers)
+    if (!to_manager_[manager]->push(record))
+      spdlog::error("manager {} channel full: a notification was dropped", manager);
 }
 
 void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record) {
@@ -77,8 +93,10 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       subscribe(manager, v.section(env::SectionType::Control));
       return;
     }
+    case env::Kind::Request: return on_request(record);
+    case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
-      const bool sent = to_broker_.emplace(record.size(), [&](std::byte* p) {
+      const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
         std::memcpy(p, record.data(), record.size());
         env::stamp(*env::header_at(p), env::kStampRouterOut);
       });

@@ -14,6 +14,7 @@
 
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
+#include "envelope/envelope.hpp"
 
 namespace edri::router {
 
@@ -34,6 +35,8 @@ class Router {
   };
 
   void on_request(std::span<const std::byte> record);
+  void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
 

@@ -99,10 +99,41 @@ void reg(edri::Registry& r) {
                 },
                 nullptr});
   r.assets("/app", "test_app_assets");
+  // Between managers: "test" subscribes to what "other" publishes, and asks
+  // "other" for its pid, answering its own client later.
+  static int notified = 0;
+  static long notified_sum = 0;
+  r.subscribe("test.happened", [](const edri::Request& req, edri::Context&) {
+    ++notified;
+    notified_sum += req.json().at("i").get<long>();
+  });
+  r.get("/notified", "test.notified", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"count", notified}, {"sum", notified_sum}});
+  });
+  r.get("/ask", "test.ask", [](const edri::Request&, edri::Context& ctx) {
+    auto responder = ctx.defer();
+    ctx.request("other.pid", nlohmann::json::object(), [responder](const edri::Response& r) {
+      responder.send(edri::Response::json(
+          {{"status", r.status}, {"other", nlohmann::json::parse(r.body).at("pid")}, {"asked_from", ::getpid()}}));
+    });
+    return edri::Response::deferred();
+  });
+  r.get("/ask-nobody", "test.ask_nobody", [](const edri::Request&, edri::Context& ctx) {
+    if (!ctx.request("no.such.event", {}, [](const edri::Response&) {}))
+      return edri::Response::problem(500, "Internal Server Error", "unknown event");
+    return edri::Response::text("sent");
+  });
   // A second domain: its own manager process.
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
     return edri::Response::json({{"pid", ::getpid()}, {"domain", ctx.domain()}});
+  });
+  r.notification("test.happened");
+  r.get("/other/publish/{n:int}", "other.publish", [](const edri::Request& req, edri::Context& ctx) {
+    const auto n = req.int_param("n");
+    for (int i = 1; i <= n; ++i)
+      if (!ctx.publish("test.happened", {{"i", i}})) return edri::Response::problem(503, "Unavailable", "full");
+    return edri::Response::json({{"published", n}});
   });
 }
 

@@ -13,12 +13,18 @@ std::string test_plugin(const std::string& n) { return std::string(EDRI_TEST_PLU
 TEST_CASE("a plugin's domains, events, routes and handlers load in order", "[plugin]") {
   const auto set = PluginSet::load({test_plugin("test_app")});
   CHECK(set.domains() == std::vector<std::string>{"test", "other"});
-  REQUIRE(set.events().size() == set.routes().size());
+  std::size_t notifications = 0;
   for (const auto& e : set.events()) {
     CHECK(e.type_id == edri::envelope::event_type_id(e.name));
-    CHECK(e.handler >= 0);
+    CHECK((e.handler >= 0 || e.notification));
+    if (e.notification) ++notifications;
   }
+  CHECK(notifications == 1);
+  REQUIRE(set.events().size() == set.routes().size() + notifications);
   CHECK(set.events().back().domain == "other");
+  REQUIRE(set.subscribers().size() == 1);
+  CHECK(set.subscribers()[0].domain == "test");
+  CHECK(set.events()[set.subscribers()[0].event].name == "test.happened");
   CHECK(set.domain_index("other") == 1);
   CHECK(set.domain_index("none") == -1);
 }
