@@ -130,6 +130,9 @@ struct Response {
   static Response raw_json(std::string body, int status = 200) {
     return Response{status, "application/json", std::move(body), {}};
   }
+  static Response html(std::string body, int status = 200) {
+    return Response{status, "text/html; charset=utf-8", std::move(body), {}};
+  }
   static Response text(std::string body, int status = 200) {
     return Response{status, "text/plain; charset=utf-8", std::move(body), {}};
   }
@@ -214,6 +217,10 @@ class Context {
                        std::function<void(const Response&)> on_response) = 0;
   // Takes over answering the current request; return Response::deferred().
   virtual Responder defer() = 0;
+  // Renders the Mustache template `name` (a file under EDRI_TEMPLATE_PATH)
+  // with `data`; {{x}} is HTML-escaped. Throws std::runtime_error when the
+  // template is missing or malformed (the request then gets a 500).
+  virtual std::string render(std::string_view name, const nlohmann::json& data) = 0;
 };
 
 using Handler = std::function<Response(const Request&, Context&)>;

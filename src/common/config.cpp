@@ -167,6 +167,12 @@ Config Config::from_env() {
     }
   }
   if (auto v = env("EDRI_CORS_HEADERS")) c.cors_headers = v;
+  if (auto v = env("EDRI_TEMPLATE_PATH")) {
+    struct stat st {};
+    if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode))
+      throw ConfigError(std::string("EDRI_TEMPLATE_PATH=") + v + ": not a directory");
+    c.template_path = v;
+  }
   if (auto v = env("EDRI_ASSETS_PATH")) {
     struct stat st {};
     if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -220,7 +226,8 @@ std::string Config::describe() const {
     << "EDRI_CORS_HEADERS=" << cors_headers << '\n'
     << "EDRI_CORS_CREDENTIALS=" << (cors_credentials ? 1 : 0) << '\n'
     << "EDRI_CORS_MAX_AGE=" << cors_max_age << '\n'
-    << "EDRI_ASSETS_PATH=" << assets_path << '\n';
+    << "EDRI_ASSETS_PATH=" << assets_path << '\n'
+    << "EDRI_TEMPLATE_PATH=" << template_path << '\n';
   return o.str();
 }
 

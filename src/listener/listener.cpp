@@ -367,6 +367,22 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     return;
   }
 
+  // Path parameters reach handlers percent-decoded ("%20" -> " ").
+  decoded_params_.clear();
+  for (const auto& p : m.path_params()) {
+    if (p.value.find('%') == std::string_view::npos) continue;
+    for (const auto& q : m.path_params()) {
+      std::string value;
+      if (!percent_decode(q.value, value, false)) {
+        const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
+        problem(c, seq, 400, "malformed percent-escape in the path", {});
+        return;
+      }
+      decoded_params_.emplace_back(std::string(q.name), std::move(value));
+    }
+    break;
+  }
+
   const Target& route = targets_[m.target];
   validated_.clear();
   if (route.validator) {
@@ -391,7 +407,10 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   }
   env::EnvelopeWriter w(h);
   const auto params = m.path_params();
-  if (!params.empty()) w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
+  if (!decoded_params_.empty())
+    w.key_values(env::SectionType::PathParams, decoded_params_, PairKey{}, PairValue{});
+  else if (!params.empty())
+    w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
   if (!validated_.query.empty()) w.key_values(env::SectionType::QueryParams, validated_.query, PairKey{}, PairValue{});
   if (!validated_.headers.empty()) w.key_values(env::SectionType::Headers, validated_.headers, PairKey{}, PairValue{});

@@ -99,6 +99,7 @@ class Listener {
   std::string composed_;
   std::string request_id_;
   ValidatedFields validated_;
+  std::vector<std::pair<std::string, std::string>> decoded_params_;
   ResponseHeaders request_headers_;
   ResponseHeaders response_headers_;
   Request view_;

@@ -48,7 +48,8 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
       config_(config),
       plugins_(plugins),
       domain_(std::move(domain)),
-      to_router_(loop.outbox_to(Topology::kRouter)) {
+      to_router_(loop.outbox_to(Topology::kRouter)),
+      templates_(config.template_path) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});

@@ -18,6 +18,7 @@
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
+#include "manager/template_cache.hpp"
 #include "plugin/plugin_set.hpp"
 
 namespace edri::manager {
@@ -34,6 +35,9 @@ class Manager final : public Context {
   bool request(std::string_view event, const nlohmann::json& body,
                std::function<void(const Response&)> on_response) override;
   Responder defer() override;
+  std::string render(std::string_view name, const nlohmann::json& data) override {
+    return templates_.render(name, data);
+  }
 
   // Sends `resp` as the answer to the request with header `request`.
   void respond(const envelope::EnvelopeHeader& request, const Response& resp);
@@ -63,6 +67,7 @@ class Manager final : public Context {
   std::uint64_t next_request_ = 0;
   const envelope::EnvelopeHeader* current_ = nullptr;  // the request whose handler runs now
   Request request_;                                    // reused across calls
+  TemplateCache templates_;
 };
 
 }  // namespace edri::manager

@@ -21,6 +21,10 @@ TEST_CASE("routes, typed parameters and unknown paths", "[http]") {
   CHECK(r.status == 200);
   CHECK(json::parse(r.body) == json{{"id", 42}, {"query", "x=1&y=2"}});
 
+  r = c.get("/hello/two%20words");
+  CHECK(json::parse(r.body)["hello"] == "two words");
+  CHECK(c.get("/hello/bad%zzescape").status == 400);
+
   r = c.get("/items/-7");
   CHECK(json::parse(r.body)["id"] == -7);
 
@@ -207,5 +211,31 @@ TEST_CASE("bytes and redirects and empty answers and cookies", "[http]") {
     CHECK(r.status == 200);
     CHECK(r.header("x-evil").empty());
     CHECK(r.header("set-cookie").empty());
+  }
+}
+
+TEST_CASE("HTML from Mustache templates in EDRI_TEMPLATE_PATH", "[http]") {
+  const std::string templates = std::string(EDRI_TEST_PLUGIN_DIR) + "/templates";
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_TEMPLATE_PATH", templates}});
+  HttpClient c(server.port());
+  auto r = c.get("/page/Ann");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type") == "text/html; charset=utf-8");
+  CHECK(r.body.find("<title>Greeting</title>") != std::string::npos);
+  CHECK(r.body.find("<h1>Hello, Ann!</h1>") != std::string::npos);
+  CHECK(r.body.find("<li>one</li><li>two</li><li>3</li>") != std::string::npos);
+  CHECK(r.body.find("<p>guest</p>") != std::string::npos);
+  // Values are HTML-escaped.
+  r = c.get("/page/%3Cscript%3E");
+  CHECK(r.body.find("<script>") == std::string::npos);
+  CHECK(r.body.find("Hello, &lt;script&gt;!") != std::string::npos);
+  SECTION("a missing or broken template is a 500 naming it; the manager lives on") {
+    r = c.get("/template/nope.mustache");
+    CHECK(r.status == 500);
+    CHECK(r.body.find("nope.mustache") != std::string::npos);
+    r = c.get("/template/broken.mustache");
+    CHECK(r.status == 500);
+    CHECK(r.body.find("broken.mustache") != std::string::npos);
+    CHECK(c.get("/page/again").status == 200);
   }
 }

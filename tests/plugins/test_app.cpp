@@ -99,6 +99,15 @@ void reg(edri::Registry& r) {
                 },
                 nullptr});
   r.assets("/app", "test_app_assets");
+  r.get("/page/{name}", "test.page", [](const edri::Request& req, edri::Context& ctx) {
+    return edri::Response::html(ctx.render("page.mustache", {{"title", "Greeting"},
+                                                             {"name", std::string(*req.path_param("name"))},
+                                                             {"items", {"one", "two", 3}},
+                                                             {"admin", false}}));
+  });
+  r.get("/template/{file}", "test.template", [](const edri::Request& req, edri::Context& ctx) {
+    return edri::Response::html(ctx.render(std::string(*req.path_param("file")), nlohmann::json::object()));
+  });
   // Between managers: "test" subscribes to what "other" publishes, and asks
   // "other" for its pid, answering its own client later.
   static int notified = 0;
