@@ -54,6 +54,7 @@ struct Param {
 // envelope the manager is reading; copy what must outlive the call.
 class Request {
  public:
+  // Method and path are set for middleware; a handler knows its route.
   Method method = Method::Get;
   std::string_view path;   // the request path, without the query
   std::string_view event;  // the event's name (empty in middleware)
