@@ -145,6 +145,15 @@ int run_supervisor() {
   init_logging("supervisor", config.log_level);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
   const auto plugins = plugin::PluginSet::load(config.plugins);
+  if (!config.ssl_certificate.empty()) {
+    // Checked here once, so that a bad certificate stops start-up instead
+    // of making the listener fail and restart forever.
+    try {
+      listener::TlsContext check(config.ssl_certificate, config.ssl_key);
+    } catch (const std::exception& e) {
+      throw ConfigError(e.what());
+    }
+  }
   ::prctl(PR_SET_NAME, "edri-supervisor");
   ::signal(SIGPIPE, SIG_IGN);
   supervisor::Supervisor sup(config, plugins);

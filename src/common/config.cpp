@@ -167,6 +167,19 @@ Config Config::from_env() {
     }
   }
   if (auto v = env("EDRI_CORS_HEADERS")) c.cors_headers = v;
+  if (auto v = env("EDRI_SSL_CERTIFICATE")) c.ssl_certificate = v;
+  if (auto v = env("EDRI_SSL_KEY")) c.ssl_key = v;
+  if (c.ssl_certificate.empty() != c.ssl_key.empty())
+    throw ConfigError(c.ssl_key.empty() ? "EDRI_SSL_KEY is not set but EDRI_SSL_CERTIFICATE is"
+                                        : "EDRI_SSL_CERTIFICATE is not set but EDRI_SSL_KEY is");
+  for (const auto& [name, file] :
+       {std::pair<const char*, const std::string&>{"EDRI_SSL_CERTIFICATE", c.ssl_certificate},
+        {"EDRI_SSL_KEY", c.ssl_key}}) {
+    if (file.empty()) continue;
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw ConfigError(std::string(name) + "=" + file + ": not a readable file");
+  }
   if (auto v = env("EDRI_TEMPLATE_PATH")) {
     struct stat st {};
     if (::stat(v, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -227,7 +240,9 @@ std::string Config::describe() const {
     << "EDRI_CORS_CREDENTIALS=" << (cors_credentials ? 1 : 0) << '\n'
     << "EDRI_CORS_MAX_AGE=" << cors_max_age << '\n'
     << "EDRI_ASSETS_PATH=" << assets_path << '\n'
-    << "EDRI_TEMPLATE_PATH=" << template_path << '\n';
+    << "EDRI_TEMPLATE_PATH=" << template_path << '\n'
+    << "EDRI_SSL_CERTIFICATE=" << ssl_certificate << '\n'
+    << "EDRI_SSL_KEY=" << ssl_key << '\n';
   return o.str();
 }
 

@@ -15,9 +15,10 @@ namespace {
 constexpr std::size_t kReadBuffer = 16 * 1024;
 }
 
-Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation)
+Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls)
     : listener_(listener),
       fd_(fd),
+      tls_(tls ? std::make_unique<TlsSession>(*tls, fd) : nullptr),
       id_(id),
       generation_(generation),
       parser_(
@@ -72,7 +73,29 @@ void Connection::mark_dirty() {
   if (!dirty && !closed_) listener_.mark_dirty(*this);
 }
 
+ssize_t Connection::read_some(char* buf, std::size_t n) {
+  if (tls_) return tls_->read(buf, n);
+  for (;;) {
+    const ssize_t r = ::recv(fd_, buf, n, 0);
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
+  }
+}
+
+ssize_t Connection::write_some(const char* buf, std::size_t n) {
+  if (tls_) return tls_->write(buf, n);
+  for (;;) {
+    const ssize_t r = ::send(fd_, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
+  }
+}
+
 void Connection::on_events(std::uint32_t events) {
+  // TLS: a handshake or a write may wait for either direction.
+  if (tls_ && (!tls_->handshake_done() || writing_)) events |= EPOLLIN | EPOLLOUT;
   if ((events & EPOLLOUT) && writing_) {
     writing_ = false;
     flush();
@@ -110,17 +133,16 @@ void Connection::read_available() {
       read_paused_ = true;
       return;
     }
-    const ssize_t n = ::recv(fd_, read_buf_.get(), kReadBuffer, 0);
+    const ssize_t n = read_some(read_buf_.get(), kReadBuffer);
     if (n > 0) {
       if (!consume(static_cast<std::size_t>(n))) return;
       // A short read emptied the socket buffer: the next arrival raises a
-      // new edge.
-      if (static_cast<std::size_t>(n) < kReadBuffer) return;
+      // new edge. (TLS keeps records of its own: read until it would block.)
+      if (!tls_ && static_cast<std::size_t>(n) < kReadBuffer) return;
       continue;
     }
     if (n == 0) return on_peer_closed(false);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    if (n == TlsSession::kWouldBlock) return;
     return on_peer_closed(true);
   }
 }
@@ -131,7 +153,7 @@ void Connection::send_continue() {
   // that gets no 100 sends its body after its own short wait.)
   if (!slots_.empty() || out_off_ != out_.size() || writing_) return;
   static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-  [[maybe_unused]] auto n = ::send(fd_, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] auto n = write_some(kContinue, sizeof kContinue - 1);
 }
 
 void Connection::on_peer_closed(bool error) {
@@ -146,13 +168,12 @@ void Connection::flush() {
   dirty = false;
   if (closed_ || writing_) return;
   while (out_off_ < out_.size()) {
-    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = write_some(out_.data() + out_off_, out_.size() - out_off_);
     if (n > 0) {
       out_off_ += static_cast<std::size_t>(n);
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    if (n == TlsSession::kWouldBlock) {
       writing_ = true;  // EPOLLOUT will say when to go on
       return;
     }
@@ -172,6 +193,7 @@ void Connection::flush() {
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  if (tls_) tls_->shutdown();
   listener_.events().unwatch(fd_);
   ::close(fd_);
   fd_ = -1;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "http/request_parser.hpp"
+#include "listener/tls.hpp"
 
 namespace edri::listener {
 
@@ -20,8 +21,9 @@ class Listener;
 
 class Connection {
  public:
-  // Takes ownership of the connected, non-blocking socket `fd`.
-  Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation);
+  // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
+  // over it when `tls` is given.
+  Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
   ~Connection();
 
   void start();
@@ -79,11 +81,16 @@ class Connection {
   bool consume(std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);
   void send_continue();
+  // recv/send, or their TLS counterparts: bytes, 0 at the end of the
+  // stream, TlsSession::kWouldBlock or TlsSession::kFailed.
+  ssize_t read_some(char* buf, std::size_t n);
+  ssize_t write_some(const char* buf, std::size_t n);
   void promote_ready();
   void mark_dirty();
 
   Listener& listener_;
   int fd_;
+  std::unique_ptr<TlsSession> tls_;
   std::uint32_t id_;
   std::uint32_t generation_;
   http::RequestParser parser_;

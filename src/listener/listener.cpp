@@ -76,6 +76,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
     if (!plugins.events()[e].fields.empty())
       validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields);
+  if (!config.ssl_certificate.empty()) tls_ = std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key);
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
   middlewares_ = plugins.middlewares();
@@ -160,7 +161,7 @@ void Listener::accept_all() {
       connections_.emplace_back();
       generations_.push_back(0);
     }
-    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id]);
+    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id], tls_.get());
     connections_[id]->start();
   }
 }

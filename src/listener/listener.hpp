@@ -24,6 +24,7 @@
 #include "listener/cors.hpp"
 #include "listener/request_validator.hpp"
 #include "listener/static_files.hpp"
+#include "listener/tls.hpp"
 #include "plugin/plugin_set.hpp"
 
 namespace edri::listener {
@@ -86,6 +87,7 @@ class Listener {
   std::vector<Connection*> dirty_;
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::uint64_t next_request_ = 0;
+  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
   BuiltinEndpoints builtins_;
   StaticFiles static_files_;
   std::uint32_t unrouted_row_;  // metrics row of answers given without a route
