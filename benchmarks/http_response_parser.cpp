@@ -137,6 +137,7 @@ ParsedResponse parse_http_response(std::string_view bytes) {
     }
     if (*size == 0) return out;
     body_size = *size;
+    out.chunked = true;
   } else if (content_length) {
     body_size = *content_length;
   } else {
@@ -146,6 +147,7 @@ ParsedResponse parse_http_response(std::string_view bytes) {
 
   if (bytes.size() < body_start + body_size) return out;
   out.state = State::kComplete;
+  out.body_offset = body_start;
   out.total_size = body_start + body_size;
   return out;
 }

@@ -13,7 +13,9 @@ struct ParsedResponse {
 
   State state = State::kIncomplete;
   int status = 0;
-  std::size_t total_size = 0;  // header + body bytes, valid when kComplete
+  std::size_t total_size = 0;   // header + body bytes, valid when kComplete
+  std::size_t body_offset = 0;  // where the body starts, valid when kComplete
+  bool chunked = false;         // body bytes still carry the chunk framing
   bool connection_close = false;
 };
 

@@ -36,17 +36,15 @@ Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-std::string make_request(const std::string& host, const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
-}
-
 // State shared by all clients of one run; single-threaded, so no locking.
 struct Run {
   tcp::endpoint endpoint;
   std::string request;
+  const std::optional<std::string>& expected_body;
   Clock::time_point measure_start;
   Clock::time_point measure_end;
   bool stopping = false;
+  bool body_checked = false;
   LoadResult& result;
 
   bool in_window(Clock::time_point t) const { return t >= measure_start && t < measure_end; }
@@ -54,6 +52,21 @@ struct Run {
   void note_error(Clock::time_point t, std::string_view what) {
     if (result.first_error.empty()) result.first_error = what;
     if (in_window(t)) ++result.errors;
+  }
+
+  // `bytes` holds `response` at its front; called for responses in the window.
+  void check_first_body(Clock::time_point t, const ParsedResponse& response, std::string_view bytes) {
+    if (!expected_body || body_checked) return;
+    body_checked = true;
+    if (response.chunked) {
+      return note_error(t, "first response body is chunked; only Content-Length bodies are compared");
+    }
+    const std::string_view body = bytes.substr(response.body_offset, response.total_size - response.body_offset);
+    if (body != *expected_body) {
+      constexpr std::size_t kShown = 120;
+      note_error(t, "first response body is not the expected one: '" + std::string(body.substr(0, kShown)) +
+                        (body.size() > kShown ? "...'" : "'"));
+    }
   }
 };
 
@@ -128,6 +141,7 @@ class Client {
       if (response.status < 200 || response.status > 299) ++r.non_2xx;
       r.latency.record(
           static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_).count()));
+      run_.check_first_body(now, response, {buffer_.data(), used_});
     }
 
     // We never pipeline, so anything past this response is not ours to keep.
@@ -174,7 +188,8 @@ LoadResult run_load(const LoadOptions& options) {
 
   const Clock::time_point start = Clock::now();
   Run run{.endpoint = tcp::endpoint(address, options.port),
-          .request = make_request(options.host, options.path),
+          .request = serialize_request(options.request, options.host),
+          .expected_body = options.expected_body,
           .measure_start = start + to_duration(options.warmup_seconds),
           .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
           .result = result};
@@ -185,19 +200,29 @@ LoadResult run_load(const LoadOptions& options) {
     clients.push_back(std::make_unique<Client>(io, run));
   }
 
+  asio::steady_timer window_start(io);
   asio::steady_timer deadline(io);
   asio::steady_timer stop_poll(io);
   auto stop_all = [&] {
     if (run.stopping) return;
     run.stopping = true;
+    window_start.cancel();
     deadline.cancel();
     stop_poll.cancel();
     for (auto& client : clients) client->shut_down();
   };
 
+  if (options.on_window_start) {
+    window_start.expires_at(run.measure_start);
+    window_start.async_wait([&](const error_code& wait_ec) {
+      if (!wait_ec && !run.stopping) options.on_window_start();
+    });
+  }
   deadline.expires_at(run.measure_end);
   deadline.async_wait([&](const error_code& wait_ec) {
-    if (!wait_ec) stop_all();
+    if (wait_ec) return;
+    if (options.on_window_end) options.on_window_end();
+    stop_all();
   });
 
   // Polling rather than asio::signal_set: the flag is owned by bench's own
@@ -233,7 +258,9 @@ bool probe_http_ok(const std::string& host, std::uint16_t port, const std::strin
   if (ec) return false;
 
   tcp::socket socket(io);
-  const std::string request = make_request(host, path);
+  HttpRequest get;
+  get.target = path;
+  const std::string request = serialize_request(get, host);
   std::vector<char> buffer(kInitialBuffer);
   std::size_t used = 0;
   bool ok = false;

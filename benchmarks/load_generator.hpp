@@ -2,21 +2,34 @@
 
 #include <csignal>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "histogram.hpp"
+#include "http_request.hpp"
 
 namespace edri::bench {
 
 struct LoadOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
-  std::string path = "/noop";
+  HttpRequest request;
+  // When set, the body of the first response in the measured window must be
+  // exactly this; a different one counts as an error. Once per run is enough
+  // to catch a server that is fast because it answers the wrong thing.
+  std::optional<std::string> expected_body;
   int concurrency = 1;
   double warmup_seconds = 1.0;
   double duration_seconds = 5.0;
   // Polled while the run is in progress so a signal ends it within ~50 ms.
   const volatile std::sig_atomic_t* stop_requested = nullptr;
+  // Called on the load thread as the measured window opens and as it closes
+  // (the latter not when the run is interrupted), so that something measured
+  // outside bench, such as the server's CPU time, covers the same window as
+  // the request count. Keep them short: no request progresses meanwhile.
+  std::function<void()> on_window_start;
+  std::function<void()> on_window_end;
 };
 
 struct LoadResult {
@@ -34,8 +47,8 @@ struct LoadResult {
 };
 
 // Closed-loop keep-alive load: `concurrency` connections on one thread, each
-// sending the next GET as soon as the previous response is complete. Requests
-// completing during the warm-up are discarded.
+// sending the next request as soon as the previous response is complete.
+// Requests completing during the warm-up are discarded.
 LoadResult run_load(const LoadOptions& options);
 
 // One GET on a fresh connection; true when it answers 200 within the timeout.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -44,6 +45,19 @@ fs::path reference_dir() { return fs::path(EDRI_SOURCE_DIR) / "benchmarks" / "re
 bool interrupted(const ServerSettings& s) { return s.stop_requested != nullptr && *s.stop_requested != 0; }
 
 OutputTo server_output(const ServerSettings& s) { return s.verbose ? OutputTo::kStderr : OutputTo::kDevNull; }
+
+// Replaces an entry of the same name rather than appending a second one,
+// which would reach the server as a duplicate variable.
+void add_extra_env(ProcessSpec& spec, const ServerSettings& settings) {
+  for (const auto& [name, value] : settings.extra_env) {
+    auto same = std::find_if(spec.env.begin(), spec.env.end(), [&](const auto& entry) { return entry.first == name; });
+    if (same != spec.env.end()) {
+      same->second = value;
+    } else {
+      spec.env.emplace_back(name, value);
+    }
+  }
+}
 
 StartedServer not_running(StartedServer::Outcome outcome, std::string message) {
   StartedServer out;
@@ -129,6 +143,7 @@ StartedServer start_edri(const ServerSettings& settings) {
                    .stdout_to = OutputTo::kPipe,
                    .stderr_to = server_output(settings)};
   if (!settings.server_cpus.empty()) spec.env.emplace_back("EDRI_CPUS", settings.server_cpus);
+  add_extra_env(spec, settings);
 
   StartedServer server;
   std::string error;
@@ -189,6 +204,7 @@ StartedServer start_fastapi(const ServerSettings& settings) {
       .cpus = settings.server_cpu_list,
       .stdout_to = server_output(settings),
       .stderr_to = server_output(settings)};
+  add_extra_env(spec, settings);
   StartedServer server;
   std::string error;
   server.process = ServerProcess::start(spec, error);
@@ -260,6 +276,7 @@ StartedServer start_nginx(const ServerSettings& settings) {
       .cpus = settings.server_cpu_list,
       .stdout_to = server_output(settings),
       .stderr_to = server_output(settings)};
+  add_extra_env(spec, settings);
   server.process = ServerProcess::start(spec, error);
   if (!server.process) {
     server.outcome = StartedServer::Outcome::kFailed;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server_process.hpp"
@@ -21,6 +22,9 @@ struct ServerSettings {
   std::vector<int> server_cpu_list;  // the same, expanded, for pinning the references
   bool verbose = false;
   const volatile std::sig_atomic_t* stop_requested = nullptr;
+  // Added to this start's environment last, so they win over bench's own
+  // settings; e.g. BENCH_MIDDLEWARES, which bench_app reads at start.
+  std::vector<std::pair<std::string, std::string>> extra_env;
 };
 
 // A directory under /tmp removed, with its contents, on destruction.

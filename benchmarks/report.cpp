@@ -58,9 +58,9 @@ std::string ratio_cell(const Row& row, const Row* reference) {
   return format(ratio >= 100 ? "%.0fx" : ratio >= 1 ? "%.1fx" : "%.2fx", ratio);
 }
 
-const Row* find_row(const std::vector<Row>& rows, std::string_view server, int concurrency) {
+const Row* find_row(const std::vector<Row>& rows, std::string_view label, int concurrency) {
   for (const Row& row : rows) {
-    if (row.server == server && row.concurrency == concurrency) return &row;
+    if (row.label == label && row.concurrency == concurrency) return &row;
   }
   return nullptr;
 }
@@ -76,6 +76,22 @@ void print_row(const std::vector<std::string>& cells) {
   std::string line = "|";
   for (const auto& cell : cells) line += " " + cell + " |";
   std::printf("%s\n", line.c_str());
+}
+
+// The N=0 row of the same concurrency measured closest before rows[index]
+// (or, when none was, the first after it), so that a repeated
+// --middlewares 0,64,0,64 pairs each run with its neighbour.
+const MiddlewareRow* middleware_baseline(const std::vector<MiddlewareRow>& rows, std::size_t index) {
+  auto is_baseline = [&](const MiddlewareRow& r) {
+    return r.middlewares == 0 && r.run.concurrency == rows[index].run.concurrency;
+  };
+  for (std::size_t i = index + 1; i-- > 0;) {
+    if (is_baseline(rows[i])) return &rows[i];
+  }
+  for (std::size_t i = index + 1; i < rows.size(); ++i) {
+    if (is_baseline(rows[i])) return &rows[i];
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -130,13 +146,58 @@ void print_compare_table(const std::vector<Row>& rows, const std::vector<int>& c
     const Row* nginx = find_row(rows, "nginx", c);
     for (const Row& row : rows) {
       if (row.concurrency != c) continue;
-      std::vector<std::string> cells{row.server, std::to_string(c)};
+      std::vector<std::string> cells{row.label, std::to_string(c)};
       for (auto& cell : measured_cells(row)) cells.push_back(std::move(cell));
       cells.push_back(ratio_cell(row, fastapi));
       cells.push_back(ratio_cell(row, nginx));
       print_row(cells);
     }
   }
+}
+
+void print_echo_table(const std::vector<Row>& rows, const std::vector<int>& concurrencies,
+                      const std::string& baseline) {
+  // The rows say "GET /noop", the column "vs /noop".
+  const std::string_view baseline_path = std::string_view(baseline).substr(baseline.find(' ') + 1);
+  std::printf("| route | c | req/s | p50 ms | p99 ms | errors | vs %.*s |\n", static_cast<int>(baseline_path.size()),
+              baseline_path.data());
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (int c : concurrencies) {
+    const Row* reference = find_row(rows, baseline, c);
+    for (const Row& row : rows) {
+      if (row.concurrency != c) continue;
+      std::vector<std::string> cells{row.label, std::to_string(c)};
+      for (auto& cell : measured_cells(row)) cells.push_back(std::move(cell));
+      cells.push_back(ratio_cell(row, reference));
+      print_row(cells);
+    }
+  }
+}
+
+void print_middleware_table(const std::vector<MiddlewareRow>& rows) {
+  std::printf("| middlewares | c | req/s | p50 ms | p99 ms | cpu us/req | per middleware us | errors |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const MiddlewareRow& row = rows[i];
+    const MiddlewareRow* baseline = middleware_baseline(rows, i);
+    std::string per_middleware = "-";
+    if (row.middlewares == 0) {
+      per_middleware = "—";  // not applicable, as opposed to not measured
+    } else if (row.cpu_us_per_request && baseline != nullptr && baseline->cpu_us_per_request) {
+      const double extra = *row.cpu_us_per_request - *baseline->cpu_us_per_request;
+      per_middleware = format("%.3f", extra / row.middlewares);
+    }
+    const std::vector<std::string> measured = measured_cells(row.run);
+    print_row({std::to_string(row.middlewares), std::to_string(row.run.concurrency), measured[0], measured[1],
+               measured[2], row.cpu_us_per_request ? format("%.2f", *row.cpu_us_per_request) : "-", per_middleware,
+               measured[3]});
+  }
+}
+
+void print_notes(const std::vector<std::string>& notes) {
+  if (notes.empty()) return;
+  std::printf("\n");
+  for (const auto& note : notes) std::printf("- %s\n", note.c_str());
 }
 
 }  // namespace edri::bench

@@ -22,13 +22,22 @@ struct RunSummary {
 
 RunSummary summarize(const LoadResult& result);
 
-// One table row: a server at one concurrency, either measured or, when the
-// server could not be run, the reason ("not installed", "failed to start").
+// One table row: a server (or, in the echo table, a route) at one
+// concurrency, either measured or, when the server could not be run, the
+// reason ("not installed", "failed to start").
 struct Row {
-  std::string server;
+  std::string label;
   int concurrency = 0;
   std::optional<RunSummary> summary;
   std::string unavailable;
+};
+
+// A row of the middleware table: edri with `middlewares` pass-through
+// middlewares, and the CPU its processes used per request in the window.
+struct MiddlewareRow {
+  int middlewares = 0;
+  Row run;
+  std::optional<double> cpu_us_per_request;
 };
 
 // "<date> | CPU ... | nproc N | kernel ... | <command line>", so a pasted
@@ -41,5 +50,15 @@ void print_noop_table(const std::vector<Row>& rows);
 // Rows grouped by concurrency, each compared with the FastAPI and nginx rows
 // of the same concurrency.
 void print_compare_table(const std::vector<Row>& rows, const std::vector<int>& concurrencies);
+// Rows grouped by concurrency, each compared with the `baseline` route's row
+// of the same concurrency.
+void print_echo_table(const std::vector<Row>& rows, const std::vector<int>& concurrencies, const std::string& baseline);
+// Per-middleware cost: each row's CPU per request above that of the nearest
+// row with no middleware at the same concurrency, divided by its middleware
+// count.
+void print_middleware_table(const std::vector<MiddlewareRow>& rows);
+
+// "- note" lines after a blank line; nothing when there are none.
+void print_notes(const std::vector<std::string>& notes);
 
 }  // namespace edri::bench

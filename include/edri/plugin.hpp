@@ -26,7 +26,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 1;
+inline constexpr std::uint32_t kPluginAbiVersion = 2;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 

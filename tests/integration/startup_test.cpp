@@ -2,6 +2,8 @@
 // culprit and a non-zero exit status.
 #include <catch2/catch.hpp>
 
+#include <edri/plugin.hpp>
+
 #include "support/server_process.hpp"
 
 using namespace edri::test;
@@ -26,7 +28,7 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
     CHECK(r.status != 0);
     CHECK(r.err.find(path) != std::string::npos);
     CHECK(r.err.find("ABI version 999") != std::string::npos);
-    CHECK(r.err.find("has 1") != std::string::npos);
+    CHECK(r.err.find("has " + std::to_string(edri::kPluginAbiVersion)) != std::string::npos);
   }
   SECTION("a route to an undeclared event") {
     const auto path = test_plugin_path("bad_route");

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <vector>
+
+namespace edri::bench {
+
+// CPU time used so far by the direct children of one process, as the kernel
+// accounts it in /proc/<pid>/stat (utime + stime, all threads included).
+struct ChildrenCpuTime {
+  double seconds = 0;
+  std::vector<pid_t> pids;  // the children summed, ascending: two samples
+                            // are comparable only when these are equal
+};
+
+// Scans /proc/*/stat for processes whose parent is `parent`. nullopt when
+// /proc cannot be listed. The kernel counts in clock ticks (usually 10 ms),
+// so a difference of two samples is exact only to about a tick per child.
+std::optional<ChildrenCpuTime> children_cpu_time(pid_t parent);
+
+// The length of that tick, in seconds.
+double cpu_tick_seconds();
+
+}  // namespace edri::bench

@@ -1,0 +1,155 @@
+#include "options.hpp"
+
+#include <sched.h>
+
+#include <charconv>
+#include <string_view>
+#include <utility>
+
+namespace edri::bench {
+namespace {
+
+// BENCH_MIDDLEWARES is clamped to this by bench_app; refusing more here keeps
+// a table row from claiming a count the server did not install.
+constexpr int kMaxMiddlewares = 64;
+
+std::optional<double> parse_seconds(std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < 0 || value > 86400) return std::nullopt;
+  return value;
+}
+
+std::optional<int> parse_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+// "1,8,32"; with ranges ("0-3") when `allow_ranges`.
+std::optional<std::vector<int>> parse_int_list(std::string_view text, bool allow_ranges) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const std::size_t dash = allow_ranges ? item.find('-') : std::string_view::npos;
+    if (dash == std::string_view::npos) {
+      const auto value = parse_int(item);
+      if (!value) return std::nullopt;
+      out.push_back(*value);
+    } else {
+      const auto first = parse_int(item.substr(0, dash));
+      const auto last = parse_int(item.substr(dash + 1));
+      if (!first || !last || *first > *last) return std::nullopt;
+      for (int v = *first; v <= *last; ++v) out.push_back(v);
+    }
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+bool all_within(const std::vector<int>& values, int low, int high) {
+  for (int v : values) {
+    if (v < low || v > high) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void print_options_help(std::FILE* to) {
+  std::fprintf(to,
+               "options:\n"
+               "  --duration S         measured seconds per run (default 5)\n"
+               "  --warmup S           unmeasured seconds before each run (default 1)\n"
+               "  --concurrency LIST   connections, e.g. 1,8,32 (the default; 32 for middleware)\n"
+               "  --middlewares LIST   middleware scenario: BENCH_MIDDLEWARES values (default 0,1,4,8)\n"
+               "  --quick              --duration 1 --warmup 0.3 unless given\n"
+               "  --client-cpu N       pin the load generator to CPU N\n"
+               "  --server-cpus LIST   CPUs for the server: EDRI_CPUS for edri, affinity for\n"
+               "                       the references (e.g. 0 or 0,1 or 0-3)\n"
+               "  --verbose            server logs to stderr\n");
+}
+
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options options;
+  std::optional<double> duration;
+  std::optional<double> warmup;
+  bool quick = false;
+
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::optional<std::string_view> inline_value;
+    if (arg.starts_with("--")) {
+      if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+        inline_value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+      }
+    }
+    auto value = [&]() -> std::optional<std::string_view> {
+      if (inline_value) return inline_value;
+      if (i + 1 < argc) return std::string_view(argv[++i]);
+      std::fprintf(stderr, "bench: %.*s needs a value\n", static_cast<int>(arg.size()), arg.data());
+      return std::nullopt;
+    };
+    auto invalid = [&](std::string_view v) {
+      std::fprintf(stderr, "bench: invalid value for %.*s: '%.*s'\n", static_cast<int>(arg.size()), arg.data(),
+                   static_cast<int>(v.size()), v.data());
+      return std::nullopt;
+    };
+
+    if (arg == "--duration" || arg == "--warmup") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      const auto seconds = parse_seconds(*v);
+      if (!seconds || (arg == "--duration" && *seconds <= 0)) return invalid(*v);
+      (arg == "--duration" ? duration : warmup) = *seconds;
+    } else if (arg == "--concurrency") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      auto list = parse_int_list(*v, false);
+      if (!list || !all_within(*list, 1, 10000)) return invalid(*v);
+      options.concurrencies = std::move(*list);
+    } else if (arg == "--middlewares") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      auto list = parse_int_list(*v, false);
+      if (!list || !all_within(*list, 0, kMaxMiddlewares)) return invalid(*v);
+      options.middleware_counts = std::move(*list);
+    } else if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--client-cpu") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      const auto cpu = parse_int(*v);
+      if (!cpu || *cpu < 0 || *cpu >= CPU_SETSIZE) return invalid(*v);
+      options.client_cpu = *cpu;
+    } else if (arg == "--server-cpus") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      auto list = parse_int_list(*v, true);
+      if (!list || !all_within(*list, 0, CPU_SETSIZE - 1)) return invalid(*v);
+      options.server_cpus = std::string(*v);
+      options.server_cpu_list = std::move(*list);
+    } else if (arg == "--verbose") {
+      options.verbose = true;
+    } else if (!arg.starts_with("-") && options.scenario.empty()) {
+      options.scenario = std::string(arg);
+    } else {
+      std::fprintf(stderr, "bench: unexpected argument '%s'\n", argv[i]);
+      return std::nullopt;
+    }
+  }
+
+  if (!options.middleware_counts.empty() && options.scenario != "middleware") {
+    std::fprintf(stderr, "bench: --middlewares applies to the middleware scenario only\n");
+    return std::nullopt;
+  }
+  options.duration_seconds = duration.value_or(quick ? 1.0 : 5.0);
+  options.warmup_seconds = warmup.value_or(quick ? 0.3 : 1.0);
+  return options;
+}
+
+}  // namespace edri::bench

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edri::bench {
+
+// bench's command line, checked.
+struct Options {
+  std::string scenario;
+  double duration_seconds = 5.0;
+  double warmup_seconds = 1.0;
+  std::vector<int> concurrencies;      // empty: the scenario's default
+  std::vector<int> middleware_counts;  // empty: the scenario's default
+  std::optional<int> client_cpu;
+  std::string server_cpus;
+  std::vector<int> server_cpu_list;
+  bool verbose = false;
+
+  const std::vector<int>& concurrencies_or(const std::vector<int>& scenario_default) const {
+    return concurrencies.empty() ? scenario_default : concurrencies;
+  }
+};
+
+// Accepts "--name value" and "--name=value". Returns nullopt after printing
+// the problem to stderr.
+std::optional<Options> parse_options(int argc, char** argv);
+
+// The "options:" part of the usage text.
+void print_options_help(std::FILE* to);
+
+}  // namespace edri::bench

@@ -1,0 +1,105 @@
+#include "scenario_support.hpp"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "report.hpp"
+
+namespace edri::bench {
+namespace {
+
+// Pins the calling thread (bench is single-threaded) while it lives.
+class ScopedClientPin {
+ public:
+  explicit ScopedClientPin(std::optional<int> cpu) {
+    if (!cpu) return;
+    if (sched_getaffinity(0, sizeof saved_, &saved_) != 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(*cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::perror("bench: --client-cpu");
+      return;
+    }
+    pinned_ = true;
+  }
+  ScopedClientPin(const ScopedClientPin&) = delete;
+  ScopedClientPin& operator=(const ScopedClientPin&) = delete;
+  ~ScopedClientPin() {
+    if (pinned_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+
+ private:
+  cpu_set_t saved_{};
+  bool pinned_ = false;
+};
+
+}  // namespace
+
+ServerSettings server_settings(const ScenarioContext& context, EnvironmentVariables extra_env) {
+  return ServerSettings{.server_cpus = context.options.server_cpus,
+                        .server_cpu_list = context.options.server_cpu_list,
+                        .verbose = context.options.verbose,
+                        .stop_requested = context.stop_requested,
+                        .extra_env = std::move(extra_env)};
+}
+
+StartedServer start_server_reporting(ServerKind kind, const std::string& name, const ServerSettings& settings,
+                                     std::vector<std::string>& notes) {
+  std::fprintf(stderr, "starting %s ...\n", name.c_str());
+  StartedServer server = start_server(kind, settings);
+  if (server.outcome == StartedServer::Outcome::kRunning || server.outcome == StartedServer::Outcome::kInterrupted) {
+    return server;
+  }
+  const std::string cell = unavailable_cell(server);
+  std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), cell.c_str(), server.message.c_str());
+  notes.push_back(name + ": " + cell + ": " + server.message);
+  return server;
+}
+
+std::string unavailable_cell(const StartedServer& server) {
+  return server.outcome == StartedServer::Outcome::kNotInstalled ? "not installed" : "failed to start";
+}
+
+void note_if_exited(StartedServer& server, const std::string& name, int concurrency, std::vector<std::string>& notes) {
+  if (auto how = server.process->exit_description()) {
+    notes.push_back(name + ": server " + *how + " during the c=" + std::to_string(concurrency) + " run");
+  }
+}
+
+LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int concurrency) {
+  LoadOptions load;
+  load.host = "127.0.0.1";
+  load.port = port;
+  load.concurrency = concurrency;
+  load.warmup_seconds = context.options.warmup_seconds;
+  load.duration_seconds = context.options.duration_seconds;
+  load.stop_requested = context.stop_requested;
+  return load;
+}
+
+LoadResult run_reported_load(const ScenarioContext& context, const std::string& label, const LoadOptions& load) {
+  std::fprintf(stderr, "running %s c=%d ...\n", label.c_str(), load.concurrency);
+  LoadResult result;
+  {
+    ScopedClientPin pin(context.options.client_cpu);
+    result = run_load(load);
+  }
+  if (result.interrupted) return result;
+  std::fprintf(stderr, "%s\n", progress_line(label, load.concurrency, summarize(result)).c_str());
+  if (!result.first_error.empty()) std::fprintf(stderr, "  first error: %s\n", result.first_error.c_str());
+  return result;
+}
+
+void print_report_header(const ScenarioContext& context, std::string_view load_description) {
+  const Options& options = context.options;
+  const std::string pinning = (options.client_cpu ? ", client on CPU " + std::to_string(*options.client_cpu) : "") +
+                              (options.server_cpus.empty() ? "" : ", server CPUs " + options.server_cpus);
+  std::printf("%s\n", context.context_line.c_str());
+  std::printf("load: %.*s, warm-up %g s, measured %g s per run%s\n\n", static_cast<int>(load_description.size()),
+              load_description.data(), options.warmup_seconds, options.duration_seconds, pinning.c_str());
+}
+
+}  // namespace edri::bench

@@ -1,0 +1,51 @@
+#pragma once
+
+// The steps every scenario takes: start a server, run measured loads against
+// it, print the report header.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "load_generator.hpp"
+#include "reference_servers.hpp"
+#include "scenarios.hpp"
+
+namespace edri::bench {
+
+using EnvironmentVariables = std::vector<std::pair<std::string, std::string>>;
+
+// The scenarios' default --concurrency, unless they say otherwise.
+inline const std::vector<int> kDefaultConcurrencies{1, 8, 32};
+
+// --server-cpus, --verbose and the stop flag, plus this start's environment.
+ServerSettings server_settings(const ScenarioContext& context, EnvironmentVariables extra_env = {});
+
+// Starts a server, saying so on stderr. When it is not running for a reason
+// other than an interrupt, says why on stderr and in `notes` ("<name>: ...").
+StartedServer start_server_reporting(ServerKind kind, const std::string& name, const ServerSettings& settings,
+                                     std::vector<std::string>& notes);
+
+// What a table shows for a server that is not running.
+std::string unavailable_cell(const StartedServer& server);
+
+// Adds a note when the server has exited since it was started.
+void note_if_exited(StartedServer& server, const std::string& name, int concurrency, std::vector<std::string>& notes);
+
+// --warmup, --duration and the stop flag for one run at `concurrency`
+// against 127.0.0.1:`port`; the request is GET /noop until the caller sets
+// another.
+LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int concurrency);
+
+// Runs `load` with bench pinned to --client-cpu for this run only, so that
+// servers started between runs do not inherit the pin. Prints
+// "running <label> c=N ..." and then the figures, on stderr.
+LoadResult run_reported_load(const ScenarioContext& context, const std::string& label, const LoadOptions& load);
+
+// The context line, "load: <load_description>, warm-up ..., measured ... per
+// run" with any pinning, and a blank line.
+void print_report_header(const ScenarioContext& context, std::string_view load_description);
+
+}  // namespace edri::bench
