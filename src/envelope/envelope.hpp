@@ -210,6 +210,20 @@ EnvelopeWriter& EnvelopeWriter::key_values(SectionType type, const Range& range,
   return *this;
 }
 
+// Key and value of a std::pair<std::string, std::string>, for key_values().
+struct StringPairKey {
+  template <class P>
+  std::string_view operator()(const P& p) const {
+    return p.first;
+  }
+};
+struct StringPairValue {
+  template <class P>
+  std::string_view operator()(const P& p) const {
+    return p.second;
+  }
+};
+
 // fnv1a-64: the event type id of an event name, stable across processes.
 constexpr std::uint64_t event_type_id(std::string_view name) {
   std::uint64_t h = 0xcbf29ce484222325ULL;

@@ -16,11 +16,7 @@ EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status) {
 }
 
 bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status, std::string_view detail) {
-  std::string body = "{\"type\":\"about:blank\",\"title\":\"";
-  http::append_json_escaped(body, http::ResponseWriter::reason(status));
-  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
-  http::append_json_escaped(body, detail);
-  body += "\"}";
+  const std::string body = http::problem_json(status, detail);
   EnvelopeWriter w(response_header_for(request, status));
   w.text(SectionType::ContentType, "application/problem+json");
   w.text(SectionType::Body, body);

@@ -100,17 +100,13 @@ void ResponseWriter::write(std::string& out, const ResponseHead& h, std::string_
   if (!h.head && !bodyless) out += body;
 }
 
-void ResponseWriter::write_problem(std::string& out, int status, std::string_view detail, bool keep_alive, bool http10,
-                                   bool head, std::string_view extra_headers) {
+std::string problem_json(int status, std::string_view detail) {
   std::string body = "{\"type\":\"about:blank\",\"title\":\"";
-  append_json_escaped(body, reason(status));
-  body += "\",\"status\":";
-  body += std::to_string(status);
-  body += ",\"detail\":\"";
+  append_json_escaped(body, ResponseWriter::reason(status));
+  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
   append_json_escaped(body, detail);
   body += "\"}";
-  ResponseHead h{status, "application/problem+json", body.size(), keep_alive, http10, head};
-  write(out, h, extra_headers, body);
+  return body;
 }
 
 void append_json_escaped(std::string& out, std::string_view text) {

@@ -27,10 +27,6 @@ class ResponseWriter {
   // unless HEAD, the body.
   void write(std::string& out, const ResponseHead& h, std::string_view extra_headers, std::string_view body);
 
-  // A problem+json (RFC 9457) response in one call.
-  void write_problem(std::string& out, int status, std::string_view detail, bool keep_alive, bool http10, bool head,
-                     std::string_view extra_headers = {});
-
   static std::string_view reason(int status);
 
  private:
@@ -38,6 +34,10 @@ class ResponseWriter {
   std::time_t date_second_ = 0;
   std::string date_line_;
 };
+
+// An RFC 9457 problem+json body: type, title (the reason phrase), status,
+// detail.
+std::string problem_json(int status, std::string_view detail);
 
 // Escapes text for a JSON string literal (without the quotes).
 void append_json_escaped(std::string& out, std::string_view text);

@@ -43,12 +43,6 @@ std::uint64_t now_ns() {
 
 bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
 
-struct PairKey {
-  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.first; }
-};
-struct PairValue {
-  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.second; }
-};
 struct ParamKey {
   std::string_view operator()(const Param& p) const { return p.name; }
 };
@@ -268,8 +262,7 @@ bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& re
       if (verdict == Cors::Verdict::Preflight)
         reply(c, seq, 204, {}, {}, {});
       else
-        reply(c, seq, 403, "application/problem+json",
-              R"({"type":"about:blank","title":"Forbidden","status":403,"detail":"origin not allowed"})", {});
+        reply(c, seq, 403, "application/problem+json", http::problem_json(403, "origin not allowed"), {});
       return false;
     }
   }
@@ -409,13 +402,16 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   env::EnvelopeWriter w(h);
   const auto params = m.path_params();
   if (!decoded_params_.empty())
-    w.key_values(env::SectionType::PathParams, decoded_params_, PairKey{}, PairValue{});
+    w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
   else if (!params.empty())
     w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
-  if (!validated_.query.empty()) w.key_values(env::SectionType::QueryParams, validated_.query, PairKey{}, PairValue{});
-  if (!validated_.headers.empty()) w.key_values(env::SectionType::Headers, validated_.headers, PairKey{}, PairValue{});
-  if (!validated_.cookies.empty()) w.key_values(env::SectionType::Cookies, validated_.cookies, PairKey{}, PairValue{});
+  if (!validated_.query.empty())
+    w.key_values(env::SectionType::QueryParams, validated_.query, env::StringPairKey{}, env::StringPairValue{});
+  if (!validated_.headers.empty())
+    w.key_values(env::SectionType::Headers, validated_.headers, env::StringPairKey{}, env::StringPairValue{});
+  if (!validated_.cookies.empty())
+    w.key_values(env::SectionType::Cookies, validated_.cookies, env::StringPairKey{}, env::StringPairValue{});
   if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
   if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
     problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
@@ -423,12 +419,7 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
 
 void Listener::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail,
                        std::string_view headers) {
-  std::string body = "{\"type\":\"about:blank\",\"title\":\"";
-  http::append_json_escaped(body, http::ResponseWriter::reason(status));
-  body += "\",\"status\":" + std::to_string(status) + ",\"detail\":\"";
-  http::append_json_escaped(body, detail);
-  body += "\"}";
-  reply(c, seq, status, "application/problem+json", body, headers);
+  reply(c, seq, status, "application/problem+json", http::problem_json(status, detail), headers);
 }
 
 void Listener::on_response(std::span<const std::byte> record) {

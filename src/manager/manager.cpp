@@ -11,12 +11,6 @@ namespace env = edri::envelope;
 using transport::Topology;
 
 namespace {
-struct PairKey {
-  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.first; }
-};
-struct PairValue {
-  std::string_view operator()(const std::pair<std::string, std::string>& p) const { return p.second; }
-};
 
 bool read_params(std::span<const std::byte> section, std::vector<Param>& out) {
   out.clear();
@@ -139,7 +133,8 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
   env::stamp(rh, env::kStampManagerOut);
   env::EnvelopeWriter w(rh);
   w.text(env::SectionType::ContentType, resp.content_type);
-  if (!resp.headers.empty()) w.key_values(env::SectionType::Headers, resp.headers, PairKey{}, PairValue{});
+  if (!resp.headers.empty())
+    w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
   w.text(env::SectionType::Body, resp.body);
   if (w.size() > to_router_.max_record()) {
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
