@@ -30,9 +30,7 @@ inline constexpr std::size_t kStampCount = 8;
 enum class Kind : std::uint8_t { Request = 1, Response = 2, Notification = 3, Control = 4 };
 
 enum Flags : std::uint16_t {
-  kFlagTiming = 1u << 0,     // hops record their stamps
-  kFlagKeepAlive = 1u << 1,  // listener: keep the connection after the response
-  kFlagHead = 1u << 2,       // listener: HEAD request, send no body
+  kFlagTiming = 1u << 0,  // hops record their stamps
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.
@@ -43,7 +41,6 @@ enum Stamp : std::uint8_t {
   kStampManagerOut = 3,
   kStampRouterOut = 4,
   kStampBrokerOut = 5,
-  kStampListenerOut = 6,
 };
 
 enum class SectionType : std::uint16_t {

@@ -63,7 +63,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
       builtins_(loop.segment(), loop.topology(), plugins),
-      unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())) {
+      unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())),
+      metrics_(loop.segment().listener_metrics(index)),
+      request_counters_(&loop.segment().request_counter(index, 0, 0)) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
   // One validator per event, shared by the routes that lead to it.
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
@@ -216,17 +218,15 @@ void Listener::record(const Connection::SlotInfo& info, int status) {
   auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
     a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   };
-  const auto& seg = loop_.segment();
   const auto row = info.route == Connection::kNoRoute ? unrouted_row_ : info.route;
-  bump(seg.request_counter(index_, row, transport::status_column(status)), 1);
+  bump(request_counters_[row * transport::kStatusColumns + transport::status_column(status)], 1);
   const auto us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - info.opened).count());
   std::size_t b = 0;
   while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
-  auto& m = seg.listener_metrics(index_);
-  bump(m.latency[b], 1);
-  bump(m.latency_sum_us, us);
-  bump(m.latency_count, 1);
+  bump(metrics_.latency[b], 1);
+  bump(metrics_.latency_sum_us, us);
+  bump(metrics_.latency_count, 1);
 }
 
 bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,

@@ -91,6 +91,9 @@ class Listener {
   BuiltinEndpoints builtins_;
   StaticFiles static_files_;
   std::uint32_t unrouted_row_;  // metrics row of answers given without a route
+  // This listener's block of the shared metrics, resolved once.
+  transport::ListenerMetricsHeader& metrics_;
+  std::atomic<std::uint64_t>* request_counters_;  // row-major, kStatusColumns per row
   std::vector<MiddlewareDecl> middlewares_;
   bool has_response_middleware_ = false;
   std::unique_ptr<Cors> cors_;

@@ -49,7 +49,12 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
   }
   for (const auto& s : plugins.subscribers())
-    if (s.domain == domain_) subscribers_[plugins.events()[s.event].type_id].push_back(&s.subscriber);
+    if (s.domain == domain_) {
+      const auto& e = plugins.events()[s.event];
+      auto& entry = subscribers_[e.type_id];
+      entry.event = e.name;
+      entry.list.push_back(&s.subscriber);
+    }
   // Request ids of this manager's own requests: top bit set, then its slot.
   next_request_ = (std::uint64_t{1} << 63) | (static_cast<std::uint64_t>(loop.slot()) << 48);
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_record(rec); });
@@ -146,14 +151,8 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
 
 void Manager::on_notification(env::EnvelopeView& v) {
   auto it = subscribers_.find(v.header.event_type);
-  if (it == subscribers_.end()) return;
-  const int e = [&] {
-    for (std::size_t i = 0; i < plugins_.events().size(); ++i)
-      if (plugins_.events()[i].type_id == v.header.event_type) return static_cast<int>(i);
-    return -1;
-  }();
-  if (e < 0 || !fill_request(v, plugins_.events()[static_cast<std::size_t>(e)].name)) return;
-  for (const auto* s : it->second) {
+  if (it == subscribers_.end() || !fill_request(v, it->second.event)) return;
+  for (const auto* s : it->second.list) {
     try {
       (*s)(request_, *this);
     } catch (const std::exception& ex) {

@@ -61,7 +61,11 @@ class Manager final : public Context {
   std::string domain_;
   transport::Outbox& to_router_;
   std::unordered_map<std::uint64_t, Entry> handlers_;
-  std::unordered_map<std::uint64_t, std::vector<const Subscriber*>> subscribers_;
+  struct Subscribers {
+    std::string_view event;
+    std::vector<const Subscriber*> list;
+  };
+  std::unordered_map<std::uint64_t, Subscribers> subscribers_;
   // Requests this manager sent to others, by request id.
   std::unordered_map<std::uint64_t, std::function<void(const Response&)>> outstanding_;
   std::uint64_t next_request_ = 0;

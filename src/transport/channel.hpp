@@ -30,7 +30,6 @@ class ChannelProducer {
   bool try_push(std::span<const std::byte> payload, std::uint32_t tag = 0);
 
   std::size_t max_record() const { return max_record_bytes(ring_bytes_); }
-  bool valid() const { return control_ != nullptr; }
   // Bytes written and not yet consumed, as last seen (for metrics).
   std::uint64_t depth() const;
 
@@ -61,7 +60,6 @@ class ChannelConsumer {
   DrainResult drain(F&& f, std::size_t max_records = SIZE_MAX);
 
   bool empty() const;
-  bool valid() const { return control_ != nullptr; }
 
  private:
   DrainResult finish(std::uint64_t new_head, std::size_t records, bool corrupt);

@@ -33,7 +33,6 @@ class Doorbell {
 
   DoorbellState* state() const { return state_; }
   int fd() const { return fd_; }
-  bool valid() const { return state_ != nullptr; }
 
  private:
   DoorbellState* state_ = nullptr;

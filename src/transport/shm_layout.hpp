@@ -35,7 +35,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -86,7 +86,6 @@ struct alignas(kPage) SegmentHeader {
   std::uint64_t ring_bytes;
   std::uint64_t total_bytes;
   std::uint64_t supervisor_pid;
-  std::atomic<std::uint64_t> generation;  // bumped by the supervisor on every (re)start of a child
   std::uint32_t listener_count;
   std::uint32_t route_count;                       // routes in the listeners' table (metrics rows)
   std::uint64_t metrics_offset;                    // first ListenerMetrics block
