@@ -37,7 +37,7 @@ struct Scenario {
 constexpr Scenario kScenarios[] = {
     {"noop", "edri: GET /noop (bench_app.so), keep-alive, at each concurrency", run_noop_scenario},
     {"compare", "edri vs FastAPI (uvicorn, uvloop, httptools) vs nginx: GET /noop side by side", run_compare_scenario},
-    {"echo", "edri: GET /noop and POST /echo (about 100 bytes of JSON) at each concurrency, echo vs /noop",
+    {"echo", "edri: GET /noop, POST /echo (about 100 bytes of JSON), WebSocket noop and echo, each vs GET /noop",
      run_echo_scenario},
     {"middleware", "edri: GET /noop at c=32 with BENCH_MIDDLEWARES=0,1,4,8; server CPU per request and per middleware",
      run_middleware_scenario},

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "http_response_parser.hpp"
+#include "websocket_frame.hpp"
 
 namespace edri::bench {
 namespace {
@@ -39,7 +40,8 @@ Clock::duration to_duration(double seconds) {
 // State shared by all clients of one run; single-threaded, so no locking.
 struct Run {
   tcp::endpoint endpoint;
-  std::string request;
+  std::string request;    // HTTP request, or the masked WebSocket frame
+  std::string handshake;  // WebSocket upgrade request; empty for HTTP
   const std::optional<std::string>& expected_body;
   Clock::time_point measure_start;
   Clock::time_point measure_end;
@@ -54,14 +56,11 @@ struct Run {
     if (in_window(t)) ++result.errors;
   }
 
-  // `bytes` holds `response` at its front; called for responses in the window.
-  void check_first_body(Clock::time_point t, const ParsedResponse& response, std::string_view bytes) {
+  // Called for responses in the window.
+  void check_first_body(Clock::time_point t, std::string_view body, bool chunked) {
     if (!expected_body || body_checked) return;
     body_checked = true;
-    if (response.chunked) {
-      return note_error(t, "first response body is chunked; only Content-Length bodies are compared");
-    }
-    const std::string_view body = bytes.substr(response.body_offset, response.total_size - response.body_offset);
+    if (chunked) return note_error(t, "first response body is chunked; only Content-Length bodies are compared");
     if (body != *expected_body) {
       constexpr std::size_t kShown = 120;
       note_error(t, "first response body is not the expected one: '" + std::string(body.substr(0, kShown)) +
@@ -93,7 +92,14 @@ class Client {
       // Without it small requests wait on Nagle for the previous ACK and the
       // measured latency is the kernel's, not the server's.
       socket_.set_option(tcp::no_delay(true), ignored);
-      send();
+      if (run_.handshake.empty()) return send();
+      // WebSocket: the upgrade first, then messages.
+      upgraded_ = false;
+      asio::async_write(socket_, asio::buffer(run_.handshake), [this](const error_code& wec, std::size_t) {
+        if (run_.stopping) return;
+        if (wec) return fail("write: " + wec.message());
+        read();
+      });
     });
   }
 
@@ -122,28 +128,17 @@ class Client {
       return fail(ec == asio::error::eof ? "server closed the connection mid-request" : "read: " + ec.message());
     }
     used_ += n;
+    if (!run_.handshake.empty()) return on_websocket_bytes();
     const ParsedResponse response = parse_http_response({buffer_.data(), used_});
     switch (response.state) {
       case ParsedResponse::State::kIncomplete: return read();
       case ParsedResponse::State::kMalformed: return fail("malformed response");
       case ParsedResponse::State::kComplete: break;
     }
-
-    const Clock::time_point now = Clock::now();
-    if (now >= run_.measure_end) {
-      // Past the window: this connection has done its part.
-      shut_down();
+    const std::string_view bytes(buffer_.data(), used_);
+    if (!answered(response.status, bytes.substr(response.body_offset, response.total_size - response.body_offset),
+                  response.chunked))
       return;
-    }
-    if (run_.in_window(now)) {
-      LoadResult& r = run_.result;
-      ++r.completed;
-      if (response.status < 200 || response.status > 299) ++r.non_2xx;
-      r.latency.record(
-          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_).count()));
-      run_.check_first_body(now, response, {buffer_.data(), used_});
-    }
-
     // We never pipeline, so anything past this response is not ours to keep.
     used_ = 0;
     if (response.connection_close) {
@@ -152,6 +147,49 @@ class Client {
       return connect();
     }
     send();
+  }
+
+  void on_websocket_bytes() {
+    if (!upgraded_) {
+      const ParsedResponse response = parse_http_response({buffer_.data(), used_});
+      if (response.state == ParsedResponse::State::kIncomplete) return read();
+      if (response.state == ParsedResponse::State::kMalformed || response.status != 101)
+        return fail("WebSocket handshake refused (HTTP " + std::to_string(response.status) + ")");
+      upgraded_ = true;
+      used_ = 0;
+      return send();
+    }
+    const ParsedFrame frame = parse_server_frame({buffer_.data(), used_});
+    switch (frame.state) {
+      case ParsedFrame::State::kIncomplete: return read();
+      case ParsedFrame::State::kMalformed: return fail("malformed WebSocket frame");
+      case ParsedFrame::State::kComplete: break;
+    }
+    if (frame.opcode != 0x1) return fail("the server sent WebSocket opcode " + std::to_string(frame.opcode));
+    const std::string_view payload(buffer_.data() + frame.payload_offset, frame.total_size - frame.payload_offset);
+    const bool ok = payload.find("\"response\"") != std::string_view::npos;
+    if (!answered(ok ? 200 : 500, payload, false)) return;
+    used_ = 0;
+    send();
+  }
+
+  // Counts one answer; false when the run is over for this connection.
+  bool answered(int status, std::string_view body, bool chunked) {
+    const Clock::time_point now = Clock::now();
+    if (now >= run_.measure_end) {
+      // Past the window: this connection has done its part.
+      shut_down();
+      return false;
+    }
+    if (run_.in_window(now)) {
+      LoadResult& r = run_.result;
+      ++r.completed;
+      if (status < 200 || status > 299) ++r.non_2xx;
+      r.latency.record(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - sent_at_).count()));
+      run_.check_first_body(now, body, chunked);
+    }
+    return true;
   }
 
   void fail(const std::string& what) {
@@ -170,6 +208,7 @@ class Client {
   Run& run_;
   std::vector<char> buffer_;
   std::size_t used_ = 0;
+  bool upgraded_ = false;
   Clock::time_point sent_at_{};
 };
 
@@ -187,12 +226,15 @@ LoadResult run_load(const LoadOptions& options) {
   }
 
   const Clock::time_point start = Clock::now();
-  Run run{.endpoint = tcp::endpoint(address, options.port),
-          .request = serialize_request(options.request, options.host),
-          .expected_body = options.expected_body,
-          .measure_start = start + to_duration(options.warmup_seconds),
-          .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
-          .result = result};
+  Run run{
+      .endpoint = tcp::endpoint(address, options.port),
+      .request = options.websocket_path ? masked_text_frame(options.request.body)
+                                        : serialize_request(options.request, options.host),
+      .handshake = options.websocket_path ? websocket_upgrade(*options.websocket_path, options.host) : std::string(),
+      .expected_body = options.expected_body,
+      .measure_start = start + to_duration(options.warmup_seconds),
+      .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
+      .result = result};
 
   std::vector<std::unique_ptr<Client>> clients;
   clients.reserve(static_cast<std::size_t>(options.concurrency));

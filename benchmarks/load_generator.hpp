@@ -19,6 +19,10 @@ struct LoadOptions {
   // exactly this; a different one counts as an error. Once per run is enough
   // to catch a server that is fast because it answers the wrong thing.
   std::optional<std::string> expected_body;
+  // When set, each connection opens a WebSocket at this path and then sends
+  // `request.body` as one text message per round trip, waiting for the one
+  // message that answers it (an answer without "response" counts as non-2xx).
+  std::optional<std::string> websocket_path;
   int concurrency = 1;
   double warmup_seconds = 1.0;
   double duration_seconds = 5.0;

@@ -24,6 +24,10 @@ void register_bench(edri::Registry& r) {
   r.post("/echo", "bench.echo",
          [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },
          {edri::JsonBody()});
+  // WebSocket at /ws: {"command":"noop"} and {"command":"echo","value":X}
+  // reach the same events; a command's fields are its body.
+  r.command("noop", "bench.noop");
+  r.command("echo", "bench.echo");
   const int n = middleware_count();
   for (int i = 0; i < n; ++i) {
     r.middleware(

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
 
@@ -38,6 +40,8 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
     spdlog::error("dropping a malformed envelope from listener {}: {}", listener, env::to_string(e));
     return;
   }
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && h.origin_listener == listener)
+    return on_control(h, record);
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.origin_listener != listener) {
     spdlog::error("dropping an envelope of kind {} from listener {}", h.kind, listener);
     return;
@@ -65,6 +69,11 @@ void Broker::on_response(std::span<const std::byte> record) {
     spdlog::error("dropping a malformed envelope from the router: {}", env::to_string(e));
     return;
   }
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) return push(h, record);
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control)) {
+    if (h.event_type == env::kControlResubscribe) announce_push_events(true);
+    return;
+  }
   // A response whose request this broker does not know (it was answered 504
   // already, or it was sent before this broker restarted) still goes to its
   // listener, which drops it if the slot is no longer waiting.
@@ -79,6 +88,135 @@ void Broker::on_response(std::span<const std::byte> record) {
     env::stamp(*env::header_at(p), env::kStampBrokerOut);
   });
   if (!sent) spdlog::error("listener {} channel full: response {} lost", listener, h.request_id);
+}
+
+void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None) {
+    spdlog::error("dropping a malformed control envelope from listener {}", h.origin_listener);
+    return;
+  }
+  const auto payload = v.section(env::SectionType::Control);
+  std::uint64_t type = 0;
+  const bool typed = payload.size() >= sizeof type;
+  if (typed) std::memcpy(&type, payload.data(), sizeof type);
+  auto same_connection = [&](const PushSubscription& s) {
+    return s.listener == h.origin_listener && s.connection == h.origin_connection &&
+           s.generation == h.origin_generation;
+  };
+  switch (h.event_type) {
+    case env::kControlPushSubscribe: {
+      if (!typed) return answer_control(h, 400);
+      const std::string_view text(reinterpret_cast<const char*>(payload.data()) + sizeof type,
+                                  payload.size() - sizeof type);
+      nlohmann::json filter;
+      if (!text.empty()) {
+        filter = nlohmann::json::parse(text, nullptr, false);
+        if (filter.is_discarded() || !filter.is_object()) return answer_control(h, 400);
+      }
+      auto& subs = push_[type];
+      auto it = std::find_if(subs.begin(), subs.end(), same_connection);
+      if (it != subs.end())
+        it->filter = std::move(filter);  // subscribing again replaces the filter
+      else
+        subs.push_back(
+            PushSubscription{h.origin_listener, h.origin_connection, h.origin_generation, std::move(filter)});
+      // The router learns of the event before the client learns it is
+      // subscribed: the broker -> router channel is ordered.
+      announce_push_events(false);
+      return answer_control(h, 200);
+    }
+    case env::kControlPushUnsubscribe: {
+      for (auto it = push_.begin(); it != push_.end();) {
+        if (!typed || it->first == type) std::erase_if(it->second, same_connection);
+        it = it->second.empty() ? push_.erase(it) : std::next(it);
+      }
+      announce_push_events(false);
+      if (h.origin_stream != env::kNoAnswer) answer_control(h, 200);
+      return;
+    }
+    case env::kControlListenerReset: {
+      for (auto it = push_.begin(); it != push_.end();) {
+        std::erase_if(it->second, [&](const PushSubscription& s) { return s.listener == h.origin_listener; });
+        it = it->second.empty() ? push_.erase(it) : std::next(it);
+      }
+      announce_push_events(false);
+      return;
+    }
+    default: spdlog::error("dropping unknown control {} from listener {}", h.event_type, h.origin_listener);
+  }
+}
+
+void Broker::answer_control(const env::EnvelopeHeader& h, int status) {
+  if (h.origin_listener >= to_listener_.size()) return;
+  env::EnvelopeWriter w(env::response_header_for(h, status));
+  if (!to_listener_[h.origin_listener]->emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    spdlog::error("listener {} channel full: a subscription answer was lost", h.origin_listener);
+}
+
+void Broker::announce_push_events(bool force) {
+  std::vector<std::uint64_t> events;
+  events.reserve(push_.size());
+  for (const auto& [type, subs] : push_)
+    if (!subs.empty()) events.push_back(type);
+  std::sort(events.begin(), events.end());
+  if (!force && events == announced_) return;
+  announced_ = events;
+  auto h = env::make_header(env::Kind::Control, env::kControlPushEvents, 0);
+  env::EnvelopeWriter w(h);
+  w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(announced_)));
+  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    spdlog::error("router channel full: the push event list was not sent");
+}
+
+bool Broker::matches(const nlohmann::json& filter, const nlohmann::json& payload) {
+  for (const auto& [path, want] : filter.items()) {
+    // "a.b" looks inside objects.
+    const nlohmann::json* at = &payload;
+    std::string_view rest = path;
+    while (at) {
+      const auto dot = rest.find('.');
+      const std::string key(rest.substr(0, dot));
+      if (!at->is_object()) {
+        at = nullptr;
+        break;
+      }
+      auto it = at->find(key);
+      at = it == at->end() ? nullptr : &*it;
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
+    }
+    if (!at || *at != want) return false;
+  }
+  return true;
+}
+
+void Broker::push(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  auto it = push_.find(h.event_type);
+  if (it == push_.end()) return;
+  // The payload is parsed once, and only when a subscriber filters.
+  nlohmann::json payload;
+  bool parsed = false;
+  for (const auto& s : it->second) {
+    if (!s.filter.is_null()) {
+      if (!parsed) {
+        env::EnvelopeView v;
+        if (env::decode(record, v) != env::DecodeError::None) return;
+        payload = nlohmann::json::parse(v.text(env::SectionType::Body), nullptr, false);
+        parsed = true;
+      }
+      if (payload.is_discarded() || !matches(s.filter, payload)) continue;
+    }
+    if (s.listener >= to_listener_.size()) continue;
+    const bool sent = to_listener_[s.listener]->emplace(record.size(), [&](std::byte* p) {
+      std::memcpy(p, record.data(), record.size());
+      auto* out = env::header_at(p);
+      out->origin_listener = s.listener;
+      out->origin_connection = s.connection;
+      out->origin_generation = s.generation;
+    });
+    if (!sent) spdlog::error("listener {} channel full: a push was dropped", s.listener);
+  }
 }
 
 void Broker::arm_deadline_timer() {

@@ -1,7 +1,11 @@
 // Broker: the API side of the pipeline. It keeps every request that a
 // listener sent until its response comes back, answers 504 for one that
 // outlives EDRI_API_RESPONSE_TIMEOUT, and returns each response to the
-// listener that holds the connection. It reads envelope headers only.
+// listener that holds the connection. It reads envelope headers only,
+// except for WebSocket pushes: it keeps which connections subscribed to
+// which notifications (with their filters), asks the router for those
+// notifications, and sends each to the listener of every matching
+// connection.
 #pragma once
 
 #include <chrono>
@@ -15,6 +19,8 @@
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace edri::broker {
 
 class Broker {
@@ -22,12 +28,25 @@ class Broker {
   Broker(ProcessLoop& loop, const Config& config);
 
  private:
+  struct PushSubscription {
+    std::uint16_t listener;
+    std::uint32_t connection;
+    std::uint32_t generation;
+    nlohmann::json filter;  // object of path -> value, or null: everything
+  };
+
   struct Pending {
     envelope::EnvelopeHeader request;  // origin, to answer 504 without the handler
   };
 
   void on_request(std::uint16_t listener, std::span<const std::byte> record);
   void on_response(std::span<const std::byte> record);
+  void on_control(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  void push(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // Tells the router which notifications to send here, if that changed.
+  void announce_push_events(bool force);
+  void answer_control(const envelope::EnvelopeHeader& h, int status);
+  static bool matches(const nlohmann::json& filter, const nlohmann::json& payload);
   void arm_deadline_timer();
   void expire();
 
@@ -39,6 +58,8 @@ class Broker {
   // Request ids in arrival order; with one timeout for all, the front has
   // the earliest deadline. Answered ids are skipped lazily.
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> deadlines_;
+  std::unordered_map<std::uint64_t, std::vector<PushSubscription>> push_;  // by notification type
+  std::vector<std::uint64_t> announced_;                                   // what the router was told
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
 };

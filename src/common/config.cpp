@@ -194,6 +194,20 @@ Config Config::from_env() {
   }
   if (auto v = env("EDRI_CORS_CREDENTIALS")) c.cors_credentials = parse_bool("EDRI_CORS_CREDENTIALS", v);
   if (auto v = env("EDRI_CORS_MAX_AGE")) c.cors_max_age = parse_integer<int>("EDRI_CORS_MAX_AGE", v, 0, 86400 * 7);
+  if (auto v = std::getenv("EDRI_WEBSOCKET_PATH")) {  // set but empty: no WebSocket
+    c.websocket_path = v;
+    if (!c.websocket_path.empty() && c.websocket_path.front() != '/')
+      throw ConfigError("EDRI_WEBSOCKET_PATH=" + c.websocket_path +
+                        ": must start with '/' (or be empty: no WebSocket)");
+  }
+  if (auto v = env("EDRI_WEBSOCKET_MAX_MESSAGE"))
+    c.websocket_max_message = parse_integer<std::size_t>("EDRI_WEBSOCKET_MAX_MESSAGE", v, 125, std::size_t{1} << 40);
+  if (auto v = env("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS"))
+    c.websocket_max_subscriptions = parse_integer<std::uint32_t>("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", v, 0, 4096);
+  if (c.websocket_max_message + 4096 > c.ring_bytes / 4)
+    throw ConfigError("EDRI_WEBSOCKET_MAX_MESSAGE=" + std::to_string(c.websocket_max_message) +
+                      ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
+                      " (a message must fit a quarter of a ring, less 4096 bytes)");
   if (c.max_body_size + 4096 > c.ring_bytes / 4)
     throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) + ": too large for EDRI_RING_BYTES=" +
                       std::to_string(c.ring_bytes) + " (a body must fit a quarter of a ring, less 4096 bytes)");
@@ -242,7 +256,10 @@ std::string Config::describe() const {
     << "EDRI_ASSETS_PATH=" << assets_path << '\n'
     << "EDRI_TEMPLATE_PATH=" << template_path << '\n'
     << "EDRI_SSL_CERTIFICATE=" << ssl_certificate << '\n'
-    << "EDRI_SSL_KEY=" << ssl_key << '\n';
+    << "EDRI_SSL_KEY=" << ssl_key << '\n'
+    << "EDRI_WEBSOCKET_PATH=" << websocket_path << '\n'
+    << "EDRI_WEBSOCKET_MAX_MESSAGE=" << websocket_max_message << '\n'
+    << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n';
   return o.str();
 }
 

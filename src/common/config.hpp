@@ -44,10 +44,13 @@ struct Config {
   std::string cors_headers = "Content-Type, Authorization, X-Request-Id";  // EDRI_CORS_HEADERS ("*": echo)
   bool cors_credentials = false;                                           // EDRI_CORS_CREDENTIALS
   int cors_max_age = 600;                                                  // EDRI_CORS_MAX_AGE (seconds)
-  std::string ssl_certificate;  // EDRI_SSL_CERTIFICATE (PEM chain); with EDRI_SSL_KEY: HTTPS
-  std::string ssl_key;          // EDRI_SSL_KEY (PEM)
-  std::string template_path;    // EDRI_TEMPLATE_PATH: folder of Mustache templates
-  std::string assets_path;      // EDRI_ASSETS_PATH: a folder served at "/" (after routes and plugin assets)
+  std::string ssl_certificate;         // EDRI_SSL_CERTIFICATE (PEM chain); with EDRI_SSL_KEY: HTTPS
+  std::string ssl_key;                 // EDRI_SSL_KEY (PEM)
+  std::string template_path;           // EDRI_TEMPLATE_PATH: folder of Mustache templates
+  std::string assets_path;             // EDRI_ASSETS_PATH: a folder served at "/" (after routes and plugin assets)
+  std::string websocket_path = "/ws";  // EDRI_WEBSOCKET_PATH (empty: no WebSocket)
+  std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
+  std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

@@ -63,7 +63,10 @@ ProcessLoop::~ProcessLoop() {
 
 void ProcessLoop::on_records_from(std::uint32_t producer_slot, RecordHandler handler) {
   const auto c = topology_.channel(producer_slot, slot_);
-  inbound_.push_back(Inbound{segment_.consumer(c),
+  auto consumer = segment_.consumer(c);
+  if (consumer.skipped_poison())
+    spdlog::error("the previous process died handling a record from slot {}: that record is dropped", producer_slot);
+  inbound_.push_back(Inbound{std::move(consumer),
                              Doorbell(&segment_.doorbell(producer_slot), doorbell_fds_.at(producer_slot)),
                              std::move(handler), producer_slot});
 }

@@ -54,10 +54,12 @@ RequestParser::Result RequestParser::feed(const char* data, std::size_t size) {
     r.consumed = size;
     return r;
   }
-  if (err == HPE_PAUSED_UPGRADE) {
-    // Upgrades (WebSocket) are not served on this path yet.
-    fail(501, "protocol upgrade is not supported");
-  } else if (!error_status_) {
+  if (err == HPE_PAUSED_UPGRADE && !error_status_) {
+    r.upgrade = true;
+    r.consumed = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data);
+    return r;
+  }
+  if (!error_status_) {
     error_status_ = 400;
     error_reason_ = llhttp_get_error_reason(&parser_);
     if (!error_reason_ || !*error_reason_) error_reason_ = llhttp_errno_name(err);
@@ -150,8 +152,9 @@ int RequestParser::on_message_complete(llhttp_t* p) {
   s.request_.keep_alive = llhttp_should_keep_alive(p);
   s.request_.upgrade = p->upgrade;
   s.in_message_ = false;
-  // An upgrade ends parsing (HPE_PAUSED_UPGRADE): feed() answers it.
-  if (!p->upgrade) s.on_request_(s.request_);
+  // After an upgrade request llhttp pauses (HPE_PAUSED_UPGRADE): feed()
+  // tells its caller, which decides what the following bytes are.
+  s.on_request_(s.request_);
   return 0;
 }
 

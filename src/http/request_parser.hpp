@@ -52,6 +52,11 @@ class RequestParser final {
     int status = 0;           // the HTTP status to answer with when !ok (400, 413, 414, 431, 501)
     const char* reason = "";  // why, for logs and the problem detail
     std::size_t consumed = 0;
+    // The request just delivered asked for a protocol upgrade: parsing
+    // stopped after it, at `consumed`. The caller either takes the rest of
+    // the stream for the new protocol or calls resume_after_upgrade() and
+    // feeds the rest again (an upgrade it ignores).
+    bool upgrade = false;
   };
 
   RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue = {});
@@ -61,6 +66,8 @@ class RequestParser final {
   // Parses the next bytes of the stream. After an error the parser stays in
   // error: the caller answers `status` and closes the connection.
   Result feed(const char* data, std::size_t size);
+
+  void resume_after_upgrade() { llhttp_resume_after_upgrade(&parser_); }
 
   // True between the first byte of a request and its end.
   bool mid_message() const { return in_message_; }

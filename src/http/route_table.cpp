@@ -48,6 +48,22 @@ std::string_view next_segment(std::string_view& rest, bool& last) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, ParamType>> RouteTable::parameters(std::string_view tpl) {
+  std::vector<std::pair<std::string, ParamType>> out;
+  std::string_view rest = tpl.empty() ? tpl : tpl.substr(1);
+  for (bool last = tpl.empty(); !last;) {
+    const std::string_view seg = next_segment(rest, last);
+    if (seg.size() < 2 || seg.front() != '{' || seg.back() != '}') continue;
+    const std::string_view inner = seg.substr(1, seg.size() - 2);
+    const auto colon = inner.find(':');
+    const std::string_view type = colon == std::string_view::npos ? "str" : inner.substr(colon + 1);
+    out.emplace_back(std::string(inner.substr(0, colon)), type == "int"    ? ParamType::Int
+                                                          : type == "uuid" ? ParamType::Uuid
+                                                                           : ParamType::Str);
+  }
+  return out;
+}
+
 void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) {
   const std::string where = "route " + std::string(method_name(method)) + " " + std::string(tpl);
   if (tpl.empty() || tpl[0] != '/') throw std::invalid_argument(where + ": the path must start with '/'");

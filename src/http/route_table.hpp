@@ -53,6 +53,10 @@ class RouteTable {
 
   std::size_t size() const { return routes_; }
 
+  // The parameters of a template, in order: "/a/{id:int}/{s}" ->
+  // (id, Int), (s, Str). The template must be valid (add() accepted it).
+  static std::vector<std::pair<std::string, ParamType>> parameters(std::string_view path_template);
+
  private:
   struct ParamEdge {
     ParamType type;

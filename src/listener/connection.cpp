@@ -13,7 +13,10 @@ namespace edri::listener {
 
 namespace {
 constexpr std::size_t kReadBuffer = 16 * 1024;
-}
+// A WebSocket client that lets this much output pile up (it does not read
+// its pushes) is closed with 1008 rather than growing without bound.
+constexpr std::size_t kMaxWebSocketBacklog = 8u << 20;
+}  // namespace
 
 Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls)
     : listener_(listener),
@@ -27,6 +30,7 @@ Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32
       read_buf_(new char[kReadBuffer]) {}
 
 Connection::~Connection() {
+  if (ws_) ws_->detach();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -114,20 +118,107 @@ void Connection::resume_reading() {
   read_available();
 }
 
-bool Connection::consume(std::size_t n) {
-  const auto r = parser_.feed(read_buf_.get(), n);
+bool Connection::consume(const char* data, std::size_t n) {
+  if (ws_) {
+    ws_->feed(data, n);
+    listener_.need_poll();
+    return !closed_ && !read_closed_;
+  }
+  const auto r = parser_.feed(data, n);
   if (!r.ok) {
     // Requests before the error are answered; then the error, then close.
     read_closed_ = true;
     listener_.answer_locally(*this, false, false, false, r.status, r.reason);
     return false;
   }
+  if (r.upgrade && !closed_) {
+    // The listener saw the upgrade request: it either switched this
+    // connection to WebSocket (the rest is frames) or answered it as plain
+    // HTTP (the rest is the next request).
+    if (ws_) return consume(data + r.consumed, n - r.consumed);
+    parser_.resume_after_upgrade();
+    return consume(data + r.consumed, n - r.consumed);
+  }
   return !closed_ && !read_closed_;
+}
+
+bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers) {
+  if (!slots_.empty()) return false;
+  upgrade_request_ = req;
+  upgrade_request_.body.clear();
+  ws_ = std::make_shared<WebSocketSession>(listener_.io(), *this, listener_.config().websocket_max_message);
+  ws_->accept(upgrade_request_, headers);
+  listener_.need_poll();
+  return true;
+}
+
+std::uint32_t Connection::ws_open_slot(std::string command) {
+  ws_slots_.push_back(WsSlot{std::move(command), std::chrono::steady_clock::now(), false, {}});
+  if (ws_ && ws_slots_.size() >= listener_.config().max_pipeline) ws_->pause();
+  return ws_next_seq_++;
+}
+
+const std::string* Connection::ws_slot(std::uint32_t seq) const {
+  const std::uint32_t idx = seq - ws_base_seq_;
+  if (idx >= ws_slots_.size() || ws_slots_[idx].ready) return nullptr;
+  return &ws_slots_[idx].command;
+}
+
+void Connection::ws_complete(std::uint32_t seq, std::string message) {
+  const std::uint32_t idx = seq - ws_base_seq_;
+  if (idx >= ws_slots_.size() || ws_slots_[idx].ready) return;
+  ws_slots_[idx].ready = true;
+  ws_slots_[idx].message = std::move(message);
+  while (!ws_slots_.empty() && ws_slots_.front().ready) {
+    if (ws_) ws_->send(std::move(ws_slots_.front().message));
+    ws_slots_.pop_front();
+    ++ws_base_seq_;
+  }
+  if (ws_ && ws_->paused() && ws_slots_.size() < listener_.config().max_pipeline) {
+    ws_->resume();
+    resume_reading();
+  }
+  listener_.need_poll();
+}
+
+void Connection::ws_send(std::string message) {
+  if (!ws_ || !ws_->open()) return;
+  if (backlog() + ws_->queued_bytes() + message.size() > kMaxWebSocketBacklog) {
+    ws_close(1008, "the client does not read its messages");
+    return;
+  }
+  ws_->send(std::move(message));
+  listener_.need_poll();
+}
+
+void Connection::ws_close(std::uint16_t code, std::string reason) {
+  if (!ws_) return;
+  ws_->close(code, std::move(reason));
+  listener_.need_poll();
+}
+
+void Connection::ws_output(std::string_view bytes) {
+  if (closed_) return;
+  out_.append(bytes);
+  mark_dirty();
+}
+
+void Connection::ws_message(std::string_view text) { listener_.ws_message(*this, text); }
+
+void Connection::ws_ended() {
+  read_closed_ = true;
+  close_after_write_ = true;
+  ws_slots_.clear();
+  if (out_off_ == out_.size())
+    close();
+  else
+    mark_dirty();
 }
 
 void Connection::read_available() {
   for (;;) {
-    if (slots_.size() >= listener_.config().max_pipeline) {
+    if (slots_.size() >= listener_.config().max_pipeline ||
+        (ws_ && ws_->paused() && ws_->input_backlog() > listener_.config().websocket_max_message)) {
       // Backpressure: too many requests in flight on this connection; read
       // again when responses drain.
       read_paused_ = true;
@@ -135,7 +226,7 @@ void Connection::read_available() {
     }
     const ssize_t n = read_some(read_buf_.get(), kReadBuffer);
     if (n > 0) {
-      if (!consume(static_cast<std::size_t>(n))) return;
+      if (!consume(read_buf_.get(), static_cast<std::size_t>(n))) return;
       // A short read emptied the socket buffer: the next arrival raises a
       // new edge. (TLS keeps records of its own: read until it would block.)
       if (!tls_ && static_cast<std::size_t>(n) < kReadBuffer) return;
@@ -193,6 +284,11 @@ void Connection::flush() {
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  if (ws_) {
+    ws_->detach();
+    ws_.reset();
+    listener_.need_poll();
+  }
   if (tls_) tls_->shutdown();
   listener_.events().unwatch(fd_);
   ::close(fd_);

@@ -3,7 +3,9 @@
 // Requests on a connection may be pipelined; each gets a slot in arrival
 // order and responses leave in that order, whatever order they come back
 // from the managers in. Output is written with non-blocking send() first and
-// only falls back to an Asio wait when the socket buffer is full.
+// only waits for EPOLLOUT when the socket buffer is full. After a WebSocket
+// upgrade the same holds for commands: each gets a slot, answers leave in
+// order, and pushes go out between them as they come.
 #pragma once
 
 #include <chrono>
@@ -14,17 +16,18 @@
 
 #include "http/request_parser.hpp"
 #include "listener/tls.hpp"
+#include "listener/websocket_session.hpp"
 
 namespace edri::listener {
 
 class Listener;
 
-class Connection {
+class Connection final : public WebSocketSession::Owner {
  public:
   // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
   // over it when `tls` is given.
   Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
-  ~Connection();
+  ~Connection() override;
 
   void start();
 
@@ -55,8 +58,30 @@ class Connection {
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (!slots_[i].ready && slots_[i].info.opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < ws_slots_.size(); ++i)
+      if (!ws_slots_[i].ready && ws_slots_[i].opened < cutoff) f(ws_base_seq_ + static_cast<std::uint32_t>(i));
   }
-  bool waiting() const { return !slots_.empty(); }
+  bool waiting() const { return !slots_.empty() || !ws_slots_.empty(); }
+
+  // WebSocket. Switches this connection to WebSocket after the upgrade
+  // request `req`; Beast answers it (101 with `headers`, or an error and a
+  // close). False if requests before it are still unanswered.
+  bool upgrade(const http::HttpRequest& req, std::string_view headers);
+  bool websocket() const { return ws_ != nullptr; }
+  // The upgrade request, for header and cookie fields of commands.
+  const http::HttpRequest& upgrade_request() const { return upgrade_request_; }
+  // A command's answer slot: answers leave in the order commands came.
+  std::uint32_t ws_open_slot(std::string command);
+  // The command of a pending slot, or nullptr (stale answer).
+  const std::string* ws_slot(std::uint32_t seq) const;
+  void ws_complete(std::uint32_t seq, std::string message);
+  // A message outside the command order (a push).
+  void ws_send(std::string message);
+  void ws_close(std::uint16_t code, std::string reason);
+  // Output queued for the client but not yet written.
+  std::size_t backlog() const { return out_.size() - out_off_; }
+  // Notification types this connection subscribed to.
+  std::vector<std::uint64_t> subscriptions;
 
   // Writes whatever is ready; called once per loop turn for dirty
   // connections.
@@ -75,10 +100,22 @@ class Connection {
     std::string bytes;
   };
 
+  struct WsSlot {
+    std::string command;
+    std::chrono::steady_clock::time_point opened;
+    bool ready = false;
+    std::string message;
+  };
+
+  // WebSocketSession::Owner
+  void ws_output(std::string_view bytes) override;
+  void ws_message(std::string_view text) override;
+  void ws_ended() override;
+
   void on_events(std::uint32_t events);
   void read_available();
   void resume_reading();
-  bool consume(std::size_t n);  // false: stop reading
+  bool consume(const char* data, std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);
   void send_continue();
   // recv/send, or their TLS counterparts: bytes, 0 at the end of the
@@ -105,6 +142,11 @@ class Connection {
   bool read_closed_ = false;  // peer closed, or an error ended reading
   bool close_after_write_ = false;
   bool closed_ = false;
+  std::shared_ptr<WebSocketSession> ws_;
+  http::HttpRequest upgrade_request_;
+  std::deque<WsSlot> ws_slots_;
+  std::uint32_t ws_base_seq_ = 0;
+  std::uint32_t ws_next_seq_ = 0;
 };
 
 template <class Write>

@@ -3,7 +3,9 @@
 // and EDRI_CORS_MAX_AGE.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <edri/plugin.hpp>
@@ -24,6 +26,11 @@ class Cors {
   Cors(std::vector<std::string> origins, std::string allow_headers, bool credentials, int max_age);
 
   Verdict apply(const http::HttpRequest& req, Method method, ResponseHeaders& out) const;
+  // Whether `origin` is one of EDRI_CORS_ORIGINS (WebSocket handshakes from
+  // other origins are refused: browsers do not apply CORS to WebSocket).
+  bool allows(std::string_view origin) const {
+    return any_origin_ || std::find(origins_.begin(), origins_.end(), origin) != origins_.end();
+  }
 
  private:
   std::vector<std::string> origins_;

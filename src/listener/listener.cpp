@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "listener/connection.hpp"
 
@@ -88,6 +89,22 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
     targets_.push_back(Target{plugins.events()[r.event].type_id, validators[r.event]});
     routes_.add(r.method, r.path, t);
   }
+  for (const auto& cmd : plugins.commands()) {
+    const auto& ev = plugins.events()[cmd.event];
+    WsCommand w{WsCommand::Kind::Event, ev.type_id, validators[cmd.event], {}};
+    for (const auto& r : plugins.routes())
+      if (r.event == cmd.event) {
+        w.path_params = http::RouteTable::parameters(r.path);
+        break;
+      }
+    ws_commands_.emplace(cmd.command, std::move(w));
+  }
+  for (const auto& p : plugins.pushes()) {
+    const auto& ev = plugins.events()[p.notification];
+    ws_commands_.emplace(p.subscribe, WsCommand{WsCommand::Kind::Subscribe, ev.type_id, nullptr, {}});
+    ws_commands_.emplace(p.unsubscribe, WsCommand{WsCommand::Kind::Unsubscribe, ev.type_id, nullptr, {}});
+    push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
+  }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
   loop_.after_drain([this] { after_drain(); });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
@@ -108,6 +125,13 @@ http::ParserLimits Listener::parser_limits() const {
 
 void Listener::start() {
   spdlog::info("serving {} routes", routes_.size());
+  // Subscriptions of this listener's previous life died with its
+  // connections; the broker forgets them before anything new arrives.
+  auto h = env::make_header(env::Kind::Control, env::kControlListenerReset, 0);
+  h.origin_listener = index_;
+  env::EnvelopeWriter w(h);
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    spdlog::error("cannot tell the broker this listener restarted");
   loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_all(); });
   accept_all();
   sweep_.expires_after(std::chrono::seconds(1));
@@ -127,7 +151,11 @@ void Listener::sweep_overdue() {
     c->for_each_overdue(cutoff, [&](std::uint32_t seq) { overdue.push_back(seq); });
     for (const auto seq : overdue) {
       spdlog::warn("request {} on connection {} got no answer, not even a 504: answering 504", seq, c->id());
-      problem(*c, seq, 504, "no answer from the pipeline (a process may have restarted)", {});
+      static constexpr std::string_view kLost = "no answer from the pipeline (a process may have restarted)";
+      if (c->websocket())
+        ws_error(*c, seq, 504, kLost);
+      else
+        problem(*c, seq, 504, kLost, {});
     }
   }
   sweep_.expires_after(std::chrono::seconds(1));
@@ -169,6 +197,7 @@ Connection* Listener::find(std::uint32_t id, std::uint32_t generation) {
 }
 
 void Listener::release(Connection& c) {
+  if (!c.subscriptions.empty()) send_control(c, env::kControlPushUnsubscribe, env::kNoAnswer, {});
   const auto id = c.id();
   ++generations_[id];
   // Destroyed at the end of the loop turn, never inside its own callback.
@@ -181,7 +210,19 @@ void Listener::mark_dirty(Connection& c) {
   dirty_.push_back(&c);
 }
 
+void Listener::poll_io() {
+  if (!poll_needed_) return;
+  poll_needed_ = false;
+  try {
+    io_.poll();
+  } catch (const std::exception& e) {
+    spdlog::error("websocket handler failed: {}", e.what());
+  }
+}
+
 void Listener::after_drain() {
+  // WebSocket work first: it may add output to the connections flushed next.
+  poll_io();
   for (std::size_t i = 0; i < dirty_.size(); ++i) {
     Connection* c = dirty_[i];
     if (c->dirty) c->flush();
@@ -319,6 +360,8 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     return;
   }
   if (!run_request_middleware(c, req, *method, path, query, keep_alive, http10)) return;
+  if (req.upgrade && !config_.websocket_path.empty() && path == config_.websocket_path)
+    return ws_upgrade(c, req, http10);
 
   if (*method == Method::Options && target == "*") {
     // Asterisk-form (RFC 9110 9.3.7): what the server as a whole allows.
@@ -344,7 +387,11 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   }
   if (m.result == http::RouteTable::Match::Result::NotFound) {
     const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
-    problem(c, seq, 404, "no route for " + std::string(path), {});
+    if (!config_.websocket_path.empty() && path == config_.websocket_path)
+      problem(c, seq, 426, "this is the WebSocket endpoint: send a WebSocket upgrade request",
+              "Upgrade: websocket\r\nConnection: Upgrade\r\n");
+    else
+      problem(c, seq, 404, "no route for " + std::string(path), {});
     return;
   }
   if (m.result == http::RouteTable::Match::Result::MethodNotAllowed) {
@@ -390,11 +437,7 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (config_.request_id) validated_.headers.emplace_back("x-request-id", request_id_);
 
   const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines(), m.target);
-  auto h = env::make_header(env::Kind::Request, route.event_type, ++next_request_);
-  h.origin_listener = index_;
-  h.origin_connection = c.id();
-  h.origin_generation = c.generation();
-  h.origin_stream = seq;
+  auto h = origin_header(c, env::Kind::Request, route.event_type, seq);
   if (config_.server_timing) {
     h.flags |= env::kFlagTiming;
     h.t0_ns = now_ns();
@@ -406,15 +449,29 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   else if (!params.empty())
     w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
+  add_validated(w);
+  if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
+}
+
+env::EnvelopeHeader Listener::origin_header(const Connection& c, env::Kind kind, std::uint64_t type,
+                                            std::uint32_t seq) {
+  auto h = env::make_header(kind, type, ++next_request_);
+  h.origin_listener = index_;
+  h.origin_connection = c.id();
+  h.origin_generation = c.generation();
+  h.origin_stream = seq;
+  return h;
+}
+
+void Listener::add_validated(env::EnvelopeWriter& w) const {
   if (!validated_.query.empty())
     w.key_values(env::SectionType::QueryParams, validated_.query, env::StringPairKey{}, env::StringPairValue{});
   if (!validated_.headers.empty())
     w.key_values(env::SectionType::Headers, validated_.headers, env::StringPairKey{}, env::StringPairValue{});
   if (!validated_.cookies.empty())
     w.key_values(env::SectionType::Cookies, validated_.cookies, env::StringPairKey{}, env::StringPairValue{});
-  if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
 }
 
 void Listener::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail,
@@ -431,6 +488,22 @@ void Listener::on_response(std::span<const std::byte> record) {
   const auto& h = v.header;
   Connection* c = find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
+  if (c->websocket()) {
+    if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) {
+      auto name = push_names_.find(h.event_type);
+      if (name == push_names_.end()) return;
+      const std::string_view payload = v.text(env::SectionType::Body);
+      std::string msg;
+      msg.reserve(32 + name->second.size() + payload.size());
+      msg.append(R"({"command":)").append(name->second).append(R"(,"event":)");
+      msg.append(payload.empty() ? std::string_view("null") : payload).append("}");
+      c->ws_send(std::move(msg));
+      return;
+    }
+    if (!c->ws_slot(h.origin_stream)) return;
+    return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
+                     v.text(env::SectionType::Body));
+  }
   if (!c->slot(h.origin_stream)) return;
 
   extra_headers_.clear();
@@ -461,6 +534,169 @@ void Listener::on_response(std::span<const std::byte> record) {
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
         extra_headers_);
+}
+
+}  // namespace edri::listener
+
+namespace edri::listener {
+
+namespace {
+
+bool is_json_type(std::string_view content_type) {
+  const auto semi = content_type.find(';');
+  const std::string_view t = content_type.substr(0, semi);
+  return t == "application/json" || (t.size() > 5 && t.substr(t.size() - 5) == "+json");
+}
+
+}  // namespace
+
+void Listener::ws_upgrade(Connection& c, const http::HttpRequest& req, bool http10) {
+  // Browsers do not apply CORS to WebSocket: with EDRI_CORS_ORIGINS set, a
+  // page from another origin must not open one (cross-site WebSocket
+  // hijacking).
+  if (cors_) {
+    const std::string_view origin = req.header("origin");
+    if (!origin.empty() && !cors_->allows(origin)) {
+      answer_locally(c, false, http10, false, 403, "origin not allowed");
+      return;
+    }
+  }
+  if (!c.upgrade(req, request_headers_.lines()))
+    answer_locally(c, false, http10, false, 400, "a WebSocket upgrade must not follow unanswered requests");
+}
+
+void Listener::ws_message(Connection& c, std::string_view text) {
+  nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
+  const bool object = !msg.is_discarded() && msg.is_object();
+  auto name = object ? msg.find("command") : msg.end();
+  if (!object || name == msg.end() || !name->is_string()) {
+    const auto seq = c.ws_open_slot("null");
+    ws_error(c, seq, 400, R"(a message must be a JSON object with a string "command")");
+    return;
+  }
+  const std::string& command = name->get_ref<const std::string&>();
+  const auto seq = c.ws_open_slot(nlohmann::json(command).dump());
+  auto it = ws_commands_.find(command);
+  if (it == ws_commands_.end()) {
+    ws_error(c, seq, 404, "unknown command " + command);
+    return;
+  }
+  ws_command(c, seq, it->second, msg);
+}
+
+void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd, nlohmann::json& msg) {
+  using Kind = WsCommand::Kind;
+  if (cmd.kind != Kind::Event) {
+    auto& subs = c.subscriptions;
+    const bool had = std::find(subs.begin(), subs.end(), cmd.type) != subs.end();
+    std::string payload(sizeof cmd.type, '\0');
+    std::memcpy(payload.data(), &cmd.type, sizeof cmd.type);
+    if (cmd.kind == Kind::Subscribe) {
+      auto filter = msg.find("filter");
+      if (filter != msg.end() && !filter->is_null()) {
+        if (!filter->is_object()) {
+          validated_.clear();
+          validated_.status = 422;
+          validated_.errors.push_back({"filter", "must be an object of field: value"});
+          return ws_answer(c, seq, 422, "application/problem+json", RequestValidator::problem_body(validated_));
+        }
+        payload += filter->dump();
+      }
+      if (!had && subs.size() >= config_.websocket_max_subscriptions)
+        return ws_error(c, seq, 429, "too many subscriptions on this connection");
+      if (!had) subs.push_back(cmd.type);
+    } else if (had) {
+      std::erase(subs, cmd.type);
+    }
+    if (!send_control(c, cmd.kind == Kind::Subscribe ? env::kControlPushSubscribe : env::kControlPushUnsubscribe, seq,
+                      std::as_bytes(std::span<const char>(payload.data(), payload.size()))))
+      ws_error(c, seq, 503, "the server is overloaded; retry later");
+    return;
+  }
+
+  // Fields: path parameters of the event's route, then declared fields.
+  validated_.clear();
+  decoded_params_.clear();
+  for (const auto& [pname, ptype] : cmd.path_params) {
+    auto v = msg.find(pname);
+    if (v == msg.end() || v->is_null()) {
+      validated_.errors.push_back({pname, "is required"});
+      continue;
+    }
+    std::string text = v->is_string() ? v->get<std::string>() : v->dump();
+    const bool ok = ptype == http::ParamType::Int    ? v->is_number_integer() && http::is_int_segment(text)
+                    : ptype == http::ParamType::Uuid ? v->is_string() && http::is_uuid_segment(text)
+                                                     : v->is_string() && !text.empty();
+    if (!ok) {
+      validated_.errors.push_back({pname, ptype == http::ParamType::Int    ? "must be an integer"
+                                          : ptype == http::ParamType::Uuid ? "must be a UUID"
+                                                                           : "must be a non-empty string"});
+      continue;
+    }
+    decoded_params_.emplace_back(pname, std::move(text));
+  }
+  if (cmd.validator) {
+    ValidatedFields fields;
+    cmd.validator->check_message(msg, c.upgrade_request(), fields);
+    fields.errors.insert(fields.errors.begin(), validated_.errors.begin(), validated_.errors.end());
+    validated_ = std::move(fields);
+  }
+  if (!validated_.errors.empty()) {
+    validated_.status = 422;
+    return ws_answer(c, seq, 422, "application/problem+json", RequestValidator::problem_body(validated_));
+  }
+
+  auto h = origin_header(c, env::Kind::Request, cmd.type, seq);
+  env::EnvelopeWriter w(h);
+  if (!decoded_params_.empty())
+    w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
+  add_validated(w);
+  // The body is the message without its "command": always a JSON object.
+  std::string body = "{}";
+  if (msg.size() > 1) {
+    msg.erase("command");
+    body = msg.dump();
+  }
+  w.text(env::SectionType::Body, body);
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    ws_error(c, seq, 503, "the server is overloaded; retry later");
+}
+
+bool Listener::send_control(Connection& c, std::uint64_t code, std::uint32_t seq, std::span<const std::byte> payload) {
+  auto h = origin_header(c, env::Kind::Control, code, seq);
+  env::EnvelopeWriter w(h);
+  if (!payload.empty()) w.raw(env::SectionType::Control, payload);
+  return to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+}
+
+void Listener::ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                         std::string_view body) {
+  const std::string* command = c.ws_slot(seq);
+  if (!command) return;
+  std::string msg;
+  msg.reserve(40 + command->size() + body.size());
+  msg.append(R"({"command":)").append(*command);
+  if (status < 400) {
+    msg.append(R"(,"response":)");
+    if (body.empty())
+      msg.append("{}");
+    else if (is_json_type(content_type))
+      msg.append(body);
+    else
+      msg.append(nlohmann::json(std::string(body)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    msg.append(R"(,"error":)");
+    if (is_json_type(content_type) && !body.empty())
+      msg.append(body);
+    else
+      msg.append(http::problem_json(status, body));
+  }
+  msg.append("}");
+  c.ws_complete(seq, std::move(msg));
+}
+
+void Listener::ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
+  ws_answer(c, seq, status, "application/problem+json", http::problem_json(status, detail));
 }
 
 }  // namespace edri::listener

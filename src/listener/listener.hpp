@@ -5,17 +5,27 @@
 // request never crosses a process boundary), and sends each routed request
 // to the broker as an envelope. Responses come back through the broker and
 // are written to the connection that asked, in order.
+//
+// WebSocket connections (at EDRI_WEBSOCKET_PATH) speak the JSON command
+// protocol of docs/websocket.md: each text message names a command; the
+// listener checks its fields like a request's and sends it as the
+// command's event; answers go back in order, and pushes of subscribed
+// notifications arrive from the broker in between.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "common/asio.hpp"
 
 #include "common/config.hpp"
 #include "common/event_loop.hpp"
 #include "common/process_loop.hpp"
+#include "envelope/envelope.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
 #include "http/route_table.hpp"
@@ -54,12 +64,37 @@ class Listener {
   EventLoop& events() { return loop_.events(); }
   http::ParserLimits parser_limits() const;
 
+  // WebSocket: the queue of Beast's completion handlers, run once per turn.
+  asio::io_context& io() { return io_; }
+  void need_poll() { poll_needed_ = true; }
+  void ws_message(Connection& c, std::string_view text);
+
  private:
   struct Target {
     std::uint64_t event_type;
     std::shared_ptr<const RequestValidator> validator;  // null: no fields declared
   };
 
+  struct WsCommand {
+    enum class Kind : std::uint8_t { Event, Subscribe, Unsubscribe } kind;
+    std::uint64_t type;  // the event's type, or the notification's
+    std::shared_ptr<const RequestValidator> validator;
+    std::vector<std::pair<std::string, http::ParamType>> path_params;  // of the event's first route
+  };
+
+  // The upgrade request at EDRI_WEBSOCKET_PATH.
+  void ws_upgrade(Connection& c, const http::HttpRequest& req, bool http10);
+  void ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd, nlohmann::json& msg);
+  // Answers command slot `seq` with a handler's (or a hop's) response.
+  void ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body);
+  void ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail);
+  bool send_control(Connection& c, std::uint64_t code, std::uint32_t seq, std::span<const std::byte> payload);
+  void poll_io();
+  // A header addressed back to slot `seq` of connection `c`.
+  envelope::EnvelopeHeader origin_header(const Connection& c, envelope::Kind kind, std::uint64_t type,
+                                         std::uint32_t seq);
+  // The declared query, header and cookie fields that passed, as sections.
+  void add_validated(envelope::EnvelopeWriter& w) const;
   void accept_all();
   void record(const Connection::SlotInfo& info, int status);
   // Built-in (request id, CORS) then plugin middleware; false when one of
@@ -73,6 +108,12 @@ class Listener {
 
   ProcessLoop& loop_;
   const Config& config_;
+  // Before the connections: their WebSocket sessions post into it.
+  asio::io_context io_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> io_work_{io_.get_executor()};
+  bool poll_needed_ = false;
+  std::unordered_map<std::string, WsCommand> ws_commands_;
+  std::unordered_map<std::uint64_t, std::string> push_names_;  // notification type -> quoted JSON name
   transport::Outbox& to_broker_;
   std::uint16_t index_;
   http::RouteTable routes_;

@@ -225,25 +225,79 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
         }
         break;
       }
-      case FieldSource::Header: {
-        const std::string name = lower(f.name);
-        for (const auto& [k, v] : req.headers) {
-          if (lower(k) != name) continue;
+      case FieldSource::Header:
+      case FieldSource::Cookie: check_headers(f, req, out, present); break;
+    }
+    if (!present && f.required) out.errors.push_back({f.name, "is required"});
+  }
+  if (!out.errors.empty()) out.status = 422;
+}
+
+void RequestValidator::check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out,
+                                     bool& present) const {
+  if (f.source == FieldSource::Header) {
+    const std::string name = lower(f.name);
+    for (const auto& [k, v] : req.headers) {
+      if (lower(k) != name) continue;
+      present = true;
+      check_text(f, v, out.errors);
+      out.headers.emplace_back(name, v);
+      return;
+    }
+    return;
+  }
+  std::string value;
+  present = find_cookie(req.header("cookie"), f.name, value);
+  if (present) {
+    check_text(f, value, out.errors);
+    out.cookies.emplace_back(f.name, value);
+  }
+}
+
+void RequestValidator::check_message(const nlohmann::json& msg, const http::HttpRequest& upgrade,
+                                     ValidatedFields& out) const {
+  out.clear();
+  std::string value;
+  for (const auto& f : fields_) {
+    bool present = false;
+    switch (f.source) {
+      case FieldSource::Body: {
+        if (f.name.empty()) {  // the whole message, less "command"
+          nlohmann::json rest = msg;
+          rest.erase("command");
+          check_json(f, rest, out.errors);
+          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = "message";
           present = true;
-          check_text(f, v, out.errors);
-          out.headers.emplace_back(name, v);
           break;
         }
-        break;
-      }
-      case FieldSource::Cookie: {
-        present = find_cookie(req.header("cookie"), f.name, value);
-        if (present) {
-          check_text(f, value, out.errors);
-          out.cookies.emplace_back(f.name, value);
+        auto it = msg.find(f.name);
+        if (it != msg.end() && !it->is_null()) {
+          check_json(f, *it, out.errors);
+          present = true;
         }
         break;
       }
+      case FieldSource::Query: {
+        auto it = msg.find(f.name);
+        if (it != msg.end() && !it->is_null()) {
+          if (it->is_structured()) {
+            out.errors.push_back({f.name, "must be a single value"});
+            continue;
+          }
+          value = it->is_string() ? it->get<std::string>() : it->dump();
+          present = true;
+        } else if (!f.default_value.is_null()) {
+          value = f.default_value.is_string() ? f.default_value.get<std::string>() : f.default_value.dump();
+          present = true;
+        }
+        if (present) {
+          check_text(f, value, out.errors);
+          out.query.emplace_back(f.name, value);
+        }
+        break;
+      }
+      case FieldSource::Header:
+      case FieldSource::Cookie: check_headers(f, upgrade, out, present); break;
     }
     if (!present && f.required) out.errors.push_back({f.name, "is required"});
   }

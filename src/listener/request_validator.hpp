@@ -45,6 +45,11 @@ class RequestValidator {
   // Checks `req` (whose raw query string is `query`) into `out`.
   void check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const;
 
+  // Checks a WebSocket command: body and query fields are read from the
+  // message object `msg` (a query field may come as a JSON scalar), header
+  // and cookie fields from the connection's upgrade request.
+  void check_message(const nlohmann::json& msg, const http::HttpRequest& upgrade, ValidatedFields& out) const;
+
   // The 422/400 problem+json body for `out`.
   static std::string problem_body(const ValidatedFields& out);
 
@@ -52,6 +57,7 @@ class RequestValidator {
   std::vector<FieldDecl> fields_;
   bool has_body_fields_ = false;
   bool has_named_body_fields_ = false;
+  void check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out, bool& present) const;
 };
 
 // "a%20b+c" -> "a b c". Returns false on a malformed escape.

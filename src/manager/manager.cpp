@@ -66,7 +66,7 @@ void Manager::subscribe() {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, _] : handlers_) ids.push_back(id);
   for (const auto& [id, _] : subscribers_) ids.push_back(id);
-  auto h = env::make_header(env::Kind::Control, router::kControlSubscribe, 0);
+  auto h = env::make_header(env::Kind::Control, env::kControlSubscribe, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
   if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
@@ -90,7 +90,7 @@ void Manager::on_record(std::span<const std::byte> record) {
     case env::Kind::Notification: return on_notification(v);
     case env::Kind::Response: return on_response(v);
     case env::Kind::Control:
-      if (v.header.event_type == router::kControlResubscribe) subscribe();
+      if (v.header.event_type == env::kControlResubscribe) subscribe();
       return;
   }
 }

@@ -87,6 +87,35 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       ev.handler = static_cast<std::int32_t>(set.handlers_.size());
       set.handlers_.push_back(std::move(hd.handler));
     }
+    // WebSocket command names share one namespace across plugins.
+    auto claim_command = [&](const std::string& name) {
+      if (name.empty()) throw PluginError(where + ": a WebSocket command has no name");
+      for (const auto& c : set.commands_)
+        if (c.command == name) throw PluginError(where + ": WebSocket command " + name + " is declared twice");
+      for (const auto& p : set.pushes_)
+        if (p.subscribe == name || p.unsubscribe == name)
+          throw PluginError(where + ": WebSocket command " + name + " is declared twice");
+    };
+    for (auto& c : reg.commands) {
+      auto it = event_by_name.find(c.event);
+      if (it == event_by_name.end())
+        throw PluginError(where + ": WebSocket command " + c.command + " names undeclared event " + c.event);
+      if (set.events_[it->second].notification)
+        throw PluginError(where + ": WebSocket command " + c.command + " names notification " + c.event +
+                          " (a command sends a request; use push() for notifications)");
+      claim_command(c.command);
+      set.commands_.push_back(LoadedCommand{std::move(c.command), it->second});
+    }
+    for (auto& p : reg.pushes) {
+      auto it = event_by_name.find(p.notification);
+      if (it == event_by_name.end() || !set.events_[it->second].notification)
+        throw PluginError(where + ": push of " + p.notification + ", which is not a declared notification");
+      if (p.subscribe == p.unsubscribe)
+        throw PluginError(where + ": push of " + p.notification + " has the same subscribe and unsubscribe command");
+      claim_command(p.subscribe);
+      claim_command(p.unsubscribe);
+      set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
+    }
     for (const auto& sd : reg.subscribers)
       if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);
     pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(reg.subscribers.begin()),

@@ -43,6 +43,19 @@ struct LoadedRoute {
   std::size_t event;  // index into events()
 };
 
+// A WebSocket command: its name and the event it sends.
+struct LoadedCommand {
+  std::string command;
+  std::size_t event;  // index into events()
+};
+
+// A notification WebSocket clients may subscribe to.
+struct LoadedPush {
+  std::size_t notification;  // index into events()
+  std::string subscribe;
+  std::string unsubscribe;
+};
+
 class PluginSet {
  public:
   // Loads every path; throws PluginError on the first that fails.
@@ -57,6 +70,8 @@ class PluginSet {
   // within an order, plugins in EDRI_PLUGINS order).
   const std::vector<MiddlewareDecl>& middlewares() const { return middlewares_; }
   const std::vector<LoadedSubscriber>& subscribers() const { return subscribers_; }
+  const std::vector<LoadedCommand>& commands() const { return commands_; }
+  const std::vector<LoadedPush>& pushes() const { return pushes_; }
   // The event of that name, or -1.
   int event_index(std::string_view name) const;
   // (URL prefix, absolute folder) of every plugin's assets.
@@ -74,6 +89,8 @@ class PluginSet {
   std::vector<MiddlewareDecl> middlewares_;
   std::vector<LoadedSubscriber> subscribers_;
   std::vector<std::pair<std::string, std::string>> asset_mounts_;
+  std::vector<LoadedCommand> commands_;
+  std::vector<LoadedPush> pushes_;
 };
 
 }  // namespace edri::plugin

@@ -22,16 +22,35 @@ Router::Router(ProcessLoop& loop, const Config& config)
     to_manager_.push_back(&loop.outbox_to(slot));
     loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
   }
-  loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_request(rec); });
+  loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_broker(rec); });
   // Nobody is subscribed to this (possibly restarted) router yet.
   loop_.segment().header().managers_subscribed.store(0, std::memory_order_release);
   // After a restart of this process the managers are already running:
   // ask them for their subscriptions. At first start this is harmless.
-  const auto hello = env::make_header(env::Kind::Control, kControlResubscribe, 0);
+  const auto hello = env::make_header(env::Kind::Control, env::kControlResubscribe, 0);
   env::EnvelopeWriter w(hello);
   for (auto* out : to_manager_)
     if (!out->emplace(w.size(), [&](std::byte* p) { w.write(p); }))
       spdlog::error("cannot ask a manager to resubscribe: its channel is full");
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    spdlog::error("cannot ask the broker for its push events: its channel is full");
+}
+
+void Router::on_broker(std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
+    spdlog::error("dropping a malformed envelope: {}", env::to_string(e));
+    return;
+  }
+  if (h.kind != static_cast<std::uint8_t>(env::Kind::Control)) return on_request(record);
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None || h.event_type != env::kControlPushEvents) {
+    spdlog::error("dropping an unknown control envelope from the broker");
+    return;
+  }
+  const auto body = v.section(env::SectionType::Control);
+  push_events_.resize(body.size() / sizeof(std::uint64_t));
+  if (!push_events_.empty()) std::memcpy(push_events_.data(), body.data(), push_events_.size() * sizeof(std::uint64_t));
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
@@ -70,8 +89,11 @@ void Router::on_request(std::span<const std::byte> record) {
 }
 
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
+      !to_broker_.push(record))
+    spdlog::error("broker channel full: a notification for WebSocket clients was dropped");
   auto it = routes_.find(h.event_type);
-  if (it == routes_.end()) return;  // nobody listens
+  if (it == routes_.end()) return;  // no manager listens
   for (const auto manager : it->second.managers)
     if (!to_manager_[manager]->push(record))
       spdlog::error("manager {} channel full: a notification was dropped", manager);
@@ -86,7 +108,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
   switch (static_cast<env::Kind>(h.kind)) {
     case env::Kind::Control: {
       env::EnvelopeView v;
-      if (env::decode(record, v) != env::DecodeError::None || h.event_type != kControlSubscribe) {
+      if (env::decode(record, v) != env::DecodeError::None || h.event_type != env::kControlSubscribe) {
         spdlog::error("dropping an unknown control envelope from manager {}", manager);
         return;
       }

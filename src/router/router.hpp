@@ -4,7 +4,9 @@
 // event type ids). Requests go to a subscriber; responses go back to the
 // broker. Until every manager has subscribed once, requests for events
 // nobody handles yet are held (bounded), so the first requests after start
-// do not fail. It reads envelope headers only.
+// do not fail. Notifications fan out to every subscribed manager, and to
+// the broker for those WebSocket clients subscribed to. It reads envelope
+// headers only.
 #pragma once
 
 #include <cstdint>
@@ -14,15 +16,10 @@
 
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
+#include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 
 namespace edri::router {
-
-// Control envelope: a manager's subscription. Body: u64 event type ids.
-inline constexpr std::uint64_t kControlSubscribe = 1;
-// Control envelope: a (re)started router asks every manager to subscribe
-// again, since subscriptions live in the router's memory only.
-inline constexpr std::uint64_t kControlResubscribe = 2;
 
 class Router {
  public:
@@ -34,6 +31,7 @@ class Router {
     std::uint32_t next = 0;  // round robin
   };
 
+  void on_broker(std::span<const std::byte> record);
   void on_request(std::span<const std::byte> record);
   void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
@@ -44,6 +42,7 @@ class Router {
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;
   std::unordered_map<std::uint64_t, Subscribers> routes_;
+  std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)
   std::vector<bool> subscribed_;
   std::uint32_t subscribed_count_ = 0;
   std::vector<std::vector<std::byte>> held_;

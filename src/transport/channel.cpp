@@ -65,6 +65,19 @@ std::uint64_t ChannelProducer::depth() const { return tail_ - control_->head.loa
 ChannelConsumer::ChannelConsumer(ChannelControl* control, std::byte* data, std::size_t ring_bytes)
     : control_(control), data_(data), ring_bytes_(ring_bytes) {
   head_ = control_->head.load(std::memory_order_relaxed);
+  // A predecessor that died while handling a record left its position: the
+  // records of its batch before it were handled, that one killed it. Start
+  // after it.
+  const std::uint64_t ip = control_->in_progress.load(std::memory_order_relaxed);
+  const std::uint64_t tail = control_->tail.load(std::memory_order_acquire);
+  if (ip == 0 || ip - 1 < head_ || ip - 1 >= tail) return;
+  const std::uint64_t at = ip - 1;
+  std::uint32_t hdr[2];
+  std::memcpy(hdr, data_ + (at & (ring_bytes_ - 1)), sizeof hdr);
+  const std::uint64_t step = align_up(kRecordHeaderBytes + hdr[0], kRecordAlign);
+  if (hdr[1] == kWrapTag || at + step > tail) return;  // not a record start: leave it
+  finish(at + step, 0, false);
+  skipped_poison_ = true;
 }
 
 bool ChannelConsumer::empty() const { return control_->tail.load(std::memory_order_acquire) == head_; }

@@ -60,6 +60,8 @@ class ChannelConsumer {
   DrainResult drain(F&& f, std::size_t max_records = SIZE_MAX);
 
   bool empty() const;
+  // True when this consumer started past a record its predecessor died on.
+  bool skipped_poison() const { return skipped_poison_; }
 
  private:
   DrainResult finish(std::uint64_t new_head, std::size_t records, bool corrupt);
@@ -68,6 +70,7 @@ class ChannelConsumer {
   std::byte* data_ = nullptr;
   std::size_t ring_bytes_ = 0;
   std::uint64_t head_ = 0;
+  bool skipped_poison_ = false;
 };
 
 template <class F>
@@ -93,6 +96,7 @@ ChannelConsumer::DrainResult ChannelConsumer::drain(F&& f, std::size_t max_recor
       h = tail;
       break;
     }
+    control_->in_progress.store(h + 1, std::memory_order_relaxed);
     f(std::span<const std::byte>(data_ + off + kRecordHeaderBytes, len), hdr[1]);
     h += step;
     ++n;

@@ -35,7 +35,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 3;
+inline constexpr std::uint32_t kLayoutVersion = 4;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -74,8 +74,13 @@ struct ChannelControl {
   std::atomic<std::uint32_t> producer_waiting;          // producer found the ring full
   std::uint32_t producer_slot;                          // set by the supervisor
   alignas(kCacheLine) std::atomic<std::uint64_t> head;  // written by the consumer only
-  std::uint32_t consumer_slot;                          // set by the supervisor
-  std::uint32_t data_offset_pages;                      // from the start of the segment
+  // 1 + the position of the record the consumer is handling (0: none).
+  // Written before each record, so a consumer that crashes on a record is
+  // restarted past it (and past the records of its batch before it, which
+  // it finished): a record that kills its consumer is not handled twice.
+  std::atomic<std::uint64_t> in_progress;
+  std::uint32_t consumer_slot;      // set by the supervisor
+  std::uint32_t data_offset_pages;  // from the start of the segment
   alignas(kCacheLine) std::uint64_t reserved[8];
 };
 

@@ -10,25 +10,10 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
 
 using namespace edri::test;
 namespace fs = std::filesystem;
-
-namespace {
-// A temporary folder, removed with everything in it when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = "/tmp/edri-assets.XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& rel, const std::string& content) const {
-    fs::create_directories((path / rel).parent_path());
-    std::ofstream(path / rel, std::ios::binary) << content;
-  }
-};
-}  // namespace
 
 TEST_CASE("static files from EDRI_ASSETS_PATH", "[static]") {
   TempDir root, outside;

@@ -10,25 +10,10 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
 
 using namespace edri::test;
 using namespace std::chrono_literals;
-
-namespace {
-// Polls until `f` returns true or the time runs out.
-template <class F>
-bool eventually(F f, std::chrono::milliseconds limit = 5000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      if (f()) return true;
-    } catch (const std::exception&) {
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
-}  // namespace
 
 TEST_CASE("a killed child is restarted and the server serves again", "[supervisor]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "2"}});

@@ -96,6 +96,14 @@ HttpResponse HttpClient::request(const std::string& method, const std::string& p
   return read_response(method == "HEAD");
 }
 
+std::string HttpClient::read_bytes(std::size_t n) {
+  while (buf_.size() < n)
+    if (!fill(timeout_ms_)) throw std::runtime_error("connection closed before " + std::to_string(n) + " bytes");
+  std::string out = buf_.substr(0, n);
+  buf_.erase(0, n);
+  return out;
+}
+
 HttpResponse HttpClient::get(const std::string& path) { return request("GET", path); }
 
 bool HttpClient::closed_by_peer(int timeout_ms) {

@@ -35,6 +35,8 @@ class HttpClient {
   HttpResponse get(const std::string& path);
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {},
                        const std::string& extra_headers = {});
+  // Exactly `n` raw bytes (after whatever a response left unread).
+  std::string read_bytes(std::size_t n);
   // True if the server closed the connection (read returns 0) within the timeout.
   bool closed_by_peer(int timeout_ms = 2000);
 

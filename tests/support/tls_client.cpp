@@ -39,14 +39,7 @@ HttpResponse TlsClient::request(const std::string& method, const std::string& pa
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   if (!body.empty()) req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
-  if (SSL_write(ssl_, req.data(), static_cast<int>(req.size())) != static_cast<int>(req.size()))
-    throw std::runtime_error("TLS write failed");
-  auto fill = [&] {
-    char tmp[16384];
-    const int n = SSL_read(ssl_, tmp, sizeof tmp);
-    if (n <= 0) throw std::runtime_error("TLS read failed or timed out");
-    buf_.append(tmp, static_cast<std::size_t>(n));
-  };
+  send_raw(req);
   std::size_t end;
   while ((end = buf_.find("\r\n\r\n")) == std::string::npos) fill();
   HttpResponse r;
@@ -70,6 +63,33 @@ HttpResponse TlsClient::request(const std::string& method, const std::string& pa
   r.body = buf_.substr(0, len);
   buf_.erase(0, len);
   return r;
+}
+
+void TlsClient::send_raw(const std::string& bytes) {
+  if (SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())) != static_cast<int>(bytes.size()))
+    throw std::runtime_error("TLS write failed");
+}
+
+void TlsClient::fill() {
+  char tmp[16384];
+  const int n = SSL_read(ssl_, tmp, sizeof tmp);
+  if (n <= 0) throw std::runtime_error("TLS read failed or timed out");
+  buf_.append(tmp, static_cast<std::size_t>(n));
+}
+
+std::string TlsClient::read_until(const std::string& delimiter) {
+  std::size_t end;
+  while ((end = buf_.find(delimiter)) == std::string::npos) fill();
+  std::string out = buf_.substr(0, end + delimiter.size());
+  buf_.erase(0, end + delimiter.size());
+  return out;
+}
+
+std::string TlsClient::read_bytes(std::size_t n) {
+  while (buf_.size() < n) fill();
+  std::string out = buf_.substr(0, n);
+  buf_.erase(0, n);
+  return out;
 }
 
 SelfSignedCertificate::SelfSignedCertificate() {

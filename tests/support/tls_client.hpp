@@ -22,11 +22,16 @@ class TlsClient {
   TlsClient& operator=(const TlsClient&) = delete;
 
   HttpResponse request(const std::string& method, const std::string& path, const std::string& body = {});
+  void send_raw(const std::string& bytes);
+  // Raw bytes: up to and including `delimiter`, or exactly `n`.
+  std::string read_until(const std::string& delimiter);
+  std::string read_bytes(std::size_t n);
 
  private:
   int fd_ = -1;
   SSL_CTX* ctx_ = nullptr;
   SSL* ssl_ = nullptr;
+  void fill();
   std::string buf_;
 };
 

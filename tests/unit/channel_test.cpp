@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "transport/segment.hpp"
@@ -106,6 +107,33 @@ TEST_CASE("a consumer that stops mid-ring and a fresh one continue from the shar
   got = drain_all(c2);
   REQUIRE(got.size() == 1);
   CHECK(got[0] == pattern(10, 3));
+}
+
+TEST_CASE("a consumer that died handling a record is restarted past it, not before", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  for (std::uint32_t i = 1; i <= 4; ++i) REQUIRE(p.try_push(pattern(20, i), i));
+  {
+    auto c = f.segment.consumer(0);
+    CHECK_FALSE(c.skipped_poison());
+    // Records 1 and 2 are handled; record 3 kills the process (here: an
+    // exception leaves drain before the batch is committed).
+    std::vector<std::uint32_t> seen;
+    CHECK_THROWS(c.drain([&](std::span<const std::byte>, std::uint32_t tag) {
+      if (tag == 3) throw std::runtime_error("crash");
+      seen.push_back(tag);
+    }));
+    CHECK(seen == std::vector<std::uint32_t>{1, 2});
+  }
+  // The next process neither handles 1 and 2 again nor dies on 3 again.
+  auto c2 = f.segment.consumer(0);
+  CHECK(c2.skipped_poison());
+  std::vector<std::uint32_t> tags;
+  c2.drain([&](std::span<const std::byte>, std::uint32_t tag) { tags.push_back(tag); });
+  CHECK(tags == std::vector<std::uint32_t>{4});
+  // A consumer that finished cleanly leaves nothing to skip.
+  auto c3 = f.segment.consumer(0);
+  CHECK_FALSE(c3.skipped_poison());
 }
 
 TEST_CASE("a corrupted record header is reported, never read past", "[channel]") {

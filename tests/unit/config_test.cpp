@@ -36,13 +36,16 @@ TEST_CASE("defaults and overrides", "[config]") {
 }
 
 TEST_CASE("invalid values name their variable", "[config]") {
-  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{{"EDRI_PORT", "-1"},
-                                                                                    {"EDRI_PORT", "80x"},
-                                                                                    {"EDRI_MAX_BODY_SIZE", "big"},
-                                                                                    {"EDRI_API_RESPONSE_TIMEOUT", "0"},
-                                                                                    {"EDRI_SCHED", "fifo"},
-                                                                                    {"EDRI_SERVER_TIMING", "maybe"},
-                                                                                    {"EDRI_RING_BYTES", "12288"}}) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"EDRI_PORT", "-1"},
+                                                        {"EDRI_PORT", "80x"},
+                                                        {"EDRI_MAX_BODY_SIZE", "big"},
+                                                        {"EDRI_API_RESPONSE_TIMEOUT", "0"},
+                                                        {"EDRI_SCHED", "fifo"},
+                                                        {"EDRI_SERVER_TIMING", "maybe"},
+                                                        {"EDRI_RING_BYTES", "12288"},
+                                                        {"EDRI_WEBSOCKET_PATH", "ws"},
+                                                        {"EDRI_WEBSOCKET_MAX_MESSAGE", "10"}}) {
     EnvVar v(name, value.c_str());
     INFO(name << "=" << value);
     CHECK_THROWS_WITH(Config::from_env(), Catch::Contains(name));
@@ -52,4 +55,19 @@ TEST_CASE("invalid values name their variable", "[config]") {
 TEST_CASE("a body limit that cannot fit a ring is refused", "[config]") {
   EnvVar a("EDRI_RING_BYTES", "65536"), b("EDRI_MAX_BODY_SIZE", "60000");
   CHECK_THROWS_AS(Config::from_env(), ConfigError);
+}
+
+TEST_CASE("WebSocket settings", "[config]") {
+  {
+    const auto c = Config::from_env();
+    CHECK(c.websocket_path == "/ws");
+    CHECK(c.websocket_max_message == 512 * 1024);
+  }
+  EnvVar a("EDRI_WEBSOCKET_PATH", ""), b("EDRI_WEBSOCKET_MAX_MESSAGE", "2048");
+  const auto c = Config::from_env();
+  CHECK(c.websocket_path.empty());
+  CHECK(c.websocket_max_message == 2048);
+  CHECK(c.describe().find("EDRI_WEBSOCKET_MAX_MESSAGE=2048\n") != std::string::npos);
+  EnvVar r("EDRI_RING_BYTES", "65536"), m("EDRI_WEBSOCKET_MAX_MESSAGE", "60000");
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("EDRI_WEBSOCKET_MAX_MESSAGE"));
 }

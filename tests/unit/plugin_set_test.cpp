@@ -38,3 +38,28 @@ TEST_CASE("plugins that cannot be used are refused with the file and the reason"
   // The same plugin twice declares its events twice.
   CHECK_THROWS_AS(PluginSet::load({test_plugin("test_app"), test_plugin("test_app")}), PluginError);
 }
+
+TEST_CASE("WebSocket commands and pushes resolve to events; wrong ones are refused", "[plugin]") {
+  const auto set = PluginSet::load({EDRI_PLUGIN_DIR "/notes.so", EDRI_PLUGIN_DIR "/audit.so"});
+  REQUIRE(set.commands().size() == 5);
+  CHECK(set.commands()[0].command == "notes.create");
+  CHECK(set.events()[set.commands()[0].event].name == "notes.create");
+  REQUIRE(set.pushes().size() == 1);
+  CHECK(set.events()[set.pushes()[0].notification].name == "notes.changed");
+  CHECK(set.pushes()[0].subscribe == "notes.subscribe");
+  CHECK(set.domains() == std::vector<std::string>{"notes", "audit"});
+
+  for (const auto& [bad, why] :
+       std::vector<std::pair<std::string, std::string>>{{"undeclared", "names undeclared event ws.nowhere"},
+                                                        {"notification", "names notification ws.changed"},
+                                                        {"twice", "ws.a is declared twice"},
+                                                        {"push-of-event", "not a declared notification"},
+                                                        {"push-clash", "sub is declared twice"},
+                                                        {"push-same", "same subscribe and unsubscribe"}}) {
+    ::setenv("BAD_WEBSOCKET", bad.c_str(), 1);
+    INFO(bad);
+    CHECK_THROWS_WITH(PluginSet::load({test_plugin("bad_websocket")}), Catch::Contains(why));
+  }
+  ::unsetenv("BAD_WEBSOCKET");
+  CHECK(PluginSet::load({test_plugin("bad_websocket")}).commands().empty());
+}

@@ -113,12 +113,30 @@ TEST_CASE("malformed input and limits give the right status", "[parser]") {
     Collected c(l);
     CHECK(c.feed("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n").status == 413);
   }
-  SECTION("upgrade requests are not served yet") {
-    Collected c;
-    auto r = c.feed("GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
-    CHECK_FALSE(r.ok);
-    CHECK(r.status == 501);
-    CHECK(c.requests.empty());
+}
+
+TEST_CASE("an upgrade request stops parsing where the new protocol starts", "[parser]") {
+  Collected c;
+  const std::string head = "GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  auto r = c.feed(head +
+                  "\x81\x85"
+                  "frame");
+  REQUIRE(r.ok);
+  CHECK(r.upgrade);
+  CHECK(r.consumed == head.size());
+  REQUIRE(c.requests.size() == 1);
+  CHECK(c.requests[0].upgrade);
+  SECTION("an ignored upgrade goes on as HTTP") {
+    Collected d;
+    const std::string next = "GET /n HTTP/1.1\r\n\r\n";
+    auto r1 = d.feed(head + next);
+    REQUIRE(r1.upgrade);
+    d.parser.resume_after_upgrade();
+    auto r2 = d.parser.feed(next.data(), next.size());
+    CHECK(r2.ok);
+    CHECK_FALSE(r2.upgrade);
+    REQUIRE(d.requests.size() == 2);
+    CHECK(d.requests[1].target == "/n");
   }
 }
 

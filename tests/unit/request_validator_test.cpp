@@ -85,3 +85,27 @@ TEST_CASE("a whole-body JSON declaration takes any JSON value", "[validator]") {
   arrays.check("", request("{}"), out);
   CHECK(fields(out) == std::vector<std::string>{"body: must be an array"});
 }
+
+TEST_CASE("a WebSocket message is checked like a request", "[validator]") {
+  RequestValidator v({Field("title").string().length(1, 5),
+                      Field("limit").in_query().integer().range(1, 10).default_to(3),
+                      Field("x-key").in_header().string(), Field("sid").in_cookie().optional()});
+  const auto upgrade = request("", {{"X-Key", "k1"}, {"Cookie", "a=1; sid=abc"}});
+  ValidatedFields out;
+  v.check_message(nlohmann::json{{"command", "c"}, {"title", "hi"}}, upgrade, out);
+  CHECK(out.status == 0);
+  REQUIRE(out.query.size() == 1);
+  CHECK(out.query[0] == std::pair<std::string, std::string>{"limit", "3"});  // the default
+  CHECK(out.headers[0].second == "k1");
+  CHECK(out.cookies[0].second == "abc");
+  // A query field may come as a JSON number or a string; it is checked as text.
+  v.check_message(nlohmann::json{{"title", "hi"}, {"limit", 7}}, upgrade, out);
+  CHECK(out.query[0].second == "7");
+  v.check_message(nlohmann::json{{"title", "too long"}, {"limit", {1}}}, request(""), out);
+  CHECK(out.status == 422);
+  CHECK(fields(out) == std::vector<std::string>{"title: must be between 1 and 5 characters long",
+                                                "limit: must be a single value", "x-key: is required"});
+  RequestValidator whole({edri::JsonBody().object()});
+  whole.check_message(nlohmann::json{{"command", "c"}, {"value", 1}}, request(""), out);
+  CHECK(out.status == 0);
+}

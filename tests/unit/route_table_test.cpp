@@ -90,3 +90,13 @@ TEST_CASE("a 300-route table finds each of its routes", "[routes]") {
     REQUIRE(t.find(Method::Post, base + "/5/items/x").target == i * 3 + 2);
   }
 }
+
+TEST_CASE("a template's parameters, in order", "[routes]") {
+  using edri::http::ParamType;
+  using P = std::vector<std::pair<std::string, ParamType>>;
+  CHECK(RouteTable::parameters("/notes/{id:int}") == P{{"id", ParamType::Int}});
+  CHECK(RouteTable::parameters("/a/{u:uuid}/b/{name}/{s:str}") ==
+        P{{"u", ParamType::Uuid}, {"name", ParamType::Str}, {"s", ParamType::Str}});
+  CHECK(RouteTable::parameters("/plain/path").empty());
+  CHECK(RouteTable::parameters("/").empty());
+}

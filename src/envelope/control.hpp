@@ -1,0 +1,39 @@
+// Control envelopes: the messages the processes exchange about the
+// pipeline itself, never seen by a handler. Every code, with its sender,
+// receiver and payload, is here. The code travels in the header's
+// event_type field of an envelope of kind Control; the payload is its
+// Control section.
+#pragma once
+
+#include <cstdint>
+
+namespace edri::envelope {
+
+// manager -> router: the manager handles and subscribes to these events.
+// Payload: u64 event type ids.
+inline constexpr std::uint64_t kControlSubscribe = 1;
+// router -> managers and broker: a (re)started router asks for every
+// subscription again, since they live in the router's memory only. No
+// payload.
+inline constexpr std::uint64_t kControlResubscribe = 2;
+
+// listener -> broker: a WebSocket connection (the header's origin fields)
+// subscribes to a notification. Payload: u64 notification type, then the
+// filter as JSON text (may be empty). The broker answers with a Response
+// envelope to the same origin.
+inline constexpr std::uint64_t kControlPushSubscribe = 16;
+// listener -> broker: the connection unsubscribes. Payload: u64
+// notification type, or none for every subscription of the connection (it
+// closed: no answer then, origin_stream is kNoAnswer).
+inline constexpr std::uint64_t kControlPushUnsubscribe = 17;
+// listener -> broker, when a listener (re)starts: forget every subscription
+// of connections of this listener (origin_listener). No payload.
+inline constexpr std::uint64_t kControlListenerReset = 18;
+// broker -> router: the notification types that WebSocket clients want,
+// the whole set each time it changes. Payload: u64 event type ids.
+inline constexpr std::uint64_t kControlPushEvents = 19;
+
+// origin_stream of a control that expects no answer.
+inline constexpr std::uint32_t kNoAnswer = UINT32_MAX;
+
+}  // namespace edri::envelope

@@ -1,0 +1,147 @@
+#include "listener/websocket_session.hpp"
+
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace edri::listener {
+
+namespace websocket = beast::websocket;
+namespace bhttp = beast::http;
+
+WebSocketSession::WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message)
+    : ws_(io, pipe_), owner_(&owner) {
+  pipe_.write = [this](std::string_view bytes) {
+    if (owner_) owner_->ws_output(bytes);
+  };
+  ws_.read_message_max(max_message);
+  ws_.auto_fragment(false);
+}
+
+void WebSocketSession::accept(const http::HttpRequest& req, std::string_view headers) {
+  bhttp::request<bhttp::empty_body> r;
+  r.method(bhttp::verb::get);
+  r.target(req.target);
+  r.version(req.http_major * 10 + req.http_minor);
+  for (const auto& [k, v] : req.headers) r.insert(k, v);
+  // Header lines the listener's middleware added (request id, CORS).
+  std::vector<std::pair<std::string, std::string>> extra;
+  while (!headers.empty()) {
+    const auto eol = headers.find("\r\n");
+    const std::string_view line = headers.substr(0, eol);
+    headers = eol == std::string_view::npos ? std::string_view{} : headers.substr(eol + 2);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    extra.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+  }
+  ws_.set_option(websocket::stream_base::decorator([extra = std::move(extra)](websocket::response_type& res) {
+    res.set(bhttp::field::server, "edri");
+    for (const auto& [k, v] : extra) res.insert(k, v);
+  }));
+  ws_.async_accept(r, [self = shared_from_this()](beast::error_code ec) {
+    if (!self->owner_) return;
+    if (ec) {
+      // Beast answered the bad handshake (400, or 426 for a wrong version).
+      spdlog::debug("websocket handshake refused: {}", ec.message());
+      return self->end();
+    }
+    self->opened_ = true;
+    self->read();
+    if (!self->queue_.empty()) self->write();
+  });
+}
+
+void WebSocketSession::read() {
+  if (reading_ || paused_ || ended_ || !opened_ || !owner_ || close_sent_) return;
+  reading_ = true;
+  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+}
+
+void WebSocketSession::on_read(beast::error_code ec) {
+  reading_ = false;
+  if (!owner_) return;
+  if (ec) {
+    // websocket::error::closed: the client closed and Beast answered its
+    // close frame. Other errors: Beast already sent the close code that
+    // the violation calls for, or the client just went away.
+    if (ec != websocket::error::closed && ec != asio::error::eof)
+      spdlog::debug("websocket read ended: {}", ec.message());
+    return end();
+  }
+  if (!ws_.got_text()) {
+    buffer_.consume(buffer_.size());
+    return close(1003, "binary messages are not supported");
+  }
+  const auto data = buffer_.cdata();
+  owner_->ws_message(std::string_view(static_cast<const char*>(data.data()), data.size()));
+  buffer_.consume(buffer_.size());
+  read();
+}
+
+void WebSocketSession::send(std::string text) {
+  if (ended_ || closing_ || !owner_) return;
+  queued_bytes_ += text.size();
+  queue_.push_back(std::move(text));
+  if (opened_ && !writing_) write();
+}
+
+void WebSocketSession::write() {
+  if (writing_ || queue_.empty() || ended_) return;
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(asio::buffer(queue_.front()),
+                  [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+}
+
+void WebSocketSession::on_write(beast::error_code ec) {
+  writing_ = false;
+  queued_bytes_ -= queue_.front().size();
+  queue_.pop_front();
+  if (!owner_) return;
+  if (ec) return end();
+  if (!queue_.empty()) return write();
+  if (closing_) start_close();
+}
+
+void WebSocketSession::close(std::uint16_t code, std::string reason) {
+  if (closing_ || ended_ || !owner_) return;
+  closing_ = true;
+  close_reason_ = websocket::close_reason(
+      static_cast<websocket::close_code>(code),
+      beast::string_view(reason.data(), std::min<std::size_t>(reason.size(), 123)));  // a close frame holds 125 bytes
+  if (!opened_) return end();
+  if (!writing_ && queue_.empty()) start_close();
+}
+
+void WebSocketSession::start_close() {
+  if (close_sent_) return;
+  close_sent_ = true;
+  // Sends the close frame, waits for the client's, then tears down.
+  ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
+    if (self->owner_) self->end();
+  });
+}
+
+void WebSocketSession::resume() {
+  if (!paused_) return;
+  paused_ = false;
+  read();
+}
+
+void WebSocketSession::end() {
+  if (ended_) return;
+  ended_ = true;
+  if (auto* o = owner_) o->ws_ended();
+}
+
+void WebSocketSession::detach() {
+  owner_ = nullptr;
+  ended_ = true;
+  pipe_.end();  // a waiting read fails; its handler sees no owner
+}
+
+}  // namespace edri::listener

@@ -1,0 +1,142 @@
+// The notes page, driven in headless Chromium (Debian's `chromium`) over
+// the DevTools protocol: a note added with the form in one page appears in
+// a second page through the WebSocket push, without a reload.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+
+namespace {
+
+// Headless Chromium in its own process group, killed with it by PID.
+class Chromium {
+ public:
+  Chromium() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      const std::string data_dir = "--user-data-dir=" + profile_.path.string();
+      ::execlp("chromium", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+               "--disable-extensions", "--disable-sync", "--disable-component-update",
+               "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", data_dir.c_str(), "about:blank",
+               static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);
+    // Chromium writes the port it took, then the browser's endpoint path.
+    const auto file = profile_.path / "DevToolsActivePort";
+    const bool up = eventually(
+        [&] {
+          std::ifstream in(file);
+          return static_cast<bool>(in >> port_ >> path_);
+        },
+        std::chrono::seconds(30));
+    if (!up) throw std::runtime_error("chromium did not start (is the Debian package `chromium` installed?)");
+  }
+  ~Chromium() {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::uint16_t port() const { return port_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  TempDir profile_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  std::string path_;
+};
+
+// A DevTools connection: commands answered by id, events skipped.
+class DevTools {
+ public:
+  DevTools(const Chromium& c) : ws_(c.port(), c.path(), {}, 20000) {}
+
+  json call(const std::string& method, const json& params, const std::string& session = {}) {
+    json msg{{"id", ++id_}, {"method", method}, {"params", params}};
+    if (!session.empty()) msg["sessionId"] = session;
+    ws_.send(msg.dump());
+    for (;;) {
+      auto m = ws_.read_json();
+      if (m.value("id", 0) != id_) continue;
+      if (m.contains("error")) throw std::runtime_error(method + ": " + m["error"].dump());
+      return m["result"];
+    }
+  }
+  // Opens a page at `url`; returns its session.
+  std::string open(const std::string& url) {
+    const auto target = call("Target.createTarget", {{"url", url}})["targetId"];
+    return call("Target.attachToTarget", {{"targetId", target}, {"flatten", true}})["sessionId"];
+  }
+  json eval(const std::string& session, const std::string& expression) {
+    const auto r = call("Runtime.evaluate",
+                        {{"expression", expression}, {"returnByValue", true}, {"awaitPromise", true}}, session);
+    if (r.contains("exceptionDetails")) throw std::runtime_error("page threw: " + r["exceptionDetails"].dump());
+    return r["result"].value("value", json());
+  }
+
+ private:
+  WsClient ws_;
+  int id_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("the notes page: a note added in one page appears live in another", "[notes][browser]") {
+  TempDir dir;
+  ServerProcess server({plugin_path("notes"), plugin_path("audit")},
+                       {{"EDRI_NOTES_DB", (dir.path / "notes.db").string()}});
+  Chromium chromium;
+  DevTools dt(chromium);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
+  const auto a = dt.open(url);
+  const auto b = dt.open(url);
+  // Both pages loaded, listed the (no) notes and subscribed.
+  for (const auto& page : {a, b})
+    REQUIRE(eventually([&] { return dt.eval(page, "window.notesReady === true") == true; }, std::chrono::seconds(20)));
+  CHECK(dt.eval(b, "document.querySelectorAll('#notes li').length") == 0);
+  // A mark that a reload would wipe.
+  dt.eval(b, "window.sameDocument = 'yes'");
+
+  dt.eval(a, R"(
+    document.getElementById('title').value = 'From the browser';
+    document.getElementById('body').value = 'typed into the form';
+    document.getElementById('new-note').requestSubmit();
+  )");
+
+  const std::string titles = "[...document.querySelectorAll('#notes li h2')].map(e => e.textContent)";
+  CHECK(eventually([&] { return dt.eval(b, titles) == json{"From the browser"}; }, std::chrono::seconds(10)));
+  CHECK(dt.eval(b, "window.sameDocument") == "yes");
+  CHECK(dt.eval(b, "document.getElementById('total').textContent") == "1");
+  CHECK(dt.eval(b, "document.querySelector('#notes li p').textContent") == "typed into the form");
+  // The page that sent it shows it too (through the same push), and the form was reset.
+  CHECK(eventually([&] { return dt.eval(a, titles) == json{"From the browser"}; }));
+  CHECK(dt.eval(a, "document.getElementById('title').value") == "");
+  // It is really stored.
+  const auto list = json::parse(http_get(server.port(), "/notes").body);
+  REQUIRE(list["total"] == 1);
+  CHECK(list["items"][0]["title"] == "From the browser");
+
+  // A change from elsewhere (REST) reaches both pages as well.
+  HttpClient c(server.port());
+  CHECK(c.request("DELETE", "/notes/" + std::to_string(list["items"][0]["id"].get<long>())).status == 204);
+  CHECK(eventually([&] { return dt.eval(b, "document.querySelectorAll('#notes li').length") == 0; }));
+  CHECK(dt.eval(b, "window.sameDocument") == "yes");
+}

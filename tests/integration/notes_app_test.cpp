@@ -1,0 +1,243 @@
+// The example app of ../shared/specs/notes-app.md, checked from outside:
+// REST, errors, WebSocket commands, pushes with filters, the audit domain,
+// durability across crashes and restarts, and the page.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+
+namespace {
+
+struct NotesServer {
+  TempDir dir;
+  std::string db = (dir.path / "notes.db").string();
+  ServerProcess server{{plugin_path("notes"), plugin_path("audit")}, {{"EDRI_NOTES_DB", db}}};
+  std::uint16_t port() const { return server.port(); }
+};
+
+HttpResponse call(std::uint16_t port, const std::string& method, const std::string& path, const json& body = nullptr) {
+  HttpClient c(port);
+  return c.request(method, path, body.is_null() ? std::string() : body.dump());
+}
+
+json create(std::uint16_t port, const std::string& title, const std::string& body = "") {
+  const auto r = call(port, "POST", "/notes", {{"title", title}, {"body", body}});
+  REQUIRE(r.status == 201);
+  return json::parse(r.body);
+}
+
+bool rfc3339_utc(const json& v) {
+  static const std::regex re(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z)");
+  return v.is_string() && std::regex_match(v.get<std::string>(), re);
+}
+
+// Every error is problem+json with status, title and detail.
+json problem(const HttpResponse& r, int status) {
+  CHECK(r.status == status);
+  CHECK(r.header("content-type") == "application/problem+json");
+  const auto p = json::parse(r.body);
+  CHECK(p["status"] == status);
+  CHECK(p["title"].is_string());
+  CHECK(p["detail"].is_string());
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("notes over REST", "[notes]") {
+  NotesServer s;
+  const auto port = s.port();
+  auto r = call(port, "POST", "/notes", {{"title", "first"}, {"body", "hello"}});
+  REQUIRE(r.status == 201);
+  const auto first = json::parse(r.body);
+  CHECK(first["id"].is_number_integer());
+  CHECK(first["title"] == "first");
+  CHECK(first["body"] == "hello");
+  CHECK(rfc3339_utc(first["created_at"]));
+  CHECK(rfc3339_utc(first["updated_at"]));
+  CHECK(r.header("location") == "/notes/" + std::to_string(first["id"].get<long>()));
+  const auto id = std::to_string(first["id"].get<long>());
+
+  r = call(port, "GET", "/notes/" + id);
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body) == first);
+
+  for (int i = 0; i < 24; ++i) {
+    std::string title = "n";  // (operator+ here trips a GCC 12 -Wrestrict false positive)
+    title += std::to_string(i);
+    create(port, title);
+  }
+  r = call(port, "GET", "/notes");
+  auto page = json::parse(r.body);
+  CHECK(page["total"] == 25);
+  CHECK(page["items"].size() == 20);          // the default limit
+  CHECK(page["items"][0]["title"] == "n23");  // newest first
+  page = json::parse(call(port, "GET", "/notes?limit=3&offset=22").body);
+  REQUIRE(page["items"].size() == 3);
+  CHECK(page["items"][0]["title"] == "n1");
+  CHECK(page["items"][2]["title"] == "first");
+  CHECK(json::parse(call(port, "GET", "/notes?limit=100&offset=25").body)["items"].empty());
+
+  r = call(port, "PUT", "/notes/" + id, {{"title", "changed"}, {"body", "new body"}});
+  CHECK(r.status == 200);
+  const auto changed = json::parse(r.body);
+  CHECK(changed["title"] == "changed");
+  CHECK(changed["created_at"] == first["created_at"]);
+  CHECK(changed["updated_at"] >= first["updated_at"]);
+  CHECK(json::parse(call(port, "GET", "/notes/" + id).body) == changed);
+
+  CHECK(call(port, "DELETE", "/notes/" + id).status == 204);
+  problem(call(port, "GET", "/notes/" + id), 404);
+  problem(call(port, "DELETE", "/notes/" + id), 404);
+  problem(call(port, "PUT", "/notes/" + id, {{"title", "x"}, {"body", ""}}), 404);
+
+  // The audit manager counted the notifications.
+  CHECK(json::parse(call(port, "GET", "/audit").body) == json{{"created", 25}, {"updated", 1}, {"deleted", 1}});
+}
+
+TEST_CASE("notes errors are problem details", "[notes]") {
+  NotesServer s;
+  const auto port = s.port();
+  auto p = problem(call(port, "POST", "/notes", {{"title", ""}, {"body", 7}}), 422);
+  REQUIRE(p["errors"].size() == 2);
+  CHECK(p["errors"][0] == json{{"field", "title"}, {"message", "must be between 1 and 200 characters long"}});
+  CHECK(p["errors"][1]["field"] == "body");
+  p = problem(call(port, "POST", "/notes", {{"title", std::string(201, 't')}, {"body", std::string(65537, 'b')}}), 422);
+  CHECK(p["errors"].size() == 2);
+  CHECK(call(port, "POST", "/notes", {{"title", std::string(200, 't')}, {"body", std::string(65536, 'b')}}).status ==
+        201);
+  p = problem(call(port, "POST", "/notes", json::object()), 422);
+  CHECK(p["errors"].size() == 2);
+  {
+    HttpClient c(port);
+    problem(c.request("POST", "/notes", "{not json"), 400);
+  }
+  p = problem(call(port, "GET", "/notes?limit=0&offset=-1"), 422);
+  CHECK(p["errors"].size() == 2);
+  problem(call(port, "GET", "/notes?limit=101"), 422);
+  problem(call(port, "GET", "/notes/abc"), 404);
+  const auto r = call(port, "PATCH", "/notes/1");
+  problem(r, 405);
+  CHECK(r.header("allow").find("PUT") != std::string::npos);
+  CHECK(r.header("allow").find("DELETE") != std::string::npos);
+  problem(call(port, "POST", "/notes/1"), 405);
+  // Nothing bad was stored.
+  CHECK(json::parse(call(port, "GET", "/notes").body)["total"] == 1);
+}
+
+TEST_CASE("notes over WebSocket mirror REST", "[notes][websocket]") {
+  NotesServer s;
+  WsClient ws(s.port());
+  auto m = ws.command({{"command", "notes.create"}, {"title", "over ws"}, {"body", "b"}});
+  REQUIRE(m["command"] == "notes.create");
+  const auto note = m["response"];
+  CHECK(note["title"] == "over ws");
+  const auto id = note["id"];
+  CHECK(ws.command({{"command", "notes.get"}, {"id", id}}) == json{{"command", "notes.get"}, {"response", note}});
+  m = ws.command({{"command", "notes.list"}, {"limit", 1}});
+  CHECK(m["response"]["total"] == 1);
+  CHECK(m["response"]["items"][0] == note);
+  m = ws.command({{"command", "notes.update"}, {"id", id}, {"title", "renamed"}, {"body", ""}});
+  CHECK(m["response"]["title"] == "renamed");
+  CHECK(ws.command({{"command", "notes.delete"}, {"id", id}}) ==
+        json{{"command", "notes.delete"}, {"response", json::object()}});
+  m = ws.command({{"command", "notes.get"}, {"id", id}});
+  CHECK(m["error"]["status"] == 404);
+  CHECK(m["error"]["title"] == "Not Found");
+  m = ws.command({{"command", "notes.get"}, {"id", "seven"}});
+  CHECK(m["error"]["status"] == 422);
+  CHECK(m["error"]["errors"][0]["field"] == "id");
+  m = ws.command({{"command", "notes.create"}, {"title", ""}});
+  CHECK(m["error"]["status"] == 422);
+  CHECK(m["error"]["errors"].size() == 2);
+  m = ws.command({{"command", "notes.list"}, {"limit", 500}});
+  CHECK(m["error"]["errors"][0]["field"] == "limit");
+  // Still open after every error.
+  CHECK(ws.command({{"command", "notes.list"}})["response"]["total"] == 0);
+}
+
+TEST_CASE("notes.subscribe pushes every change, whoever made it; filters narrow it", "[notes][websocket]") {
+  NotesServer s;
+  const auto port = s.port();
+  WsClient all(port), deletes(port), none(port);
+  CHECK(all.command({{"command", "notes.subscribe"}}) ==
+        json{{"command", "notes.subscribe"}, {"response", json::object()}});
+  CHECK(deletes.command({{"command", "notes.subscribe"}, {"filter", {{"op", "deleted"}}}}).contains("response"));
+  auto bad = none.command({{"command", "notes.subscribe"}, {"filter", "deleted"}});
+  CHECK(bad["error"]["status"] == 422);
+
+  const auto note = create(port, "pushed", "by REST");
+  auto m = all.read_json();
+  CHECK(m == json{{"command", "notes.changed"}, {"event", {{"op", "created"}, {"note", note}}}});
+  // A change made over WebSocket reaches the others too.
+  const auto id = note["id"];
+  auto mine = none.command({{"command", "notes.update"}, {"id", id}, {"title", "edited"}, {"body", ""}});
+  m = all.read_json();
+  CHECK(m["event"]["op"] == "updated");
+  CHECK(m["event"]["note"] == mine["response"]);
+  CHECK(call(port, "DELETE", "/notes/" + std::to_string(id.get<long>())).status == 204);
+  m = all.read_json();
+  CHECK(m["event"]["op"] == "deleted");
+  // The filtered subscriber saw only the delete; the unsubscribed one nothing.
+  m = deletes.read_json();
+  CHECK(m["event"]["op"] == "deleted");
+  CHECK(m["event"]["note"]["id"] == id);
+  CHECK(deletes.quiet_for(200));
+  CHECK(none.quiet_for(200));
+
+  CHECK(all.command({{"command", "notes.unsubscribe"}}).contains("response"));
+  WsClient later(port);
+  CHECK(later.command({{"command", "notes.subscribe"}}).contains("response"));
+  // A subscriber that goes away is forgotten; the others go on receiving.
+  {
+    WsClient gone(port);
+    CHECK(gone.command({{"command", "notes.subscribe"}}).contains("response"));
+  }
+  create(port, "after unsubscribe");
+  CHECK(later.read_json()["event"]["note"]["title"] == "after unsubscribe");
+  CHECK(all.quiet_for(300));
+  CHECK(json::parse(call(port, "GET", "/audit").body)["created"] == 2);
+}
+
+TEST_CASE("a committed note survives a crash of any edri process and a restart", "[notes]") {
+  TempDir dir;
+  const std::string db = (dir.path / "notes.db").string();
+  json note;
+  {
+    ServerProcess server({plugin_path("notes"), plugin_path("audit")}, {{"EDRI_NOTES_DB", db}});
+    note = create(server.port(), "durable", "kept");
+    // The manager that wrote it dies at once, without a clean shutdown.
+    const pid_t manager = server.child("manager notes");
+    REQUIRE(::kill(manager, SIGKILL) == 0);
+    CHECK(eventually(
+        [&] { return call(server.port(), "GET", "/notes/" + std::to_string(note["id"].get<long>())).status == 200; }));
+    CHECK(json::parse(call(server.port(), "GET", "/notes/" + std::to_string(note["id"].get<long>())).body) == note);
+    ::kill(server.pid(), SIGKILL);  // the whole server, uncleanly
+    server.stop();
+  }
+  ServerProcess again({plugin_path("notes"), plugin_path("audit")}, {{"EDRI_NOTES_DB", db}});
+  const auto r = call(again.port(), "GET", "/notes/" + std::to_string(note["id"].get<long>()));
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body) == note);
+}
+
+TEST_CASE("the notes page is served at /", "[notes]") {
+  NotesServer s;
+  auto r = call(s.port(), "GET", "/");
+  CHECK(r.status == 200);
+  CHECK(r.header("content-type").rfind("text/html", 0) == 0);
+  CHECK(r.body.find("<form id=\"new-note\"") != std::string::npos);
+  r = call(s.port(), "GET", "/app.js");
+  CHECK(r.status == 200);
+  CHECK(r.body.find("notes.subscribe") != std::string::npos);
+}
