@@ -188,6 +188,13 @@ TEST_CASE("the WebSocket handshake: refusals are HTTP answers", "[websocket]") {
     WsClient ok(server.port(), "/ws", {{"Origin", "https://app.example"}});
     CHECK(ok.command({{"command", "noop"}})["response"]["ok"] == true);
   }
+  SECTION("an upgrade behind an unanswered request: that one is answered, then 400") {
+    HttpClient c(server.port());
+    c.send_raw("GET /noop HTTP/1.1\r\nHost: x\r\n\r\n" + ws_upgrade_request("/ws"));
+    CHECK(c.read_response().status == 200);
+    CHECK(c.read_response().status == 400);
+    CHECK(c.closed_by_peer());
+  }
   SECTION("an upgrade elsewhere is ignored: plain HTTP goes on") {
     HttpClient c(server.port());
     std::string req = ws_upgrade_request("/noop");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace edri::test {
@@ -23,6 +24,20 @@ bool eventually(F f, std::chrono::milliseconds limit = std::chrono::milliseconds
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// True when `s` has the shape of `pattern`: 'd' is a decimal digit, 'h' a
+// lower-case hex digit, any other character itself. (std::regex trips
+// GCC 12 warnings under the sanitizers.)
+inline bool has_shape(std::string_view s, std::string_view pattern) {
+  if (s.size() != pattern.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool digit = c >= '0' && c <= '9';
+    if (pattern[i] == 'd' ? !digit : pattern[i] == 'h' ? !(digit || (c >= 'a' && c <= 'f')) : c != pattern[i])
+      return false;
+  }
+  return true;
 }
 
 // A temporary folder, removed with everything in it when the test ends.
