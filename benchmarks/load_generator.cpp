@@ -40,8 +40,8 @@ Clock::duration to_duration(double seconds) {
 // State shared by all clients of one run; single-threaded, so no locking.
 struct Run {
   tcp::endpoint endpoint;
-  std::string request;    // HTTP request, or the masked WebSocket frame
-  std::string handshake;  // WebSocket upgrade request; empty for HTTP
+  std::vector<std::string> requests;  // HTTP requests (one per connection, round robin), or the masked frame
+  std::string handshake;              // WebSocket upgrade request; empty for HTTP
   const std::optional<std::string>& expected_body;
   Clock::time_point measure_start;
   Clock::time_point measure_end;
@@ -71,7 +71,10 @@ struct Run {
 
 class Client {
  public:
-  Client(asio::io_context& io, Run& run) : socket_(io), retry_timer_(io), run_(run) { buffer_.resize(kInitialBuffer); }
+  Client(asio::io_context& io, Run& run, std::size_t index)
+      : socket_(io), retry_timer_(io), run_(run), request_(run.requests[index % run.requests.size()]) {
+    buffer_.resize(kInitialBuffer);
+  }
 
   void start() { connect(); }
 
@@ -106,7 +109,7 @@ class Client {
   void send() {
     if (run_.stopping) return;
     sent_at_ = Clock::now();
-    asio::async_write(socket_, asio::buffer(run_.request), [this](const error_code& ec, std::size_t) {
+    asio::async_write(socket_, asio::buffer(request_), [this](const error_code& ec, std::size_t) {
       if (run_.stopping) return;
       if (ec) return fail("write: " + ec.message());
       read();
@@ -206,6 +209,7 @@ class Client {
   tcp::socket socket_;
   asio::steady_timer retry_timer_;
   Run& run_;
+  const std::string& request_;
   std::vector<char> buffer_;
   std::size_t used_ = 0;
   bool upgraded_ = false;
@@ -228,18 +232,24 @@ LoadResult run_load(const LoadOptions& options) {
   const Clock::time_point start = Clock::now();
   Run run{
       .endpoint = tcp::endpoint(address, options.port),
-      .request = options.websocket_path ? masked_text_frame(options.request.body)
-                                        : serialize_request(options.request, options.host),
+      .requests = {},
       .handshake = options.websocket_path ? websocket_upgrade(*options.websocket_path, options.host) : std::string(),
       .expected_body = options.expected_body,
       .measure_start = start + to_duration(options.warmup_seconds),
       .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
       .result = result};
 
+  if (options.websocket_path)
+    run.requests.push_back(masked_text_frame(options.request.body));
+  else if (options.requests.empty())
+    run.requests.push_back(serialize_request(options.request, options.host));
+  else
+    for (const auto& r : options.requests) run.requests.push_back(serialize_request(r, options.host));
+
   std::vector<std::unique_ptr<Client>> clients;
   clients.reserve(static_cast<std::size_t>(options.concurrency));
   for (int i = 0; i < options.concurrency; ++i) {
-    clients.push_back(std::make_unique<Client>(io, run));
+    clients.push_back(std::make_unique<Client>(io, run, static_cast<std::size_t>(i)));
   }
 
   asio::steady_timer window_start(io);

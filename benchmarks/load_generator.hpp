@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "histogram.hpp"
 #include "http_request.hpp"
@@ -15,6 +16,9 @@ struct LoadOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
   HttpRequest request;
+  // When not empty, connection i sends requests[i % size] instead of
+  // `request` (one load spread over several routes).
+  std::vector<HttpRequest> requests;
   // When set, the body of the first response in the measured window must be
   // exactly this; a different one counts as an error. Once per run is enough
   // to catch a server that is fast because it answers the wrong thing.

@@ -194,6 +194,27 @@ void print_middleware_table(const std::vector<MiddlewareRow>& rows) {
   }
 }
 
+void print_scaling_table(const std::vector<Row>& rows, const std::string& what,
+                         const std::function<std::string(const std::string&)>& baseline_of) {
+  std::printf("| %s | c | req/s | p50 ms | p95 ms | p99 ms | errors | vs baseline |\n", what.c_str());
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& row : rows) {
+    const Row* reference = find_row(rows, baseline_of(row.label), row.concurrency);
+    std::vector<std::string> cells{row.label, std::to_string(row.concurrency)};
+    if (row.summary) {
+      const RunSummary& s = *row.summary;
+      for (auto& c : {format("%.0f", s.requests_per_second), format("%.3f", s.p50_ms), format("%.3f", s.p95_ms),
+                      format("%.3f", s.p99_ms), errors_cell(s)})
+        cells.push_back(c);
+    } else {
+      for (auto& c : {row.unavailable, std::string("-"), std::string("-"), std::string("-"), std::string("-")})
+        cells.push_back(c);
+    }
+    cells.push_back(ratio_cell(row, reference));
+    print_row(cells);
+  }
+}
+
 void print_notes(const std::vector<std::string>& notes) {
   if (notes.empty()) return;
   std::printf("\n");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ void print_echo_table(const std::vector<Row>& rows, const std::vector<int>& conc
 // row with no middleware at the same concurrency, divided by its middleware
 // count.
 void print_middleware_table(const std::vector<MiddlewareRow>& rows);
+
+// Rows in order, each compared with the row named baseline_of(label) at the
+// same concurrency; `what` heads the first column. Shows p95 as well.
+void print_scaling_table(const std::vector<Row>& rows, const std::string& what,
+                         const std::function<std::string(const std::string&)>& baseline_of);
 
 // "- note" lines after a blank line; nothing when there are none.
 void print_notes(const std::vector<std::string>& notes);

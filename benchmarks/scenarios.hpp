@@ -34,5 +34,9 @@ ScenarioOutcome run_noop_scenario(const ScenarioContext& context);
 ScenarioOutcome run_compare_scenario(const ScenarioContext& context);
 ScenarioOutcome run_echo_scenario(const ScenarioContext& context);
 ScenarioOutcome run_middleware_scenario(const ScenarioContext& context);
+ScenarioOutcome run_worker_scenario(const ScenarioContext& context);
+ScenarioOutcome run_managers_scenario(const ScenarioContext& context);
+ScenarioOutcome run_listener_scenario(const ScenarioContext& context);
+ScenarioOutcome run_route_scenario(const ScenarioContext& context);
 
 }  // namespace edri::bench

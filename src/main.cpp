@@ -54,14 +54,22 @@ std::vector<int> parse_fds(const std::string& s) {
 }
 
 // CPU placement and scheduling policy; failures are reported, not fatal.
-void apply_placement(const Config& config) {
+// Returns the CPUs the process was allowed before (worker threads use them).
+std::vector<int> apply_placement(const Config& config, transport::Role role) {
+  std::vector<int> before;
   cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) before.push_back(c);
   CPU_ZERO(&set);
   if (config.placement == Config::Placement::List) {
     for (int c : config.cpus) CPU_SET(c, &set);
-  } else if (config.placement == Config::Placement::Auto) {
+  } else if (config.placement == Config::Placement::One ||
+             (config.placement == Config::Placement::Auto && role != transport::Role::Manager)) {
     // Keep the pipeline together: a hop between processes on one core costs
-    // ~1.4 us, between cores ~37 us here (docs/decisions/0003).
+    // ~1.4 us, between cores ~37 us here (docs/decisions/0003). Managers,
+    // where the CPU work is, float (docs/decisions/0006).
     cpu_set_t allowed;
     if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
       for (int c = CPU_SETSIZE - 1; c >= 0; --c)
@@ -80,6 +88,7 @@ void apply_placement(const Config& config) {
     if (::sched_setscheduler(0, SCHED_BATCH, &p) != 0)
       spdlog::warn("EDRI_SCHED=batch: cannot set the policy: {}", std::strerror(errno));
   }
+  return before;
 }
 
 int run_child(std::uint32_t slot) {
@@ -103,7 +112,7 @@ int run_child(std::uint32_t slot) {
   const std::string comm = "edri-" + std::string(transport::role_name(role));
   ::prctl(PR_SET_NAME, comm.c_str());
   ::signal(SIGPIPE, SIG_IGN);
-  apply_placement(config);
+  const std::vector<int> allowed_cpus = apply_placement(config, role);
 
   const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
@@ -129,7 +138,7 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Manager: {
-      manager::Manager m(loop, config, *plugins, plugins->domains().at(index));
+      manager::Manager m(loop, config, *plugins, plugins->domains().at(index), allowed_cpus);
       m.start();
       loop.run();
       break;

@@ -2,24 +2,104 @@
 // of later scenarios join it as their capabilities land.
 #include <edri/plugin.hpp>
 
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace {
 
-// BENCH_MIDDLEWARES=N (0..64): N pass-through middlewares, request and
-// response side, on every route.
-int middleware_count() {
-  const char* v = std::getenv("BENCH_MIDDLEWARES");
-  if (!v || !*v) return 0;
+// An integer from the environment, clamped to [lo, hi]; `fallback` when unset.
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
   const int n = std::atoi(v);
-  return n < 0 ? 0 : n > 64 ? 64 : n;
+  return n < lo ? lo : n > hi ? hi : n;
 }
+
+double thread_cpu_seconds() {
+  timespec ts;
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The CPU burner of /cpu and /busy: a computed loop, never a sleep.
+std::uint64_t spin(std::uint64_t iterations) {
+  std::uint64_t x = 88172645463325252ull;
+  for (std::uint64_t i = 0; i < iterations; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    asm volatile("" : "+r"(x));  // keeps the loop from being folded away
+  }
+  return x;
+}
+
+// Loop iterations per millisecond of CPU, measured once per process on
+// first use (the best of three short runs, on thread CPU time).
+std::uint64_t iterations_per_ms() {
+  static const std::uint64_t n = [] {
+    constexpr std::uint64_t kProbe = 1u << 22;
+    double best = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      const double t0 = thread_cpu_seconds();
+      spin(kProbe);
+      best = std::min(best, thread_cpu_seconds() - t0);
+    }
+    return static_cast<std::uint64_t>(static_cast<double>(kProbe) / (best * 1000.0));
+  }();
+  return n;
+}
+
+void burn_ms(std::int64_t ms) { spin(static_cast<std::uint64_t>(ms) * iterations_per_ms()); }
+
+edri::Response ok() { return edri::Response::raw_json(R"({"ok":true})"); }
+
+// /route/{n}: n request/response round trips through the router to the
+// pong domain, at most `window` in flight (BENCH_ROUTE_WINDOW, default 1:
+// each waits for the previous answer).
+struct RouteRun : std::enable_shared_from_this<RouteRun> {
+  edri::Context& ctx;
+  edri::Responder responder;
+  std::int64_t n, window, sent = 0, answered = 0, failed = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  RouteRun(edri::Context& c, edri::Responder r, std::int64_t count, std::int64_t w)
+      : ctx(c), responder(std::move(r)), n(count), window(w) {}
+
+  void pump() {
+    auto self = shared_from_this();
+    while (sent < n && sent - answered < window) {
+      ++sent;
+      ctx.request("bench.pong", nullptr, [self](const edri::Response& r) {
+        ++self->answered;
+        if (r.status != 200) ++self->failed;
+        if (self->answered == self->n)
+          self->finish();
+        else
+          self->pump();
+      });
+    }
+  }
+  void finish() {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (failed) {
+      responder.send(edri::Response::problem(502, "Bad Gateway", std::to_string(failed) + " round trips failed"));
+      return;
+    }
+    responder.send(edri::Response::json(
+        {{"round_trips", n}, {"seconds", s}, {"per_second", s > 0 ? static_cast<double>(n) / s : 0.0}}));
+  }
+};
 
 void register_bench(edri::Registry& r) {
   r.domain("bench");
-  r.get("/noop", "bench.noop",
-        [](const edri::Request&, edri::Context&) { return edri::Response::raw_json(R"({"ok":true})"); });
+  r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) { return ok(); });
   // The body was checked to be JSON in the listener; it goes back as it came.
   r.post("/echo", "bench.echo",
          [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },
@@ -28,7 +108,64 @@ void register_bench(edri::Registry& r) {
   // reach the same events; a command's fields are its body.
   r.command("noop", "bench.noop");
   r.command("echo", "bench.echo");
-  const int n = middleware_count();
+
+  // /cpu/{ms}: CPU work where BENCH_WORKER says, in a pool of BENCH_MAXW.
+  const std::string worker = std::getenv("BENCH_WORKER") ? std::getenv("BENCH_WORKER") : "inline";
+  const int maxw = env_int("BENCH_MAXW", 1, 1, 256);
+  if (worker == "thread") {
+    r.worker_threads(static_cast<std::size_t>(maxw), 1024);
+    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) {
+      const auto ms = req.int_param("ms");
+      if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+      return ctx.in_thread([ms] {
+        burn_ms(ms);
+        return ok();
+      });
+    });
+  } else if (worker == "inline") {
+    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context&) {
+      const auto ms = req.int_param("ms");
+      if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+      burn_ms(ms);
+      return ok();
+    });
+  } else {
+    throw std::invalid_argument("BENCH_WORKER=" + worker + ": inline or thread (process workers are not built yet)");
+  }
+
+  // /busy/{k}/{ms}: CPU inline in manager k, each its own process and event
+  // type; manager 0 is the bench manager itself.
+  const int managers = env_int("BENCH_MANAGERS", 1, 1, 64);
+  for (int k = 0; k < managers; ++k) {
+    r.domain(k == 0 ? "bench" : "busy" + std::to_string(k));
+    r.get("/busy/" + std::to_string(k) + "/{ms:int}", "bench.busy." + std::to_string(k),
+          [](const edri::Request& req, edri::Context&) {
+            const auto ms = req.int_param("ms");
+            if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+            burn_ms(ms);
+            return ok();
+          });
+  }
+
+  // /route/{n}: round trips through the real router, to a manager of its own.
+  r.domain("bench");
+  const int window = env_int("BENCH_ROUTE_WINDOW", 1, 1, 4096);
+  r.get("/route/{n:int}", "bench.route", [window](const edri::Request& req, edri::Context& ctx) {
+    const auto n = req.int_param("n");
+    if (n < 0 || n > 100000000) return edri::Response::problem(422, "Unprocessable Content", "n: 0..100000000");
+    auto run = std::make_shared<RouteRun>(ctx, ctx.defer(), n, window);
+    if (n == 0)
+      run->finish();
+    else
+      run->pump();
+    return edri::Response::deferred();
+  });
+  r.domain("pong");
+  r.event("bench.pong");
+  r.handle("bench.pong", [](const edri::Request&, edri::Context&) { return ok(); });
+
+  r.domain("bench");
+  const int n = env_int("BENCH_MIDDLEWARES", 0, 0, 64);
   for (int i = 0; i < n; ++i) {
     r.middleware(
         {"pass" + std::to_string(i), i,

@@ -26,7 +26,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 3;
+inline constexpr std::uint32_t kPluginAbiVersion = 4;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 
@@ -222,6 +222,13 @@ class Context {
   // with `data`; {{x}} is HTML-escaped. Throws std::runtime_error when the
   // template is missing or malformed (the request then gets a 500).
   virtual std::string render(std::string_view name, const nlohmann::json& data) = 0;
+  // Runs `work` on one of this domain's worker threads (see
+  // Registry::worker_threads) and answers the current request with what it
+  // returns (a throw becomes a 500). Returns what the handler must return:
+  // Response::deferred(), or a 503 problem when the pool's queue is full.
+  // `work` runs on another thread: it must not touch the Request (copy
+  // what it needs into the closure) nor call this Context.
+  virtual Response in_thread(std::function<Response()> work) = 0;
 };
 
 using Handler = std::function<Response(const Request&, Context&)>;
@@ -322,6 +329,13 @@ struct PushDecl {
   std::string notification;
   std::string subscribe;
   std::string unsubscribe;
+};
+
+// The worker thread pool of a domain.
+struct WorkerPoolDecl {
+  std::string domain;
+  std::size_t threads;
+  std::size_t queue;
 };
 
 struct HandlerDecl {
@@ -444,6 +458,14 @@ class Registry {
     return *this;
   }
 
+  // Sizes the worker thread pool of the current domain (Context::in_thread):
+  // `threads` threads, up to `queue` jobs waiting. EDRI_WORKER_THREADS and
+  // EDRI_WORKER_QUEUE, when set, win.
+  Registry& worker_threads(std::size_t threads, std::size_t queue = 256) {
+    worker_pools.push_back(WorkerPoolDecl{current_domain_, threads, queue});
+    return *this;
+  }
+
   Registry& middleware(MiddlewareDecl m) {
     middlewares.push_back(std::move(m));
     return *this;
@@ -458,6 +480,7 @@ class Registry {
   std::vector<SubscriberDecl> subscribers;
   std::vector<CommandDecl> commands;
   std::vector<PushDecl> pushes;
+  std::vector<WorkerPoolDecl> worker_pools;
 
  private:
   friend struct PluginBinding;

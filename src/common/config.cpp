@@ -141,6 +141,8 @@ Config Config::from_env() {
         c.placement = Placement::Auto;
       } else if (text == "all") {
         c.placement = Placement::All;
+      } else if (text == "one") {
+        c.placement = Placement::One;
       } else {
         c.placement = Placement::List;
         c.cpus = parse_cpu_list(v);
@@ -204,6 +206,10 @@ Config Config::from_env() {
     c.websocket_max_message = parse_integer<std::size_t>("EDRI_WEBSOCKET_MAX_MESSAGE", v, 125, std::size_t{1} << 40);
   if (auto v = env("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS"))
     c.websocket_max_subscriptions = parse_integer<std::uint32_t>("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", v, 0, 4096);
+  if (auto v = env("EDRI_WORKER_THREADS"))
+    c.worker_threads = parse_integer<std::uint32_t>("EDRI_WORKER_THREADS", v, 1, 1024);
+  if (auto v = env("EDRI_WORKER_QUEUE"))
+    c.worker_queue = parse_integer<std::uint32_t>("EDRI_WORKER_QUEUE", v, 1, 1u << 20);
   if (c.websocket_max_message + 4096 > c.ring_bytes / 4)
     throw ConfigError("EDRI_WEBSOCKET_MAX_MESSAGE=" + std::to_string(c.websocket_max_message) +
                       ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
@@ -244,6 +250,7 @@ std::string Config::describe() const {
     << "EDRI_CPUS="
     << (placement == Placement::Auto  ? "auto"
         : placement == Placement::All ? "all"
+        : placement == Placement::One ? "one"
                                       : join(cpus))
     << '\n'
     << "EDRI_SCHED=" << (sched_batch ? "batch" : "other") << '\n'
@@ -259,7 +266,9 @@ std::string Config::describe() const {
     << "EDRI_SSL_KEY=" << ssl_key << '\n'
     << "EDRI_WEBSOCKET_PATH=" << websocket_path << '\n'
     << "EDRI_WEBSOCKET_MAX_MESSAGE=" << websocket_max_message << '\n'
-    << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n';
+    << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n'
+    << "EDRI_WORKER_THREADS=" << worker_threads << '\n'
+    << "EDRI_WORKER_QUEUE=" << worker_queue << '\n';
   return o.str();
 }
 

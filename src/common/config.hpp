@@ -32,10 +32,12 @@ struct Config {
   std::size_t ring_bytes = 4u << 20;         // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;      // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
   std::uint32_t spin = 0;                    // EDRI_SPIN (idle polls before sleeping)
-  // EDRI_CPUS: where the pipeline's processes run. "auto" (default): all on
-  // one CPU, the last one this process may use (docs/decisions/0003);
-  // "all": wherever the scheduler puts them; a list: pinned to that list.
-  enum class Placement { Auto, All, List } placement = Placement::Auto;
+  // EDRI_CPUS: where the processes run. "auto" (default): listeners,
+  // broker and router on one CPU, the last one this process may use, and
+  // managers wherever the scheduler puts them (docs/decisions/0006); "one":
+  // every process on that CPU (docs/decisions/0003); "all": wherever the
+  // scheduler puts them; a list: every process pinned to that list.
+  enum class Placement { Auto, One, All, List } placement = Placement::Auto;
   std::vector<int> cpus;                  // the list, for Placement::List
   bool sched_batch = true;                // EDRI_SCHED=batch|other
   bool server_timing = false;             // EDRI_SERVER_TIMING=1
@@ -51,6 +53,8 @@ struct Config {
   std::string websocket_path = "/ws";  // EDRI_WEBSOCKET_PATH (empty: no WebSocket)
   std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
   std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
+  std::uint32_t worker_threads = 0;  // EDRI_WORKER_THREADS per manager (0: the plugin's choice, else the CPU count)
+  std::uint32_t worker_queue = 0;    // EDRI_WORKER_QUEUE jobs waiting per pool (0: the plugin's choice, else 256)
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

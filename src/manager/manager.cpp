@@ -37,13 +37,15 @@ class DeferredAnswer final : public Responder::Sink {
 };
 }  // namespace
 
-Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain)
+Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
+                 std::vector<int> worker_cpus)
     : loop_(loop),
       config_(config),
       plugins_(plugins),
       domain_(std::move(domain)),
       to_router_(loop.outbox_to(Topology::kRouter)),
-      templates_(config.template_path) {
+      templates_(config.template_path),
+      worker_cpus_(std::move(worker_cpus)) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
@@ -208,6 +210,30 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   }
   outstanding_.emplace(id, std::move(on_response));
   return true;
+}
+
+Manager::~Manager() = default;
+
+Response Manager::in_thread(std::function<Response()> work) {
+  if (!current_) throw std::logic_error("in_thread() outside a request handler");
+  if (!workers_) {
+    const auto decl = plugins_.worker_pool(domain_);
+    const std::size_t threads = config_.worker_threads ? config_.worker_threads
+                                : decl                 ? decl->threads
+                                : worker_cpus_.empty() ? 1
+                                                       : worker_cpus_.size();
+    const std::size_t queue = config_.worker_queue ? config_.worker_queue : decl ? decl->queue : 256;
+    workers_ = std::make_unique<WorkerThreads>(loop_.events(), threads, queue, worker_cpus_);
+  }
+  const env::EnvelopeHeader request = *current_;
+  auto done = [this, request](Response r) {
+    if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a worker job returned deferred()");
+    respond(request, r);
+  };
+  if (!workers_->submit(std::move(work), std::move(done)))
+    return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
+        .header("Retry-After", "1");
+  return Response::deferred();
 }
 
 Responder Manager::defer() {

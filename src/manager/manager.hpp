@@ -4,12 +4,13 @@
 // its domain, subscribes their events at the router and answers each
 // request it is sent. A handler that throws becomes a 500 (detail hidden
 // when ENVIRONMENT=production); the manager keeps running. Handlers may
-// publish notifications, send requests to other managers and answer later
-// (Context).
+// publish notifications, send requests to other managers, answer later
+// (Context), and hand CPU work to worker threads.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -19,13 +20,18 @@
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
 #include "manager/template_cache.hpp"
+#include "manager/worker_threads.hpp"
 #include "plugin/plugin_set.hpp"
 
 namespace edri::manager {
 
 class Manager final : public Context {
  public:
-  Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain);
+  // `worker_cpus`: where worker threads may run (the CPUs the process had
+  // before its loop was pinned).
+  Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
+          std::vector<int> worker_cpus = {});
+  ~Manager() override;
 
   void start();
 
@@ -38,6 +44,7 @@ class Manager final : public Context {
   std::string render(std::string_view name, const nlohmann::json& data) override {
     return templates_.render(name, data);
   }
+  Response in_thread(std::function<Response()> work) override;
 
   // Sends `resp` as the answer to the request with header `request`.
   void respond(const envelope::EnvelopeHeader& request, const Response& resp);
@@ -72,6 +79,8 @@ class Manager final : public Context {
   const envelope::EnvelopeHeader* current_ = nullptr;  // the request whose handler runs now
   Request request_;                                    // reused across calls
   TemplateCache templates_;
+  std::vector<int> worker_cpus_;
+  std::unique_ptr<WorkerThreads> workers_;  // made by the first in_thread()
 };
 
 }  // namespace edri::manager

@@ -16,6 +16,13 @@ int PluginSet::event_index(std::string_view name) const {
   return -1;
 }
 
+std::optional<WorkerPoolDecl> PluginSet::worker_pool(const std::string& domain) const {
+  std::optional<WorkerPoolDecl> out;
+  for (const auto& w : worker_pools_)
+    if (w.domain == domain) out = w;
+  return out;
+}
+
 int PluginSet::domain_index(const std::string& name) const {
   auto it = std::find(domains_.begin(), domains_.end(), name);
   return it == domains_.end() ? -1 : static_cast<int>(it - domains_.begin());
@@ -115,6 +122,12 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       claim_command(p.subscribe);
       claim_command(p.unsubscribe);
       set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
+    }
+    for (auto& w : reg.worker_pools) {
+      if (w.threads == 0 || w.threads > 1024)
+        throw PluginError(where + ": worker_threads(" + std::to_string(w.threads) + ") for domain " + w.domain +
+                          ": must be 1..1024");
+      set.worker_pools_.push_back(std::move(w));
     }
     for (const auto& sd : reg.subscribers)
       if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);

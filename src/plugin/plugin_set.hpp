@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ class PluginSet {
   const std::vector<LoadedSubscriber>& subscribers() const { return subscribers_; }
   const std::vector<LoadedCommand>& commands() const { return commands_; }
   const std::vector<LoadedPush>& pushes() const { return pushes_; }
+  // The worker pool a plugin asked for in `domain`, if any (the last one wins).
+  std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
   // The event of that name, or -1.
   int event_index(std::string_view name) const;
   // (URL prefix, absolute folder) of every plugin's assets.
@@ -91,6 +94,7 @@ class PluginSet {
   std::vector<std::pair<std::string, std::string>> asset_mounts_;
   std::vector<LoadedCommand> commands_;
   std::vector<LoadedPush> pushes_;
+  std::vector<WorkerPoolDecl> worker_pools_;
 };
 
 }  // namespace edri::plugin

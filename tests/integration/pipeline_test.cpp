@@ -11,18 +11,9 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
 
 using namespace edri::test;
-
-namespace {
-int thread_count(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  return -1;
-}
-}  // namespace
 
 TEST_CASE("a routed request crosses listener, broker, router and manager", "[pipeline]") {
   ServerProcess server({plugin_path("bench_app")}, {{"EDRI_SERVER_TIMING", "1"}});
@@ -45,8 +36,8 @@ TEST_CASE("a routed request crosses listener, broker, router and manager", "[pip
     CHECK(thread_count(k.pid) == 1);
   }
   CHECK(roles == std::set<std::string>{"edri-server: listener", "edri-server: broker", "edri-server: router",
-                                       "edri-server: manager bench"});
-  CHECK(pids.size() == 4);
+                                       "edri-server: manager bench", "edri-server: manager pong"});
+  CHECK(pids.size() == 5);
   CHECK(thread_count(server.pid()) == 1);
 }
 
@@ -61,8 +52,17 @@ std::string cpus_allowed(pid_t pid) {
 }  // namespace
 
 TEST_CASE("the pipeline's processes are placed as EDRI_CPUS says", "[pipeline]") {
-  SECTION("auto: all on one CPU, the same for every process") {
+  SECTION("auto: listener, broker and router on one CPU; managers on every CPU allowed") {
     ServerProcess server({plugin_path("bench_app")});
+    std::set<std::string> pipeline;
+    for (const std::string role : {"listener", "broker", "router"}) pipeline.insert(cpus_allowed(server.child(role)));
+    REQUIRE(pipeline.size() == 1);
+    CHECK(pipeline.begin()->find_first_of(",-") == std::string::npos);
+    CHECK(cpus_allowed(server.child("manager bench")) == cpus_allowed(::getpid()));
+    CHECK(cpus_allowed(server.child("manager pong")) == cpus_allowed(::getpid()));
+  }
+  SECTION("one: all on one CPU, the same for every process") {
+    ServerProcess server({plugin_path("bench_app")}, {{"EDRI_CPUS", "one"}});
     std::set<std::string> placements;
     for (const auto& k : server.children()) placements.insert(cpus_allowed(k.pid));
     REQUIRE(placements.size() == 1);
@@ -112,7 +112,7 @@ TEST_CASE("stopping the server leaves no process and no shared memory", "[pipeli
   auto server = std::make_unique<ServerProcess>(std::vector<std::string>{plugin_path("bench_app")});
   REQUIRE(http_get(server->port(), "/noop").status == 200);
   const auto kids = server->children();
-  REQUIRE(kids.size() == 4);
+  REQUIRE(kids.size() == 5);
   const auto segments = shm_segments(server->segment_prefix());
   REQUIRE(segments.size() == 1);
   struct stat st {};

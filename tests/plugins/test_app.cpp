@@ -5,6 +5,7 @@
 #include <edri/plugin.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 namespace {
@@ -133,6 +134,17 @@ void reg(edri::Registry& r) {
     return edri::Response::text("sent");
   });
   // A second domain: its own manager process.
+  // Worker threads: a job that throws, and one that answers with its thread.
+  r.get("/thread/throw", "test.thread_throw", [](const edri::Request&, edri::Context& ctx) {
+    return ctx.in_thread([]() -> edri::Response { throw std::runtime_error("job failed"); });
+  });
+  r.get("/thread/tid", "test.thread_tid", [](const edri::Request&, edri::Context& ctx) {
+    const long manager_tid = ::gettid();
+    return ctx.in_thread([manager_tid] {
+      return edri::Response::json({{"worker", static_cast<long>(::gettid())}, {"manager", manager_tid}});
+    });
+  });
+
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
     return edri::Response::json({{"pid", ::getpid()}, {"domain", ctx.domain()}});

@@ -40,6 +40,15 @@ inline bool has_shape(std::string_view s, std::string_view pattern) {
   return true;
 }
 
+// Threads of a process, from /proc/<pid>/status (-1 if it is gone).
+inline int thread_count(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
 // A temporary folder, removed with everything in it when the test ends.
 struct TempDir {
   std::filesystem::path path;

@@ -24,6 +24,10 @@ TEST_CASE("defaults and overrides", "[config]") {
     CHECK(c.placement == Config::Placement::Auto);
     CHECK(c.describe().find("EDRI_CPUS=auto\n") != std::string::npos);
   }
+  {
+    EnvVar one("EDRI_CPUS", "one");
+    CHECK(Config::from_env().placement == Config::Placement::One);
+  }
   EnvVar a("EDRI_PORT", "0"), b("EDRI_PLUGINS", "a.so:b.so,c.so"), d("ENVIRONMENT", "production"),
       e("EDRI_CPUS", "0-2,5");
   const auto c = Config::from_env();

@@ -1,0 +1,224 @@
+// Scenarios that use more than one core: worker threads (`worker`), CPU
+// work spread over managers (`managers`), listener processes (`listener`),
+// and round trips through the router between managers (`route`).
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report.hpp"
+#include "scenario_support.hpp"
+#include "scenarios.hpp"
+
+namespace edri::bench {
+namespace {
+
+HttpRequest get(const std::string& target) {
+  HttpRequest r;
+  r.method = "GET";
+  r.target = target;
+  return r;
+}
+
+// One edri start with `env`, measured with `requests` (spread over the
+// connections; a WebSocket message when `websocket`) at each concurrency.
+ScenarioOutcome measure(const ScenarioContext& context, const std::string& label, const EnvironmentVariables& env,
+                        const std::vector<HttpRequest>& requests, bool websocket, const std::vector<int>& concurrencies,
+                        std::vector<Row>& rows, std::vector<std::string>& notes) {
+  const std::string name = "edri " + label;
+  StartedServer server = start_server_reporting(ServerKind::kEdri, name, server_settings(context, env), notes);
+  if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
+  for (int c : concurrencies) {
+    if (server.outcome != StartedServer::Outcome::kRunning) {
+      rows.push_back(Row{label, c, std::nullopt, unavailable_cell(server)});
+      continue;
+    }
+    LoadOptions load = load_options(context, server.port, c);
+    if (websocket) {
+      load.websocket_path = "/ws";
+      load.request.body = R"({"command":"noop"})";
+    } else {
+      load.requests = requests;
+    }
+    const LoadResult result = run_reported_load(context, name, load);
+    if (result.interrupted) return ScenarioOutcome::kInterrupted;
+    rows.push_back(Row{label, c, summarize(result), {}});
+    note_if_exited(server, name, c, notes);
+  }
+  return server.outcome == StartedServer::Outcome::kRunning ? ScenarioOutcome::kDone : ScenarioOutcome::kServerFailed;
+}
+
+// The label with 1 for its first number: "managers=4 EDRI_CPUS=all" ->
+// "managers=1 EDRI_CPUS=all".
+std::string with_one(const std::string& label) {
+  const auto eq = label.find('=');
+  if (eq == std::string::npos) return label;
+  const auto end = label.find(' ', eq);
+  return label.substr(0, eq + 1) + "1" + (end == std::string::npos ? std::string() : label.substr(end));
+}
+
+ScenarioOutcome finish(const ScenarioContext& context, ScenarioOutcome outcome, const std::string& load,
+                       const std::vector<Row>& rows, const std::string& what,
+                       const std::function<std::string(const std::string&)>& baseline_of,
+                       const std::vector<std::string>& notes) {
+  if (outcome == ScenarioOutcome::kInterrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
+  print_report_header(context, load);
+  print_scaling_table(rows, what, baseline_of);
+  print_notes(notes);
+  return outcome;
+}
+
+// A blocking GET of 127.0.0.1:port/path: the body, or nullopt.
+std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::optional<std::string> body;
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    std::string in;
+    char buf[4096];
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+    }
+    const auto end = in.find("\r\n\r\n");
+    if (in.rfind("HTTP/1.1 200", 0) == 0 && end != std::string::npos) body = in.substr(end + 4);
+  }
+  ::close(fd);
+  return body;
+}
+
+// A number field of a flat JSON object, without a JSON library.
+std::optional<double> json_number(const std::string& body, const std::string& key) {
+  const auto at = body.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(body.c_str() + at + key.size() + 3, nullptr);
+}
+
+}  // namespace
+
+ScenarioOutcome run_worker_scenario(const ScenarioContext& context) {
+  const std::vector<int> concurrencies = context.options.concurrencies_or({8});
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+  ScenarioOutcome outcome = ScenarioOutcome::kDone;
+  for (int maxw : {1, 2, 4}) {
+    const std::string label = "thread maxw=" + std::to_string(maxw);
+    const auto o = measure(context, label, {{"BENCH_WORKER", "thread"}, {"BENCH_MAXW", std::to_string(maxw)}},
+                           {get("/cpu/50")}, false, concurrencies, rows, notes);
+    if (o == ScenarioOutcome::kInterrupted) return o;
+    if (o == ScenarioOutcome::kServerFailed) outcome = o;
+  }
+  for (int maxw : {1, 2, 4})
+    for (int c : concurrencies)
+      rows.push_back(Row{"process maxw=" + std::to_string(maxw), c, std::nullopt, "not built yet"});
+  return finish(context, outcome, "GET /cpu/50 (50 ms of CPU per request on the worker pool of BENCH_MAXW threads)",
+                rows, "workers", with_one, notes);
+}
+
+ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
+  const std::vector<int> concurrencies = context.options.concurrencies_or({32});
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+  ScenarioOutcome outcome = ScenarioOutcome::kDone;
+  for (const std::string cpus : {"one", "auto", "all"}) {
+    for (int m : {1, 2, 4}) {
+      std::vector<HttpRequest> requests;
+      for (int k = 0; k < m; ++k) requests.push_back(get("/busy/" + std::to_string(k) + "/2"));
+      const std::string label = "managers=" + std::to_string(m) + " EDRI_CPUS=" + cpus;
+      const auto o = measure(context, label, {{"BENCH_MANAGERS", std::to_string(m)}, {"EDRI_CPUS", cpus}}, requests,
+                             false, concurrencies, rows, notes);
+      if (o == ScenarioOutcome::kInterrupted) return o;
+      if (o == ScenarioOutcome::kServerFailed) outcome = o;
+    }
+  }
+  return finish(context, outcome,
+                "GET /busy/{k}/2 (2 ms of CPU inline in manager k), the connections spread evenly over the managers",
+                rows, "managers", with_one, notes);
+}
+
+ScenarioOutcome run_listener_scenario(const ScenarioContext& context) {
+  const std::vector<int> concurrencies = context.options.concurrencies_or(kDefaultConcurrencies);
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+  ScenarioOutcome outcome = ScenarioOutcome::kDone;
+  for (const bool websocket : {false, true}) {
+    for (const auto& [listeners, cpus] :
+         std::vector<std::pair<int, std::string>>{{1, "auto"}, {2, "auto"}, {2, "all"}}) {
+      const std::string label = std::string(websocket ? "WS noop" : "GET /noop") +
+                                " listeners=" + std::to_string(listeners) + " EDRI_CPUS=" + cpus;
+      const auto o =
+          measure(context, label, {{"EDRI_LISTENER_WORKERS", std::to_string(listeners)}, {"EDRI_CPUS", cpus}},
+                  {get("/noop")}, websocket, concurrencies, rows, notes);
+      if (o == ScenarioOutcome::kInterrupted) return o;
+      if (o == ScenarioOutcome::kServerFailed) outcome = o;
+    }
+  }
+  return finish(
+      context, outcome, "GET /noop and the WebSocket command noop, 1 or 2 listener processes", rows, "listeners",
+      [](const std::string& label) {
+        const auto at = label.find(" listeners=");
+        return label.substr(0, at) + " listeners=1 EDRI_CPUS=auto";
+      },
+      notes);
+}
+
+ScenarioOutcome run_route_scenario(const ScenarioContext& context) {
+  std::vector<std::string> notes;
+  struct Result {
+    int window;
+    long n;
+    std::optional<double> per_second, seconds;
+  };
+  std::vector<Result> results;
+  for (int window : {1, 64}) {
+    const std::string name = "edri BENCH_ROUTE_WINDOW=" + std::to_string(window);
+    StartedServer server = start_server_reporting(
+        ServerKind::kEdri, name, server_settings(context, {{"BENCH_ROUTE_WINDOW", std::to_string(window)}}), notes);
+    if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
+    for (long n : {1000L, 10000L, 100000L}) {
+      Result r{window, n, std::nullopt, std::nullopt};
+      if (server.outcome == StartedServer::Outcome::kRunning) {
+        std::fprintf(stderr, "running %s /route/%ld ...\n", name.c_str(), n);
+        if (auto body = fetch(server.port, "/route/" + std::to_string(n), 120000)) {
+          r.per_second = json_number(*body, "per_second");
+          r.seconds = json_number(*body, "seconds");
+        } else {
+          notes.push_back(name + " /route/" + std::to_string(n) + ": no 200 answer");
+        }
+      }
+      results.push_back(r);
+      if (context.interrupted()) return ScenarioOutcome::kInterrupted;
+    }
+  }
+  print_report_header(context,
+                      "GET /route/{n}: n request/response round trips, manager bench -> router -> manager "
+                      "pong -> router -> bench, at most BENCH_ROUTE_WINDOW in flight");
+  std::printf("| window | n | round trips/s | seconds | vs upstream (12k-18k/s) |\n|---:|---:|---:|---:|---:|\n");
+  for (const auto& r : results) {
+    char line[200];
+    if (r.per_second)
+      std::snprintf(line, sizeof line, "| %d | %ld | %.0f | %.3f | %.1fx-%.1fx |", r.window, r.n, *r.per_second,
+                    r.seconds.value_or(0), *r.per_second / 18000, *r.per_second / 12000);
+    else
+      std::snprintf(line, sizeof line, "| %d | %ld | failed | - | - |", r.window, r.n);
+    std::printf("%s\n", line);
+  }
+  print_notes(notes);
+  return ScenarioOutcome::kDone;
+}
+
+}  // namespace edri::bench
