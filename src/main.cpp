@@ -121,8 +121,9 @@ int run_child(std::uint32_t slot) {
 
   switch (role) {
     case transport::Role::Listener: {
+      const char* unix_fd = std::getenv("EDRI_INTERNAL_UNIX_FD");
       listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
-                           std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")));
+                           std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")), unix_fd ? std::atoi(unix_fd) : -1);
       l.start();
       loop.run();
       break;

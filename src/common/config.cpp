@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <sys/un.h>
 #include <charconv>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -206,6 +208,11 @@ Config Config::from_env() {
     c.websocket_max_message = parse_integer<std::size_t>("EDRI_WEBSOCKET_MAX_MESSAGE", v, 125, std::size_t{1} << 40);
   if (auto v = env("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS"))
     c.websocket_max_subscriptions = parse_integer<std::uint32_t>("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", v, 0, 4096);
+  if (auto v = env("EDRI_UNIX_SOCKET")) {
+    c.unix_socket = v;
+    if (c.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path))
+      throw ConfigError("EDRI_UNIX_SOCKET=" + c.unix_socket + ": longer than a socket path may be (107 bytes)");
+  }
   if (auto v = env("EDRI_WORKER_THREADS"))
     c.worker_threads = parse_integer<std::uint32_t>("EDRI_WORKER_THREADS", v, 1, 1024);
   if (auto v = env("EDRI_WORKER_QUEUE"))
@@ -267,6 +274,7 @@ std::string Config::describe() const {
     << "EDRI_WEBSOCKET_PATH=" << websocket_path << '\n'
     << "EDRI_WEBSOCKET_MAX_MESSAGE=" << websocket_max_message << '\n'
     << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n'
+    << "EDRI_UNIX_SOCKET=" << unix_socket << '\n'
     << "EDRI_WORKER_THREADS=" << worker_threads << '\n'
     << "EDRI_WORKER_QUEUE=" << worker_queue << '\n';
   return o.str();

@@ -54,7 +54,7 @@ struct ParamValue {
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-                   int listen_fd)
+                   int listen_fd, int unix_fd)
     : loop_(loop),
       config_(config),
       to_broker_(loop.outbox_to(transport::Topology::kBroker)),
@@ -68,6 +68,10 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       metrics_(loop.segment().listener_metrics(index)),
       request_counters_(&loop.segment().request_counter(index, 0, 0)) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
+  if (unix_fd >= 0) {
+    unix_fd_ = ::fcntl(unix_fd, F_DUPFD_CLOEXEC, 0);
+    if (unix_fd_ < 0) throw std::runtime_error("the inherited Unix domain socket is not valid");
+  }
   // One validator per event, shared by the routes that lead to it.
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
@@ -113,6 +117,10 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
 Listener::~Listener() {
   loop_.events().unwatch(listen_fd_);
   ::close(listen_fd_);
+  if (unix_fd_ >= 0) {
+    loop_.events().unwatch(unix_fd_);
+    ::close(unix_fd_);
+  }
 }
 
 http::ParserLimits Listener::parser_limits() const {
@@ -132,7 +140,9 @@ void Listener::start() {
   env::EnvelopeWriter w(h);
   if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
     spdlog::error("cannot tell the broker this listener restarted");
-  loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_all(); });
+  loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_from(listen_fd_, tls_.get()); });
+  // Behind a reverse proxy on the same host: plain HTTP, never TLS.
+  if (unix_fd_ >= 0) loop_.events().watch(unix_fd_, EPOLLIN, [this](std::uint32_t) { accept_from(unix_fd_, nullptr); });
   accept_all();
   sweep_.expires_after(std::chrono::seconds(1));
 }
@@ -162,20 +172,24 @@ void Listener::sweep_overdue() {
 }
 
 void Listener::accept_all() {
+  if (accept_from(listen_fd_, tls_.get()) && unix_fd_ >= 0) accept_from(unix_fd_, nullptr);
+}
+
+bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
   for (;;) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Another listener took it, or the backlog is empty.
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
       // Out of descriptors or memory: back off instead of spinning; the
       // edge is spent, so the retry timer resumes accepting.
       spdlog::warn("accept failed: {}", std::strerror(errno));
       accept_retry_.expires_after(std::chrono::milliseconds(50));
-      return;
+      return false;
     }
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a Unix socket
     std::uint32_t id;
     if (!free_ids_.empty()) {
       id = free_ids_.back();
@@ -185,7 +199,7 @@ void Listener::accept_all() {
       connections_.emplace_back();
       generations_.push_back(0);
     }
-    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id], tls_.get());
+    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id], tls);
     connections_[id]->start();
   }
 }

@@ -43,8 +43,9 @@ class Connection;
 
 class Listener {
  public:
+  // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1.
   Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-           int listen_fd);
+           int listen_fd, int unix_fd = -1);
   ~Listener();
 
   void start();
@@ -96,6 +97,8 @@ class Listener {
   // The declared query, header and cookie fields that passed, as sections.
   void add_validated(envelope::EnvelopeWriter& w) const;
   void accept_all();
+  // Accepts every waiting connection of `fd`; false when it must retry later.
+  bool accept_from(int fd, const TlsContext* tls);
   void record(const Connection::SlotInfo& info, int status);
   // Built-in (request id, CORS) then plugin middleware; false when one of
   // them answered the request.
@@ -118,7 +121,8 @@ class Listener {
   std::uint16_t index_;
   http::RouteTable routes_;
   std::vector<Target> targets_;
-  int listen_fd_;  // our own duplicate of the supervisor's socket
+  int listen_fd_;     // our own duplicate of the supervisor's socket
+  int unix_fd_ = -1;  // and of its Unix domain socket, if any
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   http::ResponseWriter writer_;

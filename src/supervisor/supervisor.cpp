@@ -6,6 +6,8 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +61,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     doorbells_.push_back(fd);
   }
   bind_listen_socket();
+  if (!config_.unix_socket.empty()) bind_unix_socket();
 
   auto add = [this](std::uint32_t slot, std::string title) {
     Child c;
@@ -79,7 +82,33 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
 Supervisor::~Supervisor() {
   for (int fd : doorbells_) ::close(fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (unix_fd_ >= 0) {
+    ::close(unix_fd_);
+    ::unlink(config_.unix_socket.c_str());
+  }
   if (segment_) transport::Segment::remove(segment_->name());
+}
+
+void Supervisor::bind_unix_socket() {
+  const std::string& path = config_.unix_socket;
+  // A socket file left by a dead instance is replaced; anything else at the
+  // path is not ours to remove.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": exists and is not a socket");
+    ::unlink(path.c_str());
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4096) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": cannot listen: " + why);
+  }
+  unix_fd_ = fd;
 }
 
 void Supervisor::bind_listen_socket() {
@@ -129,6 +158,7 @@ void Supervisor::spawn(Child& c) {
     ::setenv("EDRI_INTERNAL_INSTANCE", segment_->name().c_str(), 1);
     ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
     ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
              (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers())).c_str(), 1);
     sigset_t none;
@@ -153,6 +183,7 @@ int Supervisor::run() {
   announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
   transport::Segment::remove(segment_->name());
+  if (unix_fd_ >= 0) ::unlink(config_.unix_socket.c_str());
   spdlog::info("stopped");
   return 0;
 }

@@ -42,6 +42,7 @@ class Supervisor {
   };
 
   void bind_listen_socket();
+  void bind_unix_socket();
   void spawn(Child& c);
   void on_signal(int sig);
   void reap();
@@ -58,6 +59,7 @@ class Supervisor {
   std::unique_ptr<transport::Segment> segment_;
   std::vector<int> doorbells_;
   int listen_fd_ = -1;
+  int unix_fd_ = -1;  // EDRI_UNIX_SOCKET, when set
   std::uint16_t bound_port_ = 0;
   std::vector<Child> children_;
   asio::signal_set signals_;
