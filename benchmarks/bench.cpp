@@ -42,7 +42,7 @@ constexpr Scenario kScenarios[] = {
     {"middleware", "edri: GET /noop at c=32 with BENCH_MIDDLEWARES=0,1,4,8; server CPU per request and per middleware",
      run_middleware_scenario},
     {"worker", "edri: GET /cpu/50 on worker threads, BENCH_MAXW=1,2,4 at c=8, each vs maxw=1", run_worker_scenario},
-    {"managers", "edri: GET /busy/{k}/2 over 1, 2, 4 managers at c=32 (EDRI_CPUS one, auto, all), vs 1 manager",
+    {"managers", "edri: GET /busy/{k}/2 over 1, 2, 4 managers (EDRI_CPUS one, auto, all) and replicas, c=32",
      run_managers_scenario},
     {"listener", "edri: GET /noop and WebSocket noop with 1 and 2 listener processes", run_listener_scenario},
     {"route", "edri: GET /route/{n}, n=1000,10000,100000 round trips through the router, window 1 and 64",

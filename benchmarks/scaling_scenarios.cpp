@@ -145,8 +145,17 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
       if (o == ScenarioOutcome::kServerFailed) outcome = o;
     }
   }
+  // Replicas: one domain in several processes, the router spreading its requests.
+  for (int n : {1, 2, 4}) {
+    const std::string label = "replicas=" + std::to_string(n) + " EDRI_CPUS=auto";
+    const auto o = measure(context, label, {{"EDRI_MANAGER_REPLICAS", std::to_string(n)}}, {get("/busy/0/2")}, false,
+                           concurrencies, rows, notes);
+    if (o == ScenarioOutcome::kInterrupted) return o;
+    if (o == ScenarioOutcome::kServerFailed) outcome = o;
+  }
   return finish(context, outcome,
-                "GET /busy/{k}/2 (2 ms of CPU inline in manager k), the connections spread evenly over the managers",
+                "GET /busy/{k}/2 (2 ms of CPU inline in manager k), the connections spread evenly over the managers; "
+                "replicas: GET /busy/0/2 on one domain run by EDRI_MANAGER_REPLICAS processes (round robin)",
                 rows, "managers", with_one, notes);
 }
 

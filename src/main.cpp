@@ -106,7 +106,8 @@ int run_child(std::uint32_t slot) {
   std::optional<plugin::PluginSet> plugins;
   if (role == transport::Role::Listener || role == transport::Role::Manager) {
     plugins = plugin::PluginSet::load(config.plugins);
-    if (role == transport::Role::Manager) name += " " + plugins->domains().at(index);
+    if (role == transport::Role::Manager)
+      name += " " + plugin::manager_titles(plugins->manager_domains(config.manager_replicas)).at(index);
   }
   init_logging(name, config.log_level);
   const std::string comm = "edri-" + std::string(transport::role_name(role));
@@ -139,7 +140,8 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Manager: {
-      manager::Manager m(loop, config, *plugins, plugins->domains().at(index), allowed_cpus);
+      manager::Manager m(loop, config, *plugins, plugins->manager_domains(config.manager_replicas).at(index),
+                         allowed_cpus);
       m.start();
       loop.run();
       break;

@@ -466,6 +466,15 @@ class Registry {
     return *this;
   }
 
+  // Runs the current domain in `n` manager processes (replicas); the router
+  // spreads its requests over them, and each notification reaches one of
+  // them. Only for domains whose state is not in the process (a database,
+  // or none). EDRI_MANAGER_REPLICAS, when set, wins.
+  Registry& replicas(std::size_t n) {
+    replica_counts.emplace_back(current_domain_, n);
+    return *this;
+  }
+
   Registry& middleware(MiddlewareDecl m) {
     middlewares.push_back(std::move(m));
     return *this;
@@ -481,6 +490,7 @@ class Registry {
   std::vector<CommandDecl> commands;
   std::vector<PushDecl> pushes;
   std::vector<WorkerPoolDecl> worker_pools;
+  std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
 
  private:
   friend struct PluginBinding;

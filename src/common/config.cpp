@@ -208,6 +208,8 @@ Config Config::from_env() {
     c.websocket_max_message = parse_integer<std::size_t>("EDRI_WEBSOCKET_MAX_MESSAGE", v, 125, std::size_t{1} << 40);
   if (auto v = env("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS"))
     c.websocket_max_subscriptions = parse_integer<std::uint32_t>("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", v, 0, 4096);
+  if (auto v = env("EDRI_MANAGER_REPLICAS"))
+    c.manager_replicas = parse_integer<std::uint32_t>("EDRI_MANAGER_REPLICAS", v, 1, 64);
   if (auto v = env("EDRI_UNIX_SOCKET")) {
     c.unix_socket = v;
     if (c.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path))
@@ -274,6 +276,7 @@ std::string Config::describe() const {
     << "EDRI_WEBSOCKET_PATH=" << websocket_path << '\n'
     << "EDRI_WEBSOCKET_MAX_MESSAGE=" << websocket_max_message << '\n'
     << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n'
+    << "EDRI_MANAGER_REPLICAS=" << manager_replicas << '\n'
     << "EDRI_UNIX_SOCKET=" << unix_socket << '\n'
     << "EDRI_WORKER_THREADS=" << worker_threads << '\n'
     << "EDRI_WORKER_QUEUE=" << worker_queue << '\n';

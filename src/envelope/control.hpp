@@ -10,7 +10,8 @@
 namespace edri::envelope {
 
 // manager -> router: the manager handles and subscribes to these events.
-// Payload: u64 event type ids.
+// Payload: u64 id of its domain (event_type_id of the name: replicas of a
+// domain share it), then u64 event type ids.
 inline constexpr std::uint64_t kControlSubscribe = 1;
 // router -> managers and broker: a (re)started router asks for every
 // subscription again, since they live in the router's memory only. No

@@ -28,7 +28,7 @@ std::string label(std::string_view v) {
 }  // namespace
 
 BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
-                                   const plugin::PluginSet& plugins)
+                                   const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles)
     : segment_(segment), topology_(topology) {
   slot_names_.resize(topology.process_slots());
   slot_names_[transport::Topology::kBroker] = "broker";
@@ -36,7 +36,7 @@ BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const tran
   for (std::uint32_t i = 0; i < topology.listeners(); ++i)
     slot_names_[topology.listener_slot(i)] = topology.listeners() == 1 ? "listener" : "listener " + std::to_string(i);
   for (std::uint32_t j = 0; j < topology.managers(); ++j)
-    slot_names_[topology.manager_slot(j)] = "manager " + plugins.domains().at(j);
+    slot_names_[topology.manager_slot(j)] = "manager " + manager_titles.at(j);
   for (const auto& r : plugins.routes()) route_labels_.push_back(std::string(method_name(r.method)) + " " + r.path);
   route_labels_.push_back("(none)");  // answers given without a route
 }

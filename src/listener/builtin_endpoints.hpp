@@ -24,7 +24,7 @@ class BuiltinEndpoints {
   };
 
   BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
-                   const plugin::PluginSet& plugins);
+                   const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles);
 
   // The answer for `path`, or nothing if it is not a built-in endpoint.
   std::optional<Answer> handle(std::string_view path) const;

@@ -63,7 +63,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
-      builtins_(loop.segment(), loop.topology(), plugins),
+      builtins_(loop.segment(), loop.topology(), plugins,
+                plugin::manager_titles(plugins.manager_domains(config.manager_replicas))),
       unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())),
       metrics_(loop.segment().listener_metrics(index)),
       request_counters_(&loop.segment().request_counter(index, 0, 0)) {

@@ -65,7 +65,8 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
 void Manager::start() { subscribe(); }
 
 void Manager::subscribe() {
-  std::vector<std::uint64_t> ids;
+  // First the domain (replicas of one domain share it), then the events.
+  std::vector<std::uint64_t> ids{env::event_type_id(domain_)};
   for (const auto& [id, _] : handlers_) ids.push_back(id);
   for (const auto& [id, _] : subscribers_) ids.push_back(id);
   auto h = env::make_header(env::Kind::Control, env::kControlSubscribe, 0);
@@ -73,7 +74,7 @@ void Manager::subscribe() {
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
   if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
     spdlog::error("cannot subscribe: the router channel is full");
-  spdlog::debug("domain {}: subscribed {} events", domain_, ids.size());
+  spdlog::debug("domain {}: subscribed {} events", domain_, ids.size() - 1);
 }
 
 void Manager::on_record(std::span<const std::byte> record) {

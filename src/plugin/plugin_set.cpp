@@ -16,6 +16,29 @@ int PluginSet::event_index(std::string_view name) const {
   return -1;
 }
 
+std::vector<std::string> PluginSet::manager_domains(std::uint32_t replicas) const {
+  std::vector<std::string> out;
+  for (const auto& d : domains_) {
+    std::size_t n = 1;
+    for (const auto& [domain, count] : replica_counts_)
+      if (domain == d) n = count;
+    if (replicas) n = replicas;
+    out.insert(out.end(), n, d);
+  }
+  return out;
+}
+
+std::vector<std::string> manager_titles(const std::vector<std::string>& manager_domains) {
+  std::vector<std::string> out;
+  for (std::size_t j = 0; j < manager_domains.size(); ++j) {
+    std::size_t replica = 1;
+    for (std::size_t i = 0; i < j; ++i)
+      if (manager_domains[i] == manager_domains[j]) ++replica;
+    out.push_back(replica == 1 ? manager_domains[j] : manager_domains[j] + " " + std::to_string(replica));
+  }
+  return out;
+}
+
 std::optional<WorkerPoolDecl> PluginSet::worker_pool(const std::string& domain) const {
   std::optional<WorkerPoolDecl> out;
   for (const auto& w : worker_pools_)
@@ -122,6 +145,11 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       claim_command(p.subscribe);
       claim_command(p.unsubscribe);
       set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
+    }
+    for (auto& [domain, n] : reg.replica_counts) {
+      if (n == 0 || n > 64)
+        throw PluginError(where + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");
+      set.replica_counts_.emplace_back(domain, n);
     }
     for (auto& w : reg.worker_pools) {
       if (w.threads == 0 || w.threads > 1024)

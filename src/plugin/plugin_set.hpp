@@ -73,6 +73,10 @@ class PluginSet {
   const std::vector<LoadedSubscriber>& subscribers() const { return subscribers_; }
   const std::vector<LoadedCommand>& commands() const { return commands_; }
   const std::vector<LoadedPush>& pushes() const { return pushes_; }
+  // The domain of each manager process, in slot order: every domain, each
+  // repeated for its replicas (`replicas` when not 0, else what its plugin
+  // asked for, else 1). Supervisor and children compute it alike.
+  std::vector<std::string> manager_domains(std::uint32_t replicas = 0) const;
   // The worker pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
   // The event of that name, or -1.
@@ -95,6 +99,11 @@ class PluginSet {
   std::vector<LoadedCommand> commands_;
   std::vector<LoadedPush> pushes_;
   std::vector<WorkerPoolDecl> worker_pools_;
+  std::vector<std::pair<std::string, std::size_t>> replica_counts_;
 };
+
+// How a manager is named (ps, logs, /health): its domain, then the replica
+// number from the second replica on ("notes", "notes 2", ...).
+std::vector<std::string> manager_titles(const std::vector<std::string>& manager_domains);
 
 }  // namespace edri::plugin

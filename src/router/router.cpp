@@ -17,6 +17,7 @@ Router::Router(ProcessLoop& loop, const Config& config)
     : loop_(loop), to_broker_(loop.outbox_to(Topology::kBroker)), held_limit_(config.outbox_limit) {
   const auto& topo = loop.topology();
   subscribed_.assign(topo.managers(), false);
+  group_of_.assign(topo.managers(), 0);
   for (std::uint32_t j = 0; j < topo.managers(); ++j) {
     const auto slot = topo.manager_slot(j);
     to_manager_.push_back(&loop.outbox_to(slot));
@@ -94,9 +95,19 @@ void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> re
     spdlog::error("broker channel full: a notification for WebSocket clients was dropped");
   auto it = routes_.find(h.event_type);
   if (it == routes_.end()) return;  // no manager listens
-  for (const auto manager : it->second.managers)
+  // One replica of each domain, taking turns.
+  auto& subs = it->second;
+  const auto n = subs.managers.size();
+  const auto start = subs.next_notify++;
+  groups_seen_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto manager = subs.managers[(start + i) % n];
+    const auto group = group_of_[manager];
+    if (std::find(groups_seen_.begin(), groups_seen_.end(), group) != groups_seen_.end()) continue;
+    groups_seen_.push_back(group);
     if (!to_manager_[manager]->push(record))
       spdlog::error("manager {} channel full: a notification was dropped", manager);
+  }
 }
 
 void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record) {
@@ -131,7 +142,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
 
 void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   const std::size_t n = body.size() / sizeof(std::uint64_t);
-  for (std::size_t i = 0; i < n; ++i) {
+  if (n > 0) std::memcpy(&group_of_[manager], body.data(), sizeof(std::uint64_t));
+  for (std::size_t i = 1; i < n; ++i) {
     std::uint64_t id;
     std::memcpy(&id, body.data() + i * sizeof id, sizeof id);
     auto& m = routes_[id].managers;
@@ -143,7 +155,7 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   }
   // /ready reads this.
   loop_.segment().header().managers_subscribed.store(subscribed_count_, std::memory_order_release);
-  spdlog::debug("manager {} subscribed to {} events", manager, n);
+  spdlog::debug("manager {} subscribed to {} events", manager, n ? n - 1 : 0);
   if (subscribed_count_ == subscribed_.size() && !held_.empty()) {
     auto held = std::move(held_);
     held_.clear();

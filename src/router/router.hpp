@@ -4,7 +4,8 @@
 // event type ids). Requests go to a subscriber; responses go back to the
 // broker. Until every manager has subscribed once, requests for events
 // nobody handles yet are held (bounded), so the first requests after start
-// do not fail. Notifications fan out to every subscribed manager, and to
+// do not fail. Requests for a domain with replicas go round robin over
+// them. Notifications fan out to one replica of every subscribed domain, and to
 // the broker for those WebSocket clients subscribed to. It reads envelope
 // headers only.
 #pragma once
@@ -28,7 +29,8 @@ class Router {
  private:
   struct Subscribers {
     std::vector<std::uint32_t> managers;
-    std::uint32_t next = 0;  // round robin
+    std::uint32_t next = 0;         // round robin of requests
+    std::uint32_t next_notify = 0;  // which replica of a domain gets the next notification
   };
 
   void on_broker(std::span<const std::byte> record);
@@ -42,6 +44,8 @@ class Router {
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;
   std::unordered_map<std::uint64_t, Subscribers> routes_;
+  std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
+  std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)
   std::vector<bool> subscribed_;
   std::uint32_t subscribed_count_ = 0;

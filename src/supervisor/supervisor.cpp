@@ -46,7 +46,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     : io_(),
       config_(config),
       plugins_(plugins),
-      topology_(config.listener_workers, static_cast<std::uint32_t>(plugins.domains().size())),
+      topology_(config.listener_workers,
+                static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas).size())),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
       kill_timer_(io_),
       ready_timer_(io_) {
@@ -70,8 +71,9 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     c.restart_timer = std::make_unique<asio::steady_timer>(io_);
     children_.push_back(std::move(c));
   };
+  const auto titles = plugin::manager_titles(plugins.manager_domains(config.manager_replicas));
   for (std::uint32_t j = 0; j < topology_.managers(); ++j)
-    add(topology_.manager_slot(j), "edri-server: manager " + plugins.domains()[j]);
+    add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
   add(Topology::kRouter, "edri-server: router");
   add(Topology::kBroker, "edri-server: broker");
   for (std::uint32_t i = 0; i < topology_.listeners(); ++i)

@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
@@ -39,4 +41,30 @@ TEST_CASE("a handler asks another manager and answers when the response comes ba
     CHECK(j["asked_from"] == server.child("manager test"));
   }
   CHECK(c.get("/ask-nobody").status == 500);
+}
+
+TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas; a notification reaches one", "[managers]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MANAGER_REPLICAS", "2"}});
+  const pid_t first = server.child("manager test --");
+  const pid_t second = server.child("manager test 2");
+  REQUIRE(first > 0);
+  REQUIRE(second > 0);
+  CHECK(first != second);
+  CHECK(server.child("manager other 2") > 0);
+  HttpClient c(server.port());
+  std::set<long> pids;
+  for (int i = 0; i < 4; ++i) pids.insert(json::parse(c.get("/pid").body)["pid"].get<long>());
+  CHECK(pids == std::set<long>{first, second});  // round robin
+
+  // 10 notifications, each to one replica of domain test: 10 in all.
+  CHECK(json::parse(c.get("/other/publish/10").body)["published"] == 10);
+  long count = 0;
+  CHECK(eventually([&] {
+    // Two calls reach both replicas (round robin).
+    count = json::parse(c.get("/notified").body)["count"].get<long>() +
+            json::parse(c.get("/notified").body)["count"].get<long>();
+    return count == 10;
+  }));
+  CHECK(count == 10);
+  CHECK(http_get(server.port(), "/health").body.find("manager test 2") != std::string::npos);
 }

@@ -63,3 +63,12 @@ TEST_CASE("WebSocket commands and pushes resolve to events; wrong ones are refus
   ::unsetenv("BAD_WEBSOCKET");
   CHECK(PluginSet::load({test_plugin("bad_websocket")}).commands().empty());
 }
+
+TEST_CASE("manager processes: every domain, each repeated for its replicas", "[plugin]") {
+  const auto set = PluginSet::load({EDRI_PLUGIN_DIR "/notes.so", EDRI_PLUGIN_DIR "/audit.so"});
+  CHECK(set.manager_domains() == std::vector<std::string>{"notes", "audit"});
+  const auto three = set.manager_domains(3);
+  CHECK(three == std::vector<std::string>{"notes", "notes", "notes", "audit", "audit", "audit"});
+  CHECK(edri::plugin::manager_titles(three) ==
+        std::vector<std::string>{"notes", "notes 2", "notes 3", "audit", "audit 2", "audit 3"});
+}
