@@ -153,6 +153,14 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
     if (o == ScenarioOutcome::kInterrupted) return o;
     if (o == ScenarioOutcome::kServerFailed) outcome = o;
   }
+  // Uneven work (1 ms and 8 ms requests) on 2 replicas: which way of sharing wins.
+  for (const std::string routing : {"round_robin", "least_loaded"}) {
+    const std::string label = "replicas=2 mixed 1/8 ms EDRI_ROUTING=" + routing;
+    const auto o = measure(context, label, {{"EDRI_MANAGER_REPLICAS", "2"}, {"EDRI_ROUTING", routing}},
+                           {get("/busy/0/1"), get("/busy/0/8")}, false, concurrencies, rows, notes);
+    if (o == ScenarioOutcome::kInterrupted) return o;
+    if (o == ScenarioOutcome::kServerFailed) outcome = o;
+  }
   return finish(context, outcome,
                 "GET /busy/{k}/2 (2 ms of CPU inline in manager k), the connections spread evenly over the managers; "
                 "replicas: GET /busy/0/2 on one domain run by EDRI_MANAGER_REPLICAS processes (round robin)",

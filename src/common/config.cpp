@@ -210,6 +210,12 @@ Config Config::from_env() {
     c.websocket_max_subscriptions = parse_integer<std::uint32_t>("EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", v, 0, 4096);
   if (auto v = env("EDRI_MANAGER_REPLICAS"))
     c.manager_replicas = parse_integer<std::uint32_t>("EDRI_MANAGER_REPLICAS", v, 1, 64);
+  if (auto v = env("EDRI_ROUTING")) {
+    const std::string r = v;
+    if (r != "round_robin" && r != "least_loaded")
+      throw ConfigError("EDRI_ROUTING=" + r + ": must be round_robin or least_loaded");
+    c.least_loaded = r == "least_loaded";
+  }
   if (auto v = env("EDRI_UNIX_SOCKET")) {
     c.unix_socket = v;
     if (c.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path))
@@ -277,6 +283,7 @@ std::string Config::describe() const {
     << "EDRI_WEBSOCKET_MAX_MESSAGE=" << websocket_max_message << '\n'
     << "EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS=" << websocket_max_subscriptions << '\n'
     << "EDRI_MANAGER_REPLICAS=" << manager_replicas << '\n'
+    << "EDRI_ROUTING=" << (least_loaded ? "least_loaded" : "round_robin") << '\n'
     << "EDRI_UNIX_SOCKET=" << unix_socket << '\n'
     << "EDRI_WORKER_THREADS=" << worker_threads << '\n'
     << "EDRI_WORKER_QUEUE=" << worker_queue << '\n';

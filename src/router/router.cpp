@@ -14,10 +14,14 @@ namespace env = edri::envelope;
 using transport::Topology;
 
 Router::Router(ProcessLoop& loop, const Config& config)
-    : loop_(loop), to_broker_(loop.outbox_to(Topology::kBroker)), held_limit_(config.outbox_limit) {
+    : loop_(loop),
+      to_broker_(loop.outbox_to(Topology::kBroker)),
+      least_loaded_(config.least_loaded),
+      held_limit_(config.outbox_limit) {
   const auto& topo = loop.topology();
   subscribed_.assign(topo.managers(), false);
   group_of_.assign(topo.managers(), 0);
+  in_flight_.assign(topo.managers(), 0);
   for (std::uint32_t j = 0; j < topo.managers(); ++j) {
     const auto slot = topo.manager_slot(j);
     to_manager_.push_back(&loop.outbox_to(slot));
@@ -80,11 +84,17 @@ void Router::on_request(std::span<const std::byte> record) {
     return;
   }
   auto& subs = it->second;
-  const auto manager = subs.managers[subs.next++ % subs.managers.size()];
+  auto manager = subs.managers[subs.next++ % subs.managers.size()];
+  if (least_loaded_ && subs.managers.size() > 1) {
+    // The fewest requests in flight; ties keep the round-robin choice.
+    for (const auto m : subs.managers)
+      if (in_flight_[m] < in_flight_[manager]) manager = m;
+  }
   const bool sent = to_manager_[manager]->emplace(record.size(), [&](std::byte* p) {
     std::memcpy(p, record.data(), record.size());
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
+  if (sent) ++in_flight_[manager];
   if (!sent && !env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
     spdlog::error("reply channel full: a 503 was lost");
 }
@@ -129,6 +139,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Request: return on_request(record);
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
+      if (in_flight_[manager] > 0) --in_flight_[manager];
       const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
         std::memcpy(p, record.data(), record.size());
         env::stamp(*env::header_at(p), env::kStampRouterOut);
@@ -143,6 +154,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
 void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   const std::size_t n = body.size() / sizeof(std::uint64_t);
   if (n > 0) std::memcpy(&group_of_[manager], body.data(), sizeof(std::uint64_t));
+  in_flight_[manager] = 0;  // a (re)started manager holds nothing
   for (std::size_t i = 1; i < n; ++i) {
     std::uint64_t id;
     std::memcpy(&id, body.data() + i * sizeof id, sizeof id);

@@ -5,9 +5,8 @@
 // broker. Until every manager has subscribed once, requests for events
 // nobody handles yet are held (bounded), so the first requests after start
 // do not fail. Requests for a domain with replicas go round robin over
-// them. Notifications fan out to one replica of every subscribed domain, and to
-// the broker for those WebSocket clients subscribed to. It reads envelope
-// headers only.
+// them, or to the one with the fewest in flight (EDRI_ROUTING). Notifications fan out to one replica of every
+// subscribed domain, and to the broker for those WebSocket clients subscribed to. It reads envelope headers only.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +43,8 @@ class Router {
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;
   std::unordered_map<std::uint64_t, Subscribers> routes_;
+  bool least_loaded_;                       // EDRI_ROUTING=least_loaded
+  std::vector<std::uint32_t> in_flight_;    // per manager: requests sent, not answered
   std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)

@@ -68,3 +68,16 @@ TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas; a no
   CHECK(count == 10);
   CHECK(http_get(server.port(), "/health").body.find("manager test 2") != std::string::npos);
 }
+
+TEST_CASE("EDRI_ROUTING=least_loaded: a busy replica gets no more requests while another is free", "[managers]") {
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_MANAGER_REPLICAS", "2"}, {"EDRI_ROUTING", "least_loaded"}});
+  HttpClient slow(server.port(), 10000);
+  slow.send_raw("GET /sleep/1000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  HttpClient c(server.port());
+  std::set<long> pids;
+  // Round robin would send half of these to the replica that sleeps.
+  for (int i = 0; i < 6; ++i) pids.insert(json::parse(c.get("/pid").body)["pid"].get<long>());
+  CHECK(pids.size() == 1);
+  CHECK(slow.read_response().status == 200);
+}
