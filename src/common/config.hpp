@@ -54,10 +54,10 @@ struct Config {
   std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
   std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
   std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes per domain (0: the plugins' choice, else 1)
-  bool least_loaded = false;           // EDRI_ROUTING=least_loaded (default round_robin): how replicas share requests
-  std::string unix_socket;             // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket
-  std::uint32_t worker_threads = 0;    // EDRI_WORKER_THREADS per manager (0: the plugin's choice, else the CPU count)
-  std::uint32_t worker_queue = 0;      // EDRI_WORKER_QUEUE jobs waiting per pool (0: the plugin's choice, else 256)
+  bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
+  std::string unix_socket;   // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket
+  std::uint32_t worker_threads = 0;  // EDRI_WORKER_THREADS per manager (0: the plugin's choice, else the CPU count)
+  std::uint32_t worker_queue = 0;    // EDRI_WORKER_QUEUE jobs waiting per pool (0: the plugin's choice, else 256)
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

@@ -44,7 +44,8 @@ TEST_CASE("a handler asks another manager and answers when the response comes ba
 }
 
 TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas; a notification reaches one", "[managers]") {
-  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MANAGER_REPLICAS", "2"}});
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_MANAGER_REPLICAS", "2"}, {"EDRI_ROUTING", "round_robin"}});
   const pid_t first = server.child("manager test --");
   const pid_t second = server.child("manager test 2");
   REQUIRE(first > 0);
@@ -69,9 +70,9 @@ TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas; a no
   CHECK(http_get(server.port(), "/health").body.find("manager test 2") != std::string::npos);
 }
 
-TEST_CASE("EDRI_ROUTING=least_loaded: a busy replica gets no more requests while another is free", "[managers]") {
-  ServerProcess server({test_plugin_path("test_app")},
-                       {{"EDRI_MANAGER_REPLICAS", "2"}, {"EDRI_ROUTING", "least_loaded"}});
+TEST_CASE("EDRI_ROUTING=least_loaded (the default): a busy replica gets no more requests while another is free",
+          "[managers]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MANAGER_REPLICAS", "2"}});
   HttpClient slow(server.port(), 10000);
   slow.send_raw("GET /sleep/1000 HTTP/1.1\r\nHost: x\r\n\r\n");
   HttpClient c(server.port());
