@@ -104,10 +104,14 @@ int run_child(std::uint32_t slot) {
   if (role == transport::Role::Listener && topology.listeners() > 1) name += " " + std::to_string(index);
 
   std::optional<plugin::PluginSet> plugins;
+  std::string domain;  // a manager's
   if (role == transport::Role::Listener || role == transport::Role::Manager) {
     plugins = plugin::PluginSet::load(config.plugins);
-    if (role == transport::Role::Manager)
-      name += " " + plugin::manager_titles(plugins->manager_domains(config.manager_replicas)).at(index);
+    if (role == transport::Role::Manager) {
+      const auto domains = plugins->manager_domains(config.manager_replicas);
+      domain = domains.at(index);
+      name += " " + plugin::manager_titles(domains).at(index);
+    }
   }
   init_logging(name, config.log_level);
   const std::string comm = "edri-" + std::string(transport::role_name(role));
@@ -140,8 +144,7 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Manager: {
-      manager::Manager m(loop, config, *plugins, plugins->manager_domains(config.manager_replicas).at(index),
-                         allowed_cpus);
+      manager::Manager m(loop, config, *plugins, domain, allowed_cpus);
       m.start();
       loop.run();
       break;

@@ -96,7 +96,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   }
   for (const auto& cmd : plugins.commands()) {
     const auto& ev = plugins.events()[cmd.event];
-    WsCommand w{WsCommand::Kind::Event, ev.type_id, validators[cmd.event], {}};
+    WsCommand w{WsCommand::Kind::Event, ev.type_id, validators[cmd.event], {}, nlohmann::json(cmd.command).dump()};
     for (const auto& r : plugins.routes())
       if (r.event == cmd.event) {
         w.path_params = http::RouteTable::parameters(r.path);
@@ -106,8 +106,12 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   }
   for (const auto& p : plugins.pushes()) {
     const auto& ev = plugins.events()[p.notification];
-    ws_commands_.emplace(p.subscribe, WsCommand{WsCommand::Kind::Subscribe, ev.type_id, nullptr, {}});
-    ws_commands_.emplace(p.unsubscribe, WsCommand{WsCommand::Kind::Unsubscribe, ev.type_id, nullptr, {}});
+    ws_commands_.emplace(
+        p.subscribe,
+        WsCommand{WsCommand::Kind::Subscribe, ev.type_id, nullptr, {}, nlohmann::json(p.subscribe).dump()});
+    ws_commands_.emplace(
+        p.unsubscribe,
+        WsCommand{WsCommand::Kind::Unsubscribe, ev.type_id, nullptr, {}, nlohmann::json(p.unsubscribe).dump()});
     push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
   }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
@@ -589,13 +593,15 @@ void Listener::ws_message(Connection& c, std::string_view text) {
     ws_error(c, seq, 400, R"(a message must be a JSON object with a string "command")");
     return;
   }
-  const std::string& command = name->get_ref<const std::string&>();
-  const auto seq = c.ws_open_slot(nlohmann::json(command).dump());
-  auto it = ws_commands_.find(command);
+  auto it = ws_commands_.find(name->get_ref<const std::string&>());
   if (it == ws_commands_.end()) {
-    ws_error(c, seq, 404, "unknown command " + command);
+    const auto seq = c.ws_open_slot(name->dump());
+    ws_error(c, seq, 404, "unknown command " + name->get<std::string>());
     return;
   }
+  const auto seq = c.ws_open_slot(it->second.quoted_name);
+  // From here on the message is the command's fields.
+  msg.erase(name);
   ws_command(c, seq, it->second, msg);
 }
 
@@ -629,32 +635,36 @@ void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd
     return;
   }
 
-  // Fields: path parameters of the event's route, then declared fields.
-  validated_.clear();
+  // Fields: the declared ones, then path parameters of the event's route
+  // (whose errors are listed first, as a request's would be).
+  if (cmd.validator)
+    cmd.validator->check_message(msg, c.upgrade_request(), validated_);
+  else
+    validated_.clear();
   decoded_params_.clear();
+  std::size_t path_errors = 0;
   for (const auto& [pname, ptype] : cmd.path_params) {
     auto v = msg.find(pname);
+    const char* problem = nullptr;
+    std::string text;
     if (v == msg.end() || v->is_null()) {
-      validated_.errors.push_back({pname, "is required"});
-      continue;
+      problem = "is required";
+    } else {
+      text = v->is_string() ? v->get<std::string>() : v->dump();
+      const bool ok = ptype == http::ParamType::Int    ? v->is_number_integer() && http::is_int_segment(text)
+                      : ptype == http::ParamType::Uuid ? v->is_string() && http::is_uuid_segment(text)
+                                                       : v->is_string() && !text.empty();
+      if (!ok)
+        problem = ptype == http::ParamType::Int    ? "must be an integer"
+                  : ptype == http::ParamType::Uuid ? "must be a UUID"
+                                                   : "must be a non-empty string";
     }
-    std::string text = v->is_string() ? v->get<std::string>() : v->dump();
-    const bool ok = ptype == http::ParamType::Int    ? v->is_number_integer() && http::is_int_segment(text)
-                    : ptype == http::ParamType::Uuid ? v->is_string() && http::is_uuid_segment(text)
-                                                     : v->is_string() && !text.empty();
-    if (!ok) {
-      validated_.errors.push_back({pname, ptype == http::ParamType::Int    ? "must be an integer"
-                                          : ptype == http::ParamType::Uuid ? "must be a UUID"
-                                                                           : "must be a non-empty string"});
+    if (problem) {
+      validated_.errors.insert(validated_.errors.begin() + static_cast<std::ptrdiff_t>(path_errors++),
+                               FieldError{pname, problem});
       continue;
     }
     decoded_params_.emplace_back(pname, std::move(text));
-  }
-  if (cmd.validator) {
-    ValidatedFields fields;
-    cmd.validator->check_message(msg, c.upgrade_request(), fields);
-    fields.errors.insert(fields.errors.begin(), validated_.errors.begin(), validated_.errors.end());
-    validated_ = std::move(fields);
   }
   if (!validated_.errors.empty()) {
     validated_.status = 422;
@@ -667,11 +677,7 @@ void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd
     w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
   add_validated(w);
   // The body is the message without its "command": always a JSON object.
-  std::string body = "{}";
-  if (msg.size() > 1) {
-    msg.erase("command");
-    body = msg.dump();
-  }
+  const std::string body = msg.dump();
   w.text(env::SectionType::Body, body);
   if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
     ws_error(c, seq, 503, "the server is overloaded; retry later");

@@ -81,6 +81,7 @@ class Listener {
     std::uint64_t type;  // the event's type, or the notification's
     std::shared_ptr<const RequestValidator> validator;
     std::vector<std::pair<std::string, http::ParamType>> path_params;  // of the event's first route
+    std::string quoted_name;                                           // as JSON, for every answer
   };
 
   // The upgrade request at EDRI_WEBSOCKET_PATH.

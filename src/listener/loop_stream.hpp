@@ -35,7 +35,6 @@ struct Pipe {
   std::size_t in_off = 0;
   bool eof = false;     // the client is gone: reads fail
   bool broken = false;  // the connection is gone: writes fail
-  bool torn_down = false;
   std::function<void(std::string_view)> write;
   std::unique_ptr<PendingRead> pending;
 
@@ -135,17 +134,11 @@ class LoopStream {
 // set) or an operation fails for good: the connection is then over.
 inline void beast_close_socket(LoopStream& s) { s.pipe().broken = s.pipe().eof = true; }
 
-// Beast's closing handshake ends with a teardown of the layer below; for
-// this stream that only tells the Connection to close once its output is
-// written.
-inline void teardown(beast::role_type, LoopStream& s, beast::error_code& ec) {
-  s.pipe().torn_down = true;
-  ec = {};
-}
-
+// Beast's closing handshake ends with a teardown of the layer below. Here
+// there is nothing to tear down: the session tells the Connection to close
+// once its output is written.
 template <class Handler>
 void async_teardown(beast::role_type, LoopStream& s, Handler&& handler) {
-  s.pipe().torn_down = true;
   asio::post(s.get_executor(), beast::bind_front_handler(std::forward<Handler>(handler), beast::error_code{}));
 }
 

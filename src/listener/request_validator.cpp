@@ -190,6 +190,21 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
       return;
     }
   }
+  check_fields(
+      body, req, "body",
+      [&](const std::string& name, std::string& value, const char*& problem) {
+        bool malformed = false;
+        const bool found = find_query(query, name, value, malformed);
+        if (malformed && !found) problem = "has a malformed percent-escape";
+        return found;
+      },
+      out);
+}
+
+template <class FindQuery>
+void RequestValidator::check_fields(const nlohmann::json& body, const http::HttpRequest& req,
+                                    std::string_view whole_body_label, FindQuery&& find_query_value,
+                                    ValidatedFields& out) const {
   std::string value;
   for (const auto& f : fields_) {
     bool present = false;
@@ -197,7 +212,7 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
       case FieldSource::Body: {
         if (f.name.empty()) {  // the whole body (JsonBody())
           check_json(f, body, out.errors);
-          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = "body";
+          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = whole_body_label;
           present = true;
           break;
         }
@@ -209,10 +224,10 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
         break;
       }
       case FieldSource::Query: {
-        bool malformed = false;
-        present = find_query(query, f.name, value, malformed);
-        if (malformed && !present) {
-          out.errors.push_back({f.name, "has a malformed percent-escape"});
+        const char* problem = nullptr;
+        present = find_query_value(f.name, value, problem);
+        if (problem) {
+          out.errors.push_back({f.name, problem});
           continue;
         }
         if (!present && !f.default_value.is_null()) {
@@ -257,51 +272,19 @@ void RequestValidator::check_headers(const FieldDecl& f, const http::HttpRequest
 void RequestValidator::check_message(const nlohmann::json& msg, const http::HttpRequest& upgrade,
                                      ValidatedFields& out) const {
   out.clear();
-  std::string value;
-  for (const auto& f : fields_) {
-    bool present = false;
-    switch (f.source) {
-      case FieldSource::Body: {
-        if (f.name.empty()) {  // the whole message, less "command"
-          nlohmann::json rest = msg;
-          rest.erase("command");
-          check_json(f, rest, out.errors);
-          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = "message";
-          present = true;
-          break;
+  check_fields(
+      msg, upgrade, "message",
+      [&](const std::string& name, std::string& value, const char*& problem) {
+        auto it = msg.find(name);
+        if (it == msg.end() || it->is_null()) return false;
+        if (it->is_structured()) {
+          problem = "must be a single value";
+          return false;
         }
-        auto it = msg.find(f.name);
-        if (it != msg.end() && !it->is_null()) {
-          check_json(f, *it, out.errors);
-          present = true;
-        }
-        break;
-      }
-      case FieldSource::Query: {
-        auto it = msg.find(f.name);
-        if (it != msg.end() && !it->is_null()) {
-          if (it->is_structured()) {
-            out.errors.push_back({f.name, "must be a single value"});
-            continue;
-          }
-          value = it->is_string() ? it->get<std::string>() : it->dump();
-          present = true;
-        } else if (!f.default_value.is_null()) {
-          value = f.default_value.is_string() ? f.default_value.get<std::string>() : f.default_value.dump();
-          present = true;
-        }
-        if (present) {
-          check_text(f, value, out.errors);
-          out.query.emplace_back(f.name, value);
-        }
-        break;
-      }
-      case FieldSource::Header:
-      case FieldSource::Cookie: check_headers(f, upgrade, out, present); break;
-    }
-    if (!present && f.required) out.errors.push_back({f.name, "is required"});
-  }
-  if (!out.errors.empty()) out.status = 422;
+        value = it->is_string() ? it->get<std::string>() : it->dump();
+        return true;
+      },
+      out);
 }
 
 std::string RequestValidator::problem_body(const ValidatedFields& out) {

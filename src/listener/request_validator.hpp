@@ -46,8 +46,9 @@ class RequestValidator {
   void check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const;
 
   // Checks a WebSocket command: body and query fields are read from the
-  // message object `msg` (a query field may come as a JSON scalar), header
-  // and cookie fields from the connection's upgrade request.
+  // message object `msg` (its fields, without "command"; a query field may
+  // come as a JSON scalar), header and cookie fields from the connection's
+  // upgrade request.
   void check_message(const nlohmann::json& msg, const http::HttpRequest& upgrade, ValidatedFields& out) const;
 
   // The 422/400 problem+json body for `out`.
@@ -58,6 +59,12 @@ class RequestValidator {
   bool has_body_fields_ = false;
   bool has_named_body_fields_ = false;
   void check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out, bool& present) const;
+  // The one walk over the fields for both: `find_query_value(name, value,
+  // problem)` says whether a query field is there (REST: the query string;
+  // WebSocket: the message).
+  template <class FindQuery>
+  void check_fields(const nlohmann::json& body, const http::HttpRequest& req, std::string_view whole_body_label,
+                    FindQuery&& find_query_value, ValidatedFields& out) const;
 };
 
 // "a%20b+c" -> "a b c". Returns false on a malformed escape.

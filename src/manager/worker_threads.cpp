@@ -33,11 +33,6 @@ WorkerThreads::~WorkerThreads() {
   ::close(wake_fd_);
 }
 
-std::size_t WorkerThreads::queued() const {
-  std::lock_guard lock(mutex_);
-  return jobs_.size();
-}
-
 bool WorkerThreads::submit(Work work, Done done) {
   if (threads_.empty()) start();
   {

@@ -43,9 +43,6 @@ class WorkerThreads {
   // is full.
   [[nodiscard]] bool submit(Work work, Done done);
 
-  std::size_t threads() const { return size_; }
-  std::size_t queued() const;
-
  private:
   struct Job {
     Work work;
@@ -65,7 +62,7 @@ class WorkerThreads {
   std::size_t queue_limit_;
   std::vector<int> cpus_;
   int wake_fd_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable work_ready_;
   std::deque<Job> jobs_;
   std::deque<Finished> finished_;
