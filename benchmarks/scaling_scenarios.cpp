@@ -115,17 +115,16 @@ ScenarioOutcome run_worker_scenario(const ScenarioContext& context) {
   std::vector<Row> rows;
   std::vector<std::string> notes;
   ScenarioOutcome outcome = ScenarioOutcome::kDone;
-  for (int maxw : {1, 2, 4}) {
-    const std::string label = "thread maxw=" + std::to_string(maxw);
-    const auto o = measure(context, label, {{"BENCH_WORKER", "thread"}, {"BENCH_MAXW", std::to_string(maxw)}},
-                           {get("/cpu/50")}, false, concurrencies, rows, notes);
-    if (o == ScenarioOutcome::kInterrupted) return o;
-    if (o == ScenarioOutcome::kServerFailed) outcome = o;
-  }
-  for (int maxw : {1, 2, 4})
-    for (int c : concurrencies)
-      rows.push_back(Row{"process maxw=" + std::to_string(maxw), c, std::nullopt, "not built yet"});
-  return finish(context, outcome, "GET /cpu/50 (50 ms of CPU per request on the worker pool of BENCH_MAXW threads)",
+  for (const std::string kind : {"thread", "process"})
+    for (int maxw : {1, 2, 4}) {
+      const std::string label = kind + " maxw=" + std::to_string(maxw);
+      const auto o = measure(context, label, {{"BENCH_WORKER", kind}, {"BENCH_MAXW", std::to_string(maxw)}},
+                             {get("/cpu/50")}, false, concurrencies, rows, notes);
+      if (o == ScenarioOutcome::kInterrupted) return o;
+      if (o == ScenarioOutcome::kServerFailed) outcome = o;
+    }
+  return finish(context, outcome,
+                "GET /cpu/50 (50 ms of CPU per request in the BENCH_WORKER pool of BENCH_MAXW threads or processes)",
                 rows, "workers", with_one, notes);
 }
 

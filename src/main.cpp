@@ -1,5 +1,6 @@
 // edri-server: the supervisor when started by a user, one of its children
-// (listener, broker, router, manager) when started with --child=<slot>.
+// (listener, broker, router, manager) when started with --child=<slot>, a
+// manager's worker process when started with --worker.
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,6 +19,7 @@
 #include "common/process_loop.hpp"
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
+#include "manager/worker_process.hpp"
 #include "plugin/plugin_set.hpp"
 #include "router/router.hpp"
 #include "supervisor/supervisor.hpp"
@@ -105,12 +107,14 @@ int run_child(std::uint32_t slot) {
 
   std::optional<plugin::PluginSet> plugins;
   std::string domain;  // a manager's
+  std::string manager_title;
   if (role == transport::Role::Listener || role == transport::Role::Manager) {
     plugins = plugin::PluginSet::load(config.plugins);
     if (role == transport::Role::Manager) {
       const auto domains = plugins->manager_domains(config.manager_replicas);
       domain = domains.at(index);
-      name += " " + plugin::manager_titles(domains).at(index);
+      manager_title = plugin::manager_titles(domains).at(index);
+      name += " " + manager_title;
     }
   }
   init_logging(name, config.log_level);
@@ -144,7 +148,7 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Manager: {
-      manager::Manager m(loop, config, *plugins, domain, allowed_cpus);
+      manager::Manager m(loop, config, *plugins, domain, manager_title, allowed_cpus);
       m.start();
       loop.run();
       break;
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
     if (argc >= 2) {
       const std::string arg = argv[1];
       if (arg.rfind("--child=", 0) == 0) return run_child(static_cast<std::uint32_t>(std::stoul(arg.substr(8))));
+      if (arg == "--worker") return manager::run_worker_process();
       if (arg == "--print-config") {
         std::fputs(Config::from_env().describe().c_str(), stdout);
         return 0;

@@ -129,8 +129,22 @@ void register_bench(edri::Registry& r) {
       burn_ms(ms);
       return ok();
     });
+  } else if (worker == "process") {
+    // The task runs in a worker process; its input is the milliseconds.
+    r.task("burn", [](std::string_view input) {
+      burn_ms(std::stoll(std::string(input)));
+      return std::string(R"({"ok":true})");
+    });
+    r.worker_processes(static_cast<std::size_t>(maxw), 1024);
+    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) {
+      const auto ms = req.int_param("ms");
+      if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+      return ctx.in_process("burn", std::to_string(ms), [](const edri::TaskResult& t) {
+        return t.ok() ? edri::Response::raw_json(t.output) : t.problem();
+      });
+    });
   } else {
-    throw std::invalid_argument("BENCH_WORKER=" + worker + ": inline or thread (process workers are not built yet)");
+    throw std::invalid_argument("BENCH_WORKER=" + worker + ": inline, thread or process");
   }
 
   // /busy/{k}/{ms}: CPU inline in manager k, each its own process and event

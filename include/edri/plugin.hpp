@@ -26,7 +26,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 4;
+inline constexpr std::uint32_t kPluginAbiVersion = 5;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 
@@ -201,6 +201,34 @@ class Responder {
   std::shared_ptr<Sink> sink_;
 };
 
+// What became of a task sent to a worker process (Context::in_process).
+struct TaskResult {
+  enum class Outcome : std::uint8_t {
+    Done,        // the task returned; `output` is what it returned
+    Threw,       // the task threw; `output` is the exception's what()
+    WorkerDied,  // its worker process died while running it
+    NoWorker,    // no worker process could be started
+  };
+  Outcome outcome = Outcome::Done;
+  std::string output;
+
+  bool ok() const { return outcome == Outcome::Done; }
+  // The answer for a failed task: 500 when it threw, else 503 with
+  // Retry-After (a replaced worker may well succeed).
+  Response problem() const {
+    switch (outcome) {
+      case Outcome::Done: break;
+      case Outcome::Threw: return Response::problem(500, "Internal Server Error", "task failed: " + output);
+      case Outcome::WorkerDied:
+        return Response::problem(503, "Service Unavailable", "the worker process died running the task: " + output)
+            .header("Retry-After", "1");
+      case Outcome::NoWorker:
+        return Response::problem(503, "Service Unavailable", "no worker process: " + output).header("Retry-After", "1");
+    }
+    return Response::problem(500, "Internal Server Error", "problem() of a task that succeeded");
+  }
+};
+
 // Services of the manager a handler runs in.
 class Context {
  public:
@@ -229,7 +257,22 @@ class Context {
   // `work` runs on another thread: it must not touch the Request (copy
   // what it needs into the closure) nor call this Context.
   virtual Response in_thread(std::function<Response()> work) = 0;
+  // Runs the task registered as `task` (Registry::task) in one of this
+  // domain's worker processes with `input`, and answers the current request
+  // with what `then` returns, called later in this manager's loop with the
+  // task's result (TaskResult::problem() is the usual answer to a failure).
+  // Returns what the handler must return: Response::deferred(), or a 503
+  // problem when the pool's queue is full (`then` is then not called), or a
+  // 500 when `input` is larger than a channel record. Throws
+  // std::invalid_argument when the domain registered no task of that name.
+  virtual Response in_process(std::string_view task, std::string input,
+                              std::function<Response(const TaskResult&)> then) = 0;
 };
+
+// A task run by a worker process: input in, output out, bytes both. It runs
+// in a process of its own, so it shares no memory with the handler that
+// asked for it; a throw becomes TaskResult::Outcome::Threw.
+using Task = std::function<std::string(std::string_view input)>;
 
 using Handler = std::function<Response(const Request&, Context&)>;
 // Runs for each published notification of an event a domain subscribed to.
@@ -336,6 +379,19 @@ struct WorkerPoolDecl {
   std::string domain;
   std::size_t threads;
   std::size_t queue;
+};
+
+// The worker process pool of a domain.
+struct WorkerProcessesDecl {
+  std::string domain;
+  std::size_t processes;
+  std::size_t queue;
+};
+
+struct TaskDecl {
+  std::string name;
+  std::string domain;
+  Task task;
 };
 
 struct HandlerDecl {
@@ -466,6 +522,21 @@ class Registry {
     return *this;
   }
 
+  // Registers `task` under `name` in the current domain, for
+  // Context::in_process. A domain with tasks starts its worker processes
+  // with its manager.
+  Registry& task(std::string name, Task task) {
+    tasks.push_back(TaskDecl{std::move(name), current_domain_, std::move(task)});
+    return *this;
+  }
+  // Sizes the worker process pool of the current domain: `processes`
+  // processes, up to `queue` tasks waiting. EDRI_WORKER_PROCESSES and
+  // EDRI_WORKER_QUEUE, when set, win; the default is one per CPU.
+  Registry& worker_processes(std::size_t processes, std::size_t queue = 256) {
+    worker_process_pools.push_back(WorkerProcessesDecl{current_domain_, processes, queue});
+    return *this;
+  }
+
   // Runs the current domain in `n` manager processes (replicas); the router
   // spreads its requests over them, and each notification reaches one of
   // them. Only for domains whose state is not in the process (a database,
@@ -490,6 +561,8 @@ class Registry {
   std::vector<CommandDecl> commands;
   std::vector<PushDecl> pushes;
   std::vector<WorkerPoolDecl> worker_pools;
+  std::vector<TaskDecl> tasks;
+  std::vector<WorkerProcessesDecl> worker_process_pools;
   std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
 
  private:

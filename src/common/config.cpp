@@ -223,6 +223,8 @@ Config Config::from_env() {
   }
   if (auto v = env("EDRI_WORKER_THREADS"))
     c.worker_threads = parse_integer<std::uint32_t>("EDRI_WORKER_THREADS", v, 1, 1024);
+  if (auto v = env("EDRI_WORKER_PROCESSES"))
+    c.worker_processes = parse_integer<std::uint32_t>("EDRI_WORKER_PROCESSES", v, 1, 256);
   if (auto v = env("EDRI_WORKER_QUEUE"))
     c.worker_queue = parse_integer<std::uint32_t>("EDRI_WORKER_QUEUE", v, 1, 1u << 20);
   if (c.websocket_max_message + 4096 > c.ring_bytes / 4)
@@ -286,6 +288,7 @@ std::string Config::describe() const {
     << "EDRI_ROUTING=" << (least_loaded ? "least_loaded" : "round_robin") << '\n'
     << "EDRI_UNIX_SOCKET=" << unix_socket << '\n'
     << "EDRI_WORKER_THREADS=" << worker_threads << '\n'
+    << "EDRI_WORKER_PROCESSES=" << worker_processes << '\n'
     << "EDRI_WORKER_QUEUE=" << worker_queue << '\n';
   return o.str();
 }

@@ -57,7 +57,10 @@ struct Config {
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
   std::string unix_socket;   // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket
   std::uint32_t worker_threads = 0;  // EDRI_WORKER_THREADS per manager (0: the plugin's choice, else the CPU count)
-  std::uint32_t worker_queue = 0;    // EDRI_WORKER_QUEUE jobs waiting per pool (0: the plugin's choice, else 256)
+  std::uint32_t worker_processes =
+      0;  // EDRI_WORKER_PROCESSES per domain with tasks (0: the plugin's choice, else the CPU count)
+  std::uint32_t worker_queue =
+      0;  // EDRI_WORKER_QUEUE jobs waiting per pool, threads or processes (0: the plugin's choice, else 256)
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();

@@ -38,14 +38,15 @@ class DeferredAnswer final : public Responder::Sink {
 }  // namespace
 
 Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
-                 std::vector<int> worker_cpus)
+                 std::string title, std::vector<int> worker_cpus)
     : loop_(loop),
       config_(config),
       plugins_(plugins),
       domain_(std::move(domain)),
       to_router_(loop.outbox_to(Topology::kRouter)),
       templates_(config.template_path),
-      worker_cpus_(std::move(worker_cpus)) {
+      worker_cpus_(std::move(worker_cpus)),
+      title_(std::move(title)) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
@@ -62,7 +63,23 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_record(rec); });
 }
 
-void Manager::start() { subscribe(); }
+void Manager::start() {
+  if (!plugins_.tasks(domain_).empty()) {
+    const auto decl = plugins_.worker_processes(domain_);
+    WorkerProcesses::Options o;
+    o.domain = domain_;
+    o.title = title_;
+    o.processes = config_.worker_processes ? config_.worker_processes
+                  : decl                   ? decl->processes
+                  : worker_cpus_.empty()   ? 1
+                                           : worker_cpus_.size();
+    o.queue = config_.worker_queue ? config_.worker_queue : decl ? decl->queue : 256;
+    o.ring_bytes = config_.ring_bytes;
+    o.cpus = worker_cpus_;
+    processes_ = std::make_unique<WorkerProcesses>(loop_.events(), std::move(o));
+  }
+  subscribe();
+}
 
 void Manager::subscribe() {
   // First the domain (replicas of one domain share it), then the events.
@@ -235,6 +252,39 @@ Response Manager::in_thread(std::function<Response()> work) {
     return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
         .header("Retry-After", "1");
   return Response::deferred();
+}
+
+Response Manager::in_process(std::string_view task, std::string input,
+                             std::function<Response(const TaskResult&)> then) {
+  if (!current_) throw std::logic_error("in_process() outside a request handler");
+  if (!processes_) throw std::invalid_argument("domain " + domain_ + " registered no tasks (Registry::task)");
+  bool known = false;
+  for (const auto* t : plugins_.tasks(domain_)) known = known || t->name == task;
+  if (!known) throw std::invalid_argument("domain " + domain_ + " has no task named " + std::string(task));
+  const env::EnvelopeHeader request = *current_;
+  auto done = [this, request, then = std::move(then)](TaskResult result) {
+    Response r;
+    try {
+      r = then(result);
+    } catch (const std::exception& e) {
+      spdlog::error("the continuation of a task threw: {}", e.what());
+      r = Response::problem(500, "Internal Server Error",
+                            config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
+    }
+    if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a task continuation returned deferred()");
+    respond(request, r);
+  };
+  const std::size_t size = input.size();
+  switch (processes_->submit(task, std::move(input), std::move(done))) {
+    case WorkerProcesses::Submitted::Queued: return Response::deferred();
+    case WorkerProcesses::Submitted::QueueFull:
+      return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
+          .header("Retry-After", "1");
+    case WorkerProcesses::Submitted::TooLarge: break;
+  }
+  return Response::problem(500, "Internal Server Error",
+                           "the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
+                               std::to_string(processes_->max_input(task)) + " bytes)");
 }
 
 Responder Manager::defer() {

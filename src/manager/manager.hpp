@@ -20,6 +20,7 @@
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
 #include "manager/template_cache.hpp"
+#include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
 #include "plugin/plugin_set.hpp"
 
@@ -29,10 +30,13 @@ class Manager final : public Context {
  public:
   // `worker_cpus`: where worker threads may run (the CPUs the process had
   // before its loop was pinned).
+  // `title`: how ps and the logs name it ("notes", "notes 2").
   Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
-          std::vector<int> worker_cpus = {});
+          std::string title, std::vector<int> worker_cpus = {});
   ~Manager() override;
 
+  // Subscribes at the router and starts the worker processes, if the
+  // domain registered tasks.
   void start();
 
   // Context
@@ -45,6 +49,8 @@ class Manager final : public Context {
     return templates_.render(name, data);
   }
   Response in_thread(std::function<Response()> work) override;
+  Response in_process(std::string_view task, std::string input,
+                      std::function<Response(const TaskResult&)> then) override;
 
   // Sends `resp` as the answer to the request with header `request`.
   void respond(const envelope::EnvelopeHeader& request, const Response& resp);
@@ -81,6 +87,8 @@ class Manager final : public Context {
   TemplateCache templates_;
   std::vector<int> worker_cpus_;
   std::unique_ptr<WorkerThreads> workers_;  // made by the first in_thread()
+  std::string title_;
+  std::unique_ptr<WorkerProcesses> processes_;  // made by start() when the domain has tasks
 };
 
 }  // namespace edri::manager

@@ -46,6 +46,20 @@ std::optional<WorkerPoolDecl> PluginSet::worker_pool(const std::string& domain) 
   return out;
 }
 
+std::optional<WorkerProcessesDecl> PluginSet::worker_processes(const std::string& domain) const {
+  std::optional<WorkerProcessesDecl> out;
+  for (const auto& w : worker_process_pools_)
+    if (w.domain == domain) out = w;
+  return out;
+}
+
+std::vector<const TaskDecl*> PluginSet::tasks(const std::string& domain) const {
+  std::vector<const TaskDecl*> out;
+  for (const auto& t : tasks_)
+    if (t.domain == domain) out.push_back(&t);
+  return out;
+}
+
 int PluginSet::domain_index(const std::string& name) const {
   auto it = std::find(domains_.begin(), domains_.end(), name);
   return it == domains_.end() ? -1 : static_cast<int>(it - domains_.begin());
@@ -157,6 +171,20 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
                           ": must be 1..1024");
       set.worker_pools_.push_back(std::move(w));
     }
+    for (auto& w : reg.worker_process_pools) {
+      if (w.processes == 0 || w.processes > 256)
+        throw PluginError(where + ": worker_processes(" + std::to_string(w.processes) + ") for domain " + w.domain +
+                          ": must be 1..256");
+      set.worker_process_pools_.push_back(std::move(w));
+    }
+    for (auto& t : reg.tasks) {
+      if (t.name.empty() || t.name.size() > 255 || !t.task)
+        throw PluginError(where + ": a task needs a name of 1..255 bytes and a function");
+      for (const auto& other : set.tasks_)
+        if (other.domain == t.domain && other.name == t.name)
+          throw PluginError(where + ": task " + t.name + " is registered twice in domain " + t.domain);
+      set.tasks_.push_back(std::move(t));
+    }
     for (const auto& sd : reg.subscribers)
       if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);
     pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(reg.subscribers.begin()),
@@ -186,6 +214,10 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
     if (!sd.subscriber) throw PluginError("empty subscriber for event " + sd.event);
     set.subscribers_.push_back(LoadedSubscriber{it->second, sd.domain, std::move(sd.subscriber)});
   }
+  for (const auto& t : set.tasks_)
+    if (set.domain_index(t.domain) < 0)
+      throw PluginError("task " + t.name + " is in domain " + t.domain +
+                        ", which has no handler to run it: register tasks in a domain with handlers");
   for (const auto& e : set.events_)
     if (e.handler < 0 && !e.notification)
       throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");

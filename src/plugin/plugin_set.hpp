@@ -79,6 +79,10 @@ class PluginSet {
   std::vector<std::string> manager_domains(std::uint32_t replicas = 0) const;
   // The worker pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
+  // The worker process pool a plugin asked for in `domain`, if any (the last one wins).
+  std::optional<WorkerProcessesDecl> worker_processes(const std::string& domain) const;
+  // The tasks registered in `domain` (Registry::task), in registration order.
+  std::vector<const TaskDecl*> tasks(const std::string& domain) const;
   // The event of that name, or -1.
   int event_index(std::string_view name) const;
   // (URL prefix, absolute folder) of every plugin's assets.
@@ -99,6 +103,8 @@ class PluginSet {
   std::vector<LoadedCommand> commands_;
   std::vector<LoadedPush> pushes_;
   std::vector<WorkerPoolDecl> worker_pools_;
+  std::vector<WorkerProcessesDecl> worker_process_pools_;
+  std::vector<TaskDecl> tasks_;
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;
 };
 

@@ -175,7 +175,11 @@ std::string ServerProcess::log() const { return read_file(log_path_); }
 
 int ServerProcess::stop(int timeout_ms) {
   if (pid_ <= 0) return -2;
-  for (const auto& c : children()) last_children_.push_back(c.pid);
+  // Children and their own children (a manager's worker processes).
+  for (const auto& c : children()) {
+    last_children_.push_back(c.pid);
+    for (const auto& g : children_of(c.pid)) last_children_.push_back(g.pid);
+  }
   ::kill(pid_, SIGTERM);
   int status = wait_exit(pid_, timeout_ms);
   if (status == -1) {

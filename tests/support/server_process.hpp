@@ -45,6 +45,8 @@ class ServerProcess {
 
   // SIGTERM and wait; returns the exit status (128+signal if killed).
   int stop(int timeout_ms = 10000);
+  // The processes under the supervisor when stop() began, workers included.
+  const std::vector<pid_t>& stopped_processes() const { return last_children_; }
 
  private:
   pid_t pid_ = -1;
