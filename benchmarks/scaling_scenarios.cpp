@@ -162,7 +162,7 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
   }
   return finish(context, outcome,
                 "GET /busy/{k}/2 (2 ms of CPU inline in manager k), the connections spread evenly over the managers; "
-                "replicas: GET /busy/0/2 on one domain run by EDRI_MANAGER_REPLICAS processes (round robin)",
+                "replicas: GET /busy/0/2 on one domain run by EDRI_MANAGER_REPLICAS processes (EDRI_ROUTING as set)",
                 rows, "managers", with_one, notes);
 }
 
