@@ -48,6 +48,7 @@ constexpr Scenario kScenarios[] = {
     {"listener", "edri: GET /noop and WebSocket noop with 1 and 2 listener processes", run_listener_scenario},
     {"route", "edri: GET /route/{n}, n=1000,10000,100000 round trips through the router, window 1 and 64",
      run_route_scenario},
+    {"payload", "edri vs nginx: GET /payload/{bytes} of 1 KB, 100 KB, 1 MB, 16 MB at c=8", run_payload_scenario},
 };
 
 // Wide enough for the longest name, so descriptions line up.

@@ -265,6 +265,16 @@ StartedServer start_nginx(const ServerSettings& settings) {
     }
   }
 
+  // The payloads of `bench payload`, the same bytes bench-app's
+  // /payload/{bytes} answers.
+  fs::create_directories(prefix / "payload");
+  for (std::size_t n : kPayloadSizes) {
+    std::ofstream out(prefix / "payload" / std::to_string(n), std::ios::binary);
+    std::string bytes(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>('a' + i % 26);
+    out << bytes;
+  }
+
   const fs::path error_log = prefix / "error.log";
   ProcessSpec spec{
       .program = kNginx,

@@ -108,6 +108,19 @@ void register_bench(edri::Registry& r) {
   // reach the same events; a command's fields are its body.
   r.command("noop", "bench.noop");
   r.command("echo", "bench.echo");
+  // /payload/{bytes}: exactly that many bytes, 0..64 MiB (a fixed pattern,
+  // made once per process and cut to size).
+  r.get("/payload/{bytes:int}", "bench.payload", [](const edri::Request& req, edri::Context&) {
+    constexpr std::int64_t kMax = std::int64_t{64} << 20;
+    const auto n = req.int_param("bytes");
+    if (n < 0 || n > kMax) return edri::Response::problem(422, "Unprocessable Content", "bytes: 0..67108864");
+    static const std::string pattern = [] {
+      std::string p(static_cast<std::size_t>(kMax), '\0');
+      for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<char>('a' + i % 26);
+      return p;
+    }();
+    return edri::Response::bytes(pattern.substr(0, static_cast<std::size_t>(n)));
+  });
 
   // /cpu/{ms}: CPU work where BENCH_WORKER says, in a pool of BENCH_MAXW.
   const std::string worker = std::getenv("BENCH_WORKER") ? std::getenv("BENCH_WORKER") : "inline";

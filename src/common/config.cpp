@@ -120,6 +120,9 @@ Config Config::from_env() {
   if (auto v = env("EDRI_MAX_URL_SIZE"))
     c.max_url_bytes = parse_integer<std::size_t>("EDRI_MAX_URL_SIZE", v, 16, 1u << 20);
   if (auto v = env("EDRI_MAX_PIPELINE")) c.max_pipeline = parse_integer<std::uint32_t>("EDRI_MAX_PIPELINE", v, 1, 4096);
+  if (auto v = env("EDRI_OUTPUT_BUFFER"))
+    c.output_buffer = parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER", v, 4096, std::size_t{1} << 30);
+  if (auto v = env("EDRI_WRITE_TIMEOUT")) c.write_timeout_s = parse_seconds("EDRI_WRITE_TIMEOUT", v);
   if (auto v = env("EDRI_LOG_LEVEL")) {
     std::string s = v;
     if (s != "trace" && s != "debug" && s != "info" && s != "warn" && s != "warning" && s != "error" &&
@@ -259,6 +262,8 @@ std::string Config::describe() const {
     << "EDRI_MAX_HEADER_SIZE=" << max_header_bytes << '\n'
     << "EDRI_MAX_URL_SIZE=" << max_url_bytes << '\n'
     << "EDRI_MAX_PIPELINE=" << max_pipeline << '\n'
+    << "EDRI_OUTPUT_BUFFER=" << output_buffer << '\n'
+    << "EDRI_WRITE_TIMEOUT=" << write_timeout_s << '\n'
     << "EDRI_LOG_LEVEL=" << log_level << '\n'
     << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'
     << "EDRI_RING_BYTES=" << ring_bytes << '\n'

@@ -27,11 +27,13 @@ struct Config {
   std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
   std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE
   std::uint32_t max_pipeline = 64;           // EDRI_MAX_PIPELINE (requests in flight per connection)
-  std::string log_level = "info";            // EDRI_LOG_LEVEL
-  bool production = false;                   // ENVIRONMENT=production
-  std::size_t ring_bytes = 4u << 20;         // EDRI_RING_BYTES (power of two)
-  std::size_t outbox_limit = 16u << 20;      // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
-  std::uint32_t spin = 0;                    // EDRI_SPIN (idle polls before sleeping)
+  std::size_t output_buffer = 1u << 20;  // EDRI_OUTPUT_BUFFER: unsent bytes a connection holds before it stops reading
+  double write_timeout_s = 30.0;         // EDRI_WRITE_TIMEOUT: seconds without write progress before a close
+  std::string log_level = "info";        // EDRI_LOG_LEVEL
+  bool production = false;               // ENVIRONMENT=production
+  std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
+  std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
+  std::uint32_t spin = 0;                // EDRI_SPIN (idle polls before sleeping)
   // EDRI_CPUS: where the processes run. "auto" (default): listeners,
   // broker and router on one CPU, the last one this process may use, and
   // managers wherever the scheduler puts them (docs/decisions/0006); "one":

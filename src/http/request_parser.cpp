@@ -54,6 +54,12 @@ RequestParser::Result RequestParser::feed(const char* data, std::size_t size) {
     r.consumed = size;
     return r;
   }
+  if (err == HPE_PAUSED && !error_status_) {
+    llhttp_resume(&parser_);
+    r.paused = true;
+    r.consumed = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data);
+    return r;
+  }
   if (err == HPE_PAUSED_UPGRADE && !error_status_) {
     r.upgrade = true;
     r.consumed = static_cast<std::size_t>(llhttp_get_error_pos(&parser_) - data);
@@ -155,6 +161,11 @@ int RequestParser::on_message_complete(llhttp_t* p) {
   // After an upgrade request llhttp pauses (HPE_PAUSED_UPGRADE): feed()
   // tells its caller, which decides what the following bytes are.
   s.on_request_(s.request_);
+  if (s.pause_requested_ && !p->upgrade) {
+    s.pause_requested_ = false;
+    return HPE_PAUSED;
+  }
+  s.pause_requested_ = false;
   return 0;
 }
 

@@ -57,6 +57,9 @@ class RequestParser final {
     // the stream for the new protocol or calls resume_after_upgrade() and
     // feeds the rest again (an upgrade it ignores).
     bool upgrade = false;
+    // pause() was called during the request just delivered: parsing
+    // stopped after it, at `consumed`; feed the rest later.
+    bool paused = false;
   };
 
   RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue = {});
@@ -68,6 +71,9 @@ class RequestParser final {
   Result feed(const char* data, std::size_t size);
 
   void resume_after_upgrade() { llhttp_resume_after_upgrade(&parser_); }
+  // Called from OnRequest: stop after this request (the caller has enough
+  // in flight); feed() returns with Result::paused.
+  void pause() { pause_requested_ = true; }
 
   // True between the first byte of a request and its end.
   bool mid_message() const { return in_message_; }
@@ -93,6 +99,7 @@ class RequestParser final {
   std::size_t header_bytes_ = 0;
   bool last_was_value_ = false;
   bool in_message_ = false;
+  bool pause_requested_ = false;
   int error_status_ = 0;
   const char* error_reason_ = "";
 };

@@ -25,7 +25,12 @@ Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32
       id_(id),
       generation_(generation),
       parser_(
-          listener.parser_limits(), [this](http::HttpRequest& req) { listener_.dispatch(*this, req); },
+          listener.parser_limits(),
+          [this](http::HttpRequest& req) {
+            listener_.dispatch(*this, req);
+            // Requests pipelined in one read stop here too, not only reads.
+            if (must_pause()) parser_.pause();
+          },
           [this] { send_continue(); }),
       read_buf_(new char[kReadBuffer]) {}
 
@@ -111,9 +116,21 @@ void Connection::on_events(std::uint32_t events) {
   }
 }
 
+bool Connection::must_pause() const {
+  const auto& config = listener_.config();
+  return slots_.size() >= config.max_pipeline || backlog() + (ws_ ? ws_->queued_bytes() : 0) > config.output_buffer ||
+         (ws_ && ws_->paused() && ws_->input_backlog() > config.websocket_max_message);
+}
+
 void Connection::resume_reading() {
   if (!read_paused_ || read_closed_ || closed_) return;
   read_paused_ = false;
+  if (!pending_input_.empty()) {
+    // First what was read past the request the parser paused after.
+    const std::string input = std::move(pending_input_);
+    pending_input_.clear();
+    if (!consume(input.data(), input.size())) return;
+  }
   // Edges that came while paused were consumed: read speculatively.
   read_available();
 }
@@ -129,6 +146,11 @@ bool Connection::consume(const char* data, std::size_t n) {
     // Requests before the error are answered; then the error, then close.
     read_closed_ = true;
     listener_.answer_locally(*this, false, false, false, r.status, r.reason);
+    return false;
+  }
+  if (r.paused && !closed_ && !read_closed_) {
+    pending_input_.assign(data + r.consumed, n - r.consumed);
+    read_paused_ = true;
     return false;
   }
   if (r.upgrade && !closed_) {
@@ -217,10 +239,10 @@ void Connection::ws_ended() {
 
 void Connection::read_available() {
   for (;;) {
-    if (slots_.size() >= listener_.config().max_pipeline ||
-        (ws_ && ws_->paused() && ws_->input_backlog() > listener_.config().websocket_max_message)) {
-      // Backpressure: too many requests in flight on this connection; read
-      // again when responses drain.
+    if (must_pause()) {
+      // Backpressure: too many requests in flight on this connection, or
+      // too much output the client has not taken; read again when
+      // responses drain.
       read_paused_ = true;
       return;
     }
@@ -258,19 +280,24 @@ void Connection::on_peer_closed(bool error) {
 void Connection::flush() {
   dirty = false;
   if (closed_ || writing_) return;
+  bool progress = false;
   while (out_off_ < out_.size()) {
     const ssize_t n = write_some(out_.data() + out_off_, out_.size() - out_off_);
     if (n > 0) {
       out_off_ += static_cast<std::size_t>(n);
+      progress = true;
       continue;
     }
     if (n == TlsSession::kWouldBlock) {
       writing_ = true;  // EPOLLOUT will say when to go on
+      if (progress || stalled_since_ == std::chrono::steady_clock::time_point{})
+        stalled_since_ = std::chrono::steady_clock::now();
       return;
     }
     close();
     return;
   }
+  stalled_since_ = {};
   out_.clear();
   out_off_ = 0;
   if (close_after_write_ && slots_.empty()) {

@@ -3,7 +3,10 @@
 // Requests on a connection may be pipelined; each gets a slot in arrival
 // order and responses leave in that order, whatever order they come back
 // from the managers in. Output is written with non-blocking send() first and
-// only waits for EPOLLOUT when the socket buffer is full. After a WebSocket
+// only waits for EPOLLOUT when the socket buffer is full. Output is bounded:
+// past EDRI_OUTPUT_BUFFER unsent bytes the connection reads nothing more from
+// its client (who then makes no more work), and a client that takes no byte
+// for EDRI_WRITE_TIMEOUT is closed (Listener's sweep). After a WebSocket
 // upgrade the same holds for commands: each gets a slot, answers leave in
 // order, and pushes go out between them as they come.
 #pragma once
@@ -80,6 +83,11 @@ class Connection final : public WebSocketSession::Owner {
   void ws_close(std::uint16_t code, std::string reason);
   // Output queued for the client but not yet written.
   std::size_t backlog() const { return out_.size() - out_off_; }
+  // True when output has waited for the client since before `cutoff`
+  // without a byte taken (EDRI_WRITE_TIMEOUT).
+  bool write_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
+    return writing_ && stalled_since_ != std::chrono::steady_clock::time_point{} && stalled_since_ < cutoff;
+  }
   // Notification types this connection subscribed to.
   std::vector<std::uint64_t> subscriptions;
 
@@ -115,6 +123,8 @@ class Connection final : public WebSocketSession::Owner {
   void on_events(std::uint32_t events);
   void read_available();
   void resume_reading();
+  // Too much in flight or unsent for this client: read nothing more.
+  bool must_pause() const;
   bool consume(const char* data, std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);
   void send_continue();
@@ -132,6 +142,7 @@ class Connection final : public WebSocketSession::Owner {
   std::uint32_t generation_;
   http::RequestParser parser_;
   std::unique_ptr<char[]> read_buf_;
+  std::string pending_input_;  // bytes read past the request the parser paused after
   std::string out_;
   std::size_t out_off_ = 0;
   std::deque<Slot> slots_;
@@ -139,6 +150,9 @@ class Connection final : public WebSocketSession::Owner {
   std::uint32_t next_seq_ = 0;
   bool read_paused_ = false;  // too many requests in flight: not reading
   bool writing_ = false;      // send() hit EAGAIN: waiting for EPOLLOUT
+  // When the client last stopped taking bytes (writing_ since then, and no
+  // progress); the epoch when it is not stalled.
+  std::chrono::steady_clock::time_point stalled_since_{};
   bool read_closed_ = false;  // peer closed, or an error ended reading
   bool close_after_write_ = false;
   bool closed_ = false;

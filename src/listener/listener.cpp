@@ -173,6 +173,19 @@ void Listener::sweep_overdue() {
         problem(*c, seq, 504, kLost, {});
     }
   }
+  // A client that has taken no byte of its output for EDRI_WRITE_TIMEOUT
+  // stopped reading: close it, and its output goes with it.
+  const auto write_cutoff =
+      std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(config_.write_timeout_s));
+  std::vector<Connection*> stalled;
+  for (auto& c : connections_)
+    if (c && !c->closed() && c->write_stalled_since(write_cutoff)) stalled.push_back(c.get());
+  for (auto* c : stalled) {
+    spdlog::info("closing connection {}: the client took no output for {} s ({} bytes unsent)", c->id(),
+                 config_.write_timeout_s, c->backlog());
+    c->close();
+  }
   sweep_.expires_after(std::chrono::seconds(1));
 }
 

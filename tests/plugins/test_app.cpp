@@ -64,6 +64,16 @@ void reg(edri::Registry& r) {
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i % 251);
     return edri::Response::bytes(std::move(data));
   });
+  // /counted/{n}: n bytes, counting the calls (GET /counted says how many
+  // reached the manager).
+  static int counted = 0;
+  r.get("/counted/{n:int}", "test.counted_bytes", [](const edri::Request& req, edri::Context&) {
+    ++counted;
+    return edri::Response::bytes(std::string(static_cast<std::size_t>(req.int_param("n")), 'c'));
+  });
+  r.get("/counted", "test.counted", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"counted", counted}});
+  });
   r.get("/go", "test.redirect",
         [](const edri::Request&, edri::Context&) { return edri::Response::redirect("/hello/there", 303); });
   r.get("/nothing", "test.nothing", [](const edri::Request&, edri::Context&) { return edri::Response::empty(); });

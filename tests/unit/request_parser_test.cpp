@@ -161,3 +161,26 @@ TEST_CASE("Expect: 100-continue is reported at the end of the headers", "[parser
   CHECK(r.status == 417);
   CHECK(continues == 1);
 }
+
+TEST_CASE("pause() stops after the request being delivered; the rest parses when fed again", "[parser]") {
+  std::vector<std::string> urls;
+  RequestParser* self = nullptr;
+  RequestParser p({}, [&](HttpRequest& r) {
+    urls.push_back(r.target);
+    if (urls.size() == 1) self->pause();
+  });
+  self = &p;
+  const std::string first = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string rest = "GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string all = first + rest;
+  auto r = p.feed(all.data(), all.size());
+  REQUIRE(r.ok);
+  CHECK(r.paused);
+  CHECK(r.consumed == first.size());
+  CHECK(urls == std::vector<std::string>{"/a"});
+  r = p.feed(all.data() + r.consumed, all.size() - r.consumed);
+  REQUIRE(r.ok);
+  CHECK_FALSE(r.paused);
+  CHECK(r.consumed == rest.size());
+  CHECK(urls == std::vector<std::string>{"/a", "/b", "/c"});
+}

@@ -1,0 +1,116 @@
+// Clients that stop reading: the listener stops taking their requests once
+// their unsent output passes EDRI_OUTPUT_BUFFER, closes them after
+// EDRI_WRITE_TIMEOUT, and serves everyone else meanwhile.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+
+namespace {
+
+// A client socket with a small receive buffer, so that the server feels a
+// client that does not read at once.
+int connect_small_window(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+int counted(std::uint16_t port) { return json::parse(http_get(port, "/counted").body)["counted"].get<int>(); }
+
+// Reads until the server ends the stream or `limit` passes; the bytes read,
+// and whether the stream ended.
+std::pair<std::size_t, bool> drain(int fd, std::chrono::milliseconds limit) {
+  std::size_t total = 0;
+  char buf[65536];
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return {total, true};
+    total += static_cast<std::size_t>(n);
+  }
+  return {total, false};
+}
+
+}  // namespace
+
+TEST_CASE("a client that stops reading makes no more work, is closed after EDRI_WRITE_TIMEOUT, delays nobody",
+          "[slow]") {
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_WRITE_TIMEOUT", "2"}, {"EDRI_MAX_PIPELINE", "8"}, {"EDRI_OUTPUT_BUFFER", "262144"}});
+  const int fd = connect_small_window(server.port());
+  // 400 pipelined requests for 100 kB each: 40 MB the client will not read.
+  constexpr int kRequests = 400;
+  constexpr std::size_t kBytes = 100000;
+  std::string burst;
+  for (int i = 0; i < kRequests; ++i)
+    burst += "GET /counted/" + std::to_string(kBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::send(fd, burst.data(), burst.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(burst.size()));
+
+  // The handler runs until the unsent output passes the bound, then no more.
+  int last = -1;
+  REQUIRE(eventually([&] {
+    const int now = counted(server.port());
+    const bool settled = now > 0 && now == last;
+    last = now;
+    return settled;
+  }));
+  CHECK(last < kRequests / 2);  // unbounded, all 400 would run (40 MB queued)
+  // Others are served as usual meanwhile.
+  HttpClient other(server.port());
+  CHECK(other.get("/hello/there").status == 200);
+
+  // Closed once it has taken nothing for EDRI_WRITE_TIMEOUT (a sweep a second).
+  CHECK(eventually([&] { return server.log().find("took no output for 2 s") != std::string::npos; },
+                   std::chrono::milliseconds(8000)));
+  const auto [bytes, ended] = drain(fd, std::chrono::milliseconds(10000));
+  CHECK(ended);  // the server ended the stream; it did not wait for the client
+  CHECK(bytes < static_cast<std::size_t>(kRequests) * kBytes);
+  ::close(fd);
+  CHECK(counted(server.port()) == last);  // nothing of it ran after the pause
+  CHECK(other.get("/hello/again").status == 200);
+}
+
+TEST_CASE("a slow client that keeps reading is not closed, however long the transfer", "[slow]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_WRITE_TIMEOUT", "1"}});
+  const int fd = connect_small_window(server.port());
+  const std::string req = "GET /counted/600000 HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
+  // Read 600 kB slowly, over more than the write timeout: 4 kB every 15 ms.
+  std::size_t total = 0;
+  char buf[4096];
+  const auto start = std::chrono::steady_clock::now();
+  while (total < 600000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 2000) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    total += static_cast<std::size_t>(n);
+    ::usleep(15000);
+  }
+  CHECK(total > 600000);  // the whole response, headers included
+  CHECK(std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1500));
+  CHECK(server.log().find("took no output") == std::string::npos);
+  ::close(fd);
+}
