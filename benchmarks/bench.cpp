@@ -49,6 +49,8 @@ constexpr Scenario kScenarios[] = {
     {"route", "edri: GET /route/{n}, n=1000,10000,100000 round trips through the router, window 1 and 64",
      run_route_scenario},
     {"payload", "edri vs nginx: GET /payload/{bytes} of 1 KB, 100 KB, 1 MB, 16 MB at c=8", run_payload_scenario},
+    {"slow", "edri: GET /noop at c=8 alone and beside 50 clients that never read /payload/16777216; RSS per process",
+     run_slow_scenario},
 };
 
 // Wide enough for the longest name, so descriptions line up.

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,6 +100,21 @@ std::optional<ChildrenCpuTime> children_cpu_time(pid_t parent) {
   std::sort(out.pids.begin(), out.pids.end());
   out.seconds = static_cast<double>(ticks) * cpu_tick_seconds();
   return out;
+}
+
+std::optional<long> resident_kb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return std::nullopt;
+}
+
+std::string process_title(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string title;
+  std::getline(f, title, '\0');
+  return title;
 }
 
 }  // namespace edri::bench

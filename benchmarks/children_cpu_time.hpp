@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace edri::bench {
@@ -22,5 +23,11 @@ std::optional<ChildrenCpuTime> children_cpu_time(pid_t parent);
 
 // The length of that tick, in seconds.
 double cpu_tick_seconds();
+
+// Resident memory of `pid` (VmRSS, kB: private and the shared pages it
+// touched), or nullopt when it is gone.
+std::optional<long> resident_kb(pid_t pid);
+// The name the process gives itself on its command line (argv[0]).
+std::string process_title(pid_t pid);
 
 }  // namespace edri::bench

@@ -39,5 +39,6 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context);
 ScenarioOutcome run_listener_scenario(const ScenarioContext& context);
 ScenarioOutcome run_route_scenario(const ScenarioContext& context);
 ScenarioOutcome run_payload_scenario(const ScenarioContext& context);
+ScenarioOutcome run_slow_scenario(const ScenarioContext& context);
 
 }  // namespace edri::bench

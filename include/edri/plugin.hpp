@@ -122,40 +122,52 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body is this file: the listener sends it from disk (it
+  // never crosses a channel), with ETag and Last-Modified, and answers
+  // Range (206/416) and If-None-Match/If-Modified-Since (304) itself.
+  std::string file_path;
 
   // A JSON value, serialized.
   static Response json(const nlohmann::json& value, int status = 200) {
-    return Response{status, "application/json", value.dump(), {}};
+    return Response{status, "application/json", value.dump(), {}, {}};
   }
   // A body that is already serialized JSON (no parsing, no copy of a DOM).
   static Response raw_json(std::string body, int status = 200) {
-    return Response{status, "application/json", std::move(body), {}};
+    return Response{status, "application/json", std::move(body), {}, {}};
   }
   static Response html(std::string body, int status = 200) {
-    return Response{status, "text/html; charset=utf-8", std::move(body), {}};
+    return Response{status, "text/html; charset=utf-8", std::move(body), {}, {}};
   }
   static Response text(std::string body, int status = 200) {
-    return Response{status, "text/plain; charset=utf-8", std::move(body), {}};
+    return Response{status, "text/plain; charset=utf-8", std::move(body), {}, {}};
   }
   // Raw bytes (a string is a byte container here).
   static Response bytes(std::string data, std::string content_type = "application/octet-stream", int status = 200) {
-    return Response{status, std::move(content_type), std::move(data), {}};
+    return Response{status, std::move(content_type), std::move(data), {}, {}};
+  }
+  // The file at `path` (absolute, or relative to the server's working
+  // directory), sent from disk; `content_type` empty: by its extension. A
+  // file that cannot be read when the answer is sent is a 500.
+  static Response file(std::string path, std::string content_type = {}) {
+    Response r{200, std::move(content_type), {}, {}, {}};
+    r.file_path = std::move(path);
+    return r;
   }
   // The handler answers later through Context::defer().
-  static Response deferred() { return Response{0, {}, {}, {}}; }
+  static Response deferred() { return Response{0, {}, {}, {}, {}}; }
   bool is_deferred() const { return status == 0; }
   // No body: 204 by default.
-  static Response empty(int status = 204) { return Response{status, {}, {}, {}}; }
+  static Response empty(int status = 204) { return Response{status, {}, {}, {}, {}}; }
   // A redirect to `location` (302, or 301/303/307/308).
   static Response redirect(std::string location, int status = 302) {
-    Response r{status, {}, {}, {}};
+    Response r{status, {}, {}, {}, {}};
     r.headers.emplace_back("Location", std::move(location));
     return r;
   }
   // RFC 9457 problem details.
   static Response problem(int status, std::string_view title, std::string_view detail) {
     nlohmann::json j{{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
-    return Response{status, "application/problem+json", j.dump(), {}};
+    return Response{status, "application/problem+json", j.dump(), {}, {}};
   }
   Response& header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

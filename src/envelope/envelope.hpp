@@ -52,6 +52,7 @@ enum class SectionType : std::uint16_t {
   Control = 6,      // control payload (process-internal)
   QueryParams = 7,  // key/value: declared query fields, decoded, defaults applied
   Cookies = 8,      // key/value: declared cookies
+  File = 9,         // response: path of a file the listener sends as the body
 };
 
 struct EnvelopeHeader {

@@ -1,5 +1,6 @@
 #include "listener/connection.hpp"
 
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 
 #include <sys/epoll.h>
@@ -47,9 +48,17 @@ void Connection::start() {
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                                     std::uint32_t route) {
-  slots_.push_back(Slot{
-      SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers)}, false, {}});
+  slots_.push_back(
+      Slot{SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}},
+           false,
+           {},
+           {}});
   return next_seq_++;
+}
+
+void Connection::set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx < slots_.size()) slots_[idx].info.conditions = std::move(conditions);
 }
 
 const Connection::SlotInfo* Connection::slot(std::uint32_t seq) const {
@@ -63,6 +72,7 @@ void Connection::promote_ready() {
   while (!slots_.empty() && slots_.front().ready) {
     Slot& s = slots_.front();
     if (!s.bytes.empty()) out_ += s.bytes;
+    if (s.file) append_file(std::move(s.file));
     const bool last = !s.info.keep_alive;
     slots_.pop_front();
     ++base_seq_;
@@ -231,7 +241,7 @@ void Connection::ws_ended() {
   read_closed_ = true;
   close_after_write_ = true;
   ws_slots_.clear();
-  if (out_off_ == out_.size())
+  if (output_empty())
     close();
   else
     mark_dirty();
@@ -264,14 +274,14 @@ void Connection::send_continue() {
   // Only when nothing is owed to the client before it: an interim response
   // must not overtake the responses of earlier pipelined requests. (A client
   // that gets no 100 sends its body after its own short wait.)
-  if (!slots_.empty() || out_off_ != out_.size() || writing_) return;
+  if (!slots_.empty() || !output_empty() || writing_) return;
   static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
   [[maybe_unused]] auto n = write_some(kContinue, sizeof kContinue - 1);
 }
 
 void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
-  if (error || (slots_.empty() && out_off_ == out_.size()))
+  if (error || (slots_.empty() && output_empty()))
     close();
   else
     close_after_write_ = true;
@@ -281,6 +291,16 @@ void Connection::flush() {
   dirty = false;
   if (closed_ || writing_) return;
   bool progress = false;
+  while (!queue_.empty()) {
+    if (!write_piece(queue_.front(), progress)) {
+      if (closed_) return;
+      writing_ = true;  // EPOLLOUT will say when to go on
+      if (progress || stalled_since_ == std::chrono::steady_clock::time_point{})
+        stalled_since_ = std::chrono::steady_clock::now();
+      return;
+    }
+    queue_.pop_front();
+  }
   while (out_off_ < out_.size()) {
     const ssize_t n = write_some(out_.data() + out_off_, out_.size() - out_off_);
     if (n > 0) {
@@ -308,9 +328,85 @@ void Connection::flush() {
   if (slots_.size() < listener_.config().max_pipeline) resume_reading();
 }
 
+void Connection::append_file(FileBody file) {
+  if (out_off_ < out_.size()) {
+    queued_bytes_ += out_.size() - out_off_;
+    queue_.push_back(Piece{std::move(out_), out_off_, {}});
+  }
+  out_.clear();
+  out_off_ = 0;
+  queue_.push_back(Piece{{}, 0, std::move(file)});
+  mark_dirty();
+}
+
+bool Connection::write_piece(Piece& p, bool& progress) {
+  if (!p.file) {
+    while (p.off < p.bytes.size()) {
+      const ssize_t n = write_some(p.bytes.data() + p.off, p.bytes.size() - p.off);
+      if (n == TlsSession::kWouldBlock) return false;
+      if (n <= 0) {
+        close();
+        return false;
+      }
+      p.off += static_cast<std::size_t>(n);
+      queued_bytes_ -= static_cast<std::size_t>(n);
+      progress = true;
+    }
+    return true;
+  }
+  FileBody& f = p.file;
+  while (f.remaining() > 0) {
+    if (tls_) {
+      // TLS encrypts in user space: read a bounded chunk, write it whole
+      // (SSL_write retries with the same bytes) before reading the next.
+      if (file_chunk_off_ == file_chunk_.size()) {
+        file_chunk_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 64 * 1024)));
+        const ssize_t r = ::pread(f.fd(), file_chunk_.data(), file_chunk_.size(), static_cast<off_t>(f.offset()));
+        if (r <= 0) {  // the file shrank or failed: the promised length cannot be sent
+          close();
+          return false;
+        }
+        file_chunk_.resize(static_cast<std::size_t>(r));
+        file_chunk_off_ = 0;
+      }
+      const ssize_t n = write_some(file_chunk_.data() + file_chunk_off_, file_chunk_.size() - file_chunk_off_);
+      if (n == TlsSession::kWouldBlock) return false;
+      if (n <= 0) {
+        close();
+        return false;
+      }
+      file_chunk_off_ += static_cast<std::size_t>(n);
+      progress = true;
+      if (file_chunk_off_ == file_chunk_.size()) {
+        f.advance(file_chunk_.size());
+        file_chunk_.clear();
+        file_chunk_off_ = 0;
+      }
+      continue;
+    }
+    off_t offset = static_cast<off_t>(f.offset());
+    const ssize_t n =
+        ::sendfile(fd_, f.fd(), &offset, static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 1u << 30)));
+    if (n > 0) {
+      f.advance(static_cast<std::uint64_t>(n));
+      progress = true;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    close();  // 0: the file shrank; the promised length cannot be sent
+    return false;
+  }
+  f.reset();
+  return true;
+}
+
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  queue_.clear();
+  queued_bytes_ = 0;
+  slots_.clear();
   if (ws_) {
     ws_->detach();
     ws_.reset();

@@ -18,6 +18,8 @@
 #include <string>
 
 #include "http/request_parser.hpp"
+#include "listener/file_body.hpp"
+#include "listener/static_files.hpp"
 #include "listener/tls.hpp"
 #include "listener/websocket_session.hpp"
 
@@ -47,13 +49,20 @@ class Connection final : public WebSocketSession::Owner {
     std::uint32_t route;
     std::chrono::steady_clock::time_point opened;
     std::string headers;
+    // Of a routed request: what a file answer (Response::file) depends on.
+    StaticFiles::Conditions conditions;
   };
+  void set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions);
   // The slot for `seq`, or nullptr if it is not pending (stale response).
   const SlotInfo* slot(std::uint32_t seq) const;
   // Fills slot `seq` with its serialized response: bytes are appended by
   // `write(std::string&)`.
   template <class Write>
   void complete(std::uint32_t seq, Write&& write);
+  // The same, for a response whose head `write` appends and whose body is
+  // `file`, sent from disk after it.
+  template <class Write>
+  void complete(std::uint32_t seq, Write&& write, FileBody file);
 
   // Calls f(seq) for each slot still waiting that was opened before
   // `cutoff`.
@@ -81,8 +90,9 @@ class Connection final : public WebSocketSession::Owner {
   // A message outside the command order (a push).
   void ws_send(std::string message);
   void ws_close(std::uint16_t code, std::string reason);
-  // Output queued for the client but not yet written.
-  std::size_t backlog() const { return out_.size() - out_off_; }
+  // Output bytes queued for the client but not yet written (file bodies
+  // are on disk, not counted).
+  std::size_t backlog() const { return queued_bytes_ + out_.size() - out_off_; }
   // True when output has waited for the client since before `cutoff`
   // without a byte taken (EDRI_WRITE_TIMEOUT).
   bool write_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
@@ -106,6 +116,13 @@ class Connection final : public WebSocketSession::Owner {
     SlotInfo info;
     bool ready = false;
     std::string bytes;
+    FileBody file;  // sent after `bytes`
+  };
+  // Output before out_: bytes, or a file range, in order.
+  struct Piece {
+    std::string bytes;
+    std::size_t off = 0;
+    FileBody file;
   };
 
   struct WsSlot {
@@ -134,6 +151,12 @@ class Connection final : public WebSocketSession::Owner {
   ssize_t write_some(const char* buf, std::size_t n);
   void promote_ready();
   void mark_dirty();
+  bool output_empty() const { return queue_.empty() && out_off_ == out_.size(); }
+  // Queues `file` after everything written so far.
+  void append_file(FileBody file);
+  // Writes the front piece; false when the socket is full or the
+  // connection failed (closed_ then tells which).
+  bool write_piece(Piece& p, bool& progress);
 
   Listener& listener_;
   int fd_;
@@ -142,7 +165,11 @@ class Connection final : public WebSocketSession::Owner {
   std::uint32_t generation_;
   http::RequestParser parser_;
   std::unique_ptr<char[]> read_buf_;
-  std::string pending_input_;  // bytes read past the request the parser paused after
+  std::string pending_input_;     // bytes read past the request the parser paused after
+  std::deque<Piece> queue_;       // written before out_
+  std::size_t queued_bytes_ = 0;  // unsent bytes in queue_
+  std::string file_chunk_;        // TLS: a file's bytes read for SSL_write
+  std::size_t file_chunk_off_ = 0;
   std::string out_;
   std::size_t out_off_ = 0;
   std::deque<Slot> slots_;
@@ -170,13 +197,25 @@ void Connection::complete(std::uint32_t seq, Write&& write) {
   Slot& s = slots_[idx];
   if (s.ready) return;
   s.ready = true;
-  if (idx == 0 && !writing_ && out_off_ == out_.size()) {
+  if (idx == 0 && !writing_ && output_empty()) {
     // The common case: the oldest slot, nothing queued. Serialize straight
     // into the output buffer.
     write(out_);
   } else {
     write(s.bytes);
   }
+  promote_ready();
+}
+
+template <class Write>
+void Connection::complete(std::uint32_t seq, Write&& write, FileBody file) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx >= slots_.size()) return;
+  Slot& s = slots_[idx];
+  if (s.ready) return;
+  s.ready = true;
+  write(s.bytes);
+  s.file = std::move(file);
   promote_ready();
 }
 

@@ -269,21 +269,47 @@ void Listener::answer_locally(Connection& c, bool keep_alive, bool http10, bool 
   problem(c, seq, status, detail, extra_headers);
 }
 
-void Listener::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
-                     std::string_view headers) {
-  const auto* info = c.slot(seq);
-  if (!info) return;
+void Listener::compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers) {
   composed_.assign(headers);
-  composed_ += info->headers;  // added by middleware when the request came in
+  composed_ += info.headers;  // added by middleware when the request came in
   if (has_response_middleware_) {
     response_headers_.clear();
     for (const auto& mw : middlewares_)
       if (mw.on_response) mw.on_response(status, response_headers_);
     composed_ += response_headers_.lines();
   }
+}
+
+void Listener::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+                     std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  compose_headers(*info, status, headers);
   const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
   record(*info, status);
   c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
+}
+
+void Listener::reply_file(Connection& c, std::uint32_t seq, int status, std::string_view content_type, FileBody file,
+                          std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  compose_headers(*info, status, headers);
+  const http::ResponseHead h{status,           content_type, static_cast<std::size_t>(file.remaining()),
+                             info->keep_alive, info->http10, info->head};
+  record(*info, status);
+  auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
+  if (info->head)
+    c.complete(seq, head);  // the file closes unsent
+  else
+    c.complete(seq, head, std::move(file));
+}
+
+void Listener::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
+  if (a.file)
+    reply_file(c, seq, a.status, a.content_type, std::move(a.file), headers);
+  else
+    reply(c, seq, a.status, a.content_type, std::string_view(a.body), headers);
 }
 
 void Listener::record(const Connection::SlotInfo& info, int status) {
@@ -413,7 +439,8 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
       (*method == Method::Get || head)) {
     if (auto a = static_files_.serve(path, req)) {
       const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines());
-      reply(c, seq, a->status, a->content_type, a->body, a->headers);
+      const std::string extra = std::move(a->headers);
+      reply_static(c, seq, std::move(*a), extra);
       return;
     }
   }
@@ -469,6 +496,9 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (config_.request_id) validated_.headers.emplace_back("x-request-id", request_id_);
 
   const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines(), m.target);
+  // Kept in case the handler answers with a file (Response::file).
+  if (auto conditions = StaticFiles::Conditions::of(req); conditions.any())
+    c.set_conditions(seq, std::move(conditions));
   auto h = origin_header(c, env::Kind::Request, route.event_type, seq);
   if (config_.server_timing) {
     h.flags |= env::kFlagTiming;
@@ -533,6 +563,8 @@ void Listener::on_response(std::span<const std::byte> record) {
       return;
     }
     if (!c->ws_slot(h.origin_stream)) return;
+    if (v.has(env::SectionType::File))
+      return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
     return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
                      v.text(env::SectionType::Body));
   }
@@ -563,6 +595,24 @@ void Listener::on_response(std::span<const std::byte> record) {
                                 ms(double(s[env::kStampManagerOut]) - s[env::kStampManagerIn]),
                                 ms(total - s[env::kStampManagerOut]), ms(total));
     if (n > 0) extra_headers_.append(buf, static_cast<std::size_t>(std::min(n, int(sizeof buf) - 1)));
+  }
+  if (v.has(env::SectionType::File)) {
+    // The handler answered with a file: sent from here, from disk.
+    const std::string path(v.text(env::SectionType::File));
+    auto a = StaticFiles::serve_file(path, c->slot(h.origin_stream)->conditions, v.text(env::SectionType::ContentType));
+    if (!a) {
+      spdlog::error("a handler answered with the file {}, which cannot be read", path);
+      problem(*c, h.origin_stream, 500,
+              config_.production ? "the answer's file cannot be read" : "the answer's file cannot be read: " + path,
+              {});
+      return;
+    }
+    // A handler's own status stands, unless the file answer is partial or
+    // conditional (206, 304, 416).
+    if (a->status == 200) a->status = h.status;
+    extra_headers_ += a->headers;
+    reply_static(*c, h.origin_stream, std::move(*a), extra_headers_);
+    return;
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
         extra_headers_);

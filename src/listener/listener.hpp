@@ -56,6 +56,9 @@ class Listener {
   // adds the headers request-side middleware left in the slot.
   void reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
              std::string_view headers);
+  // The same with a body sent from disk.
+  void reply_file(Connection& c, std::uint32_t seq, int status, std::string_view content_type, FileBody file,
+                  std::string_view headers);
   void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers);
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view extra_headers = {});
@@ -101,6 +104,11 @@ class Listener {
   // Accepts every waiting connection of `fd`; false when it must retry later.
   bool accept_from(int fd, const TlsContext* tls);
   void record(const Connection::SlotInfo& info, int status);
+  // composed_ = `headers`, then the slot's middleware headers, then what
+  // response-side middleware adds for `status`.
+  void compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers);
+  // Sends a static-file answer (from disk, or its small body).
+  void reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers);
   // Built-in (request id, CORS) then plugin middleware; false when one of
   // them answered the request.
   bool run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,

@@ -167,13 +167,18 @@ std::optional<StaticFiles::Answer> StaticFiles::serve(std::string_view path, con
     if (!::realpath(file.c_str(), resolved)) continue;
     const std::string canonical = resolved;
     if (canonical.rfind(m.root + "/", 0) != 0) return std::nullopt;
-    if (auto a = serve_file(canonical, req)) return a;
+    if (auto a = serve_file(canonical, Conditions::of(req))) return a;
   }
   return std::nullopt;
 }
 
-std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& file,
-                                                           const http::HttpRequest& req) const {
+StaticFiles::Conditions StaticFiles::Conditions::of(const http::HttpRequest& req) {
+  return Conditions{std::string(req.header("range")), std::string(req.header("if-none-match")),
+                    std::string(req.header("if-modified-since"))};
+}
+
+std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& file, const Conditions& conditions,
+                                                           std::string_view content_type) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st {};
@@ -188,11 +193,11 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
                     static_cast<unsigned long long>(st.st_mtim.tv_nsec),
                 static_cast<unsigned long long>(size));
   const std::string etag = etag_buf;
-  Answer a{200, std::string(content_type_for(file)), {}, {}};
+  Answer a{200, std::string(content_type.empty() ? content_type_for(file) : content_type), {}, {}, {}};
   a.headers = "ETag: " + etag + "\r\nLast-Modified: " + http_date(st.st_mtim.tv_sec) + "\r\nAccept-Ranges: bytes\r\n";
 
-  const auto inm = req.header("if-none-match");
-  const auto ims = req.header("if-modified-since");
+  const std::string_view inm = conditions.if_none_match;
+  const std::string_view ims = conditions.if_modified_since;
   if ((!inm.empty() && etag_matches(inm, etag)) ||
       (inm.empty() && !ims.empty() && parse_http_date(ims) >= st.st_mtim.tv_sec)) {
     ::close(fd);
@@ -201,7 +206,7 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
   }
   std::uint64_t first = 0, last = size ? size - 1 : 0;
   bool unsatisfiable = false;
-  const auto range = req.header("range");
+  const std::string_view range = conditions.range;
   const bool ranged = !range.empty() && parse_range(range, size, first, last, unsatisfiable);
   if (unsatisfiable) {
     ::close(fd);
@@ -211,19 +216,10 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
     return a;
   }
   const std::uint64_t length = size == 0 ? 0 : last - first + 1;
-  a.body.resize(length);
-  std::uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::pread(fd, a.body.data() + done, length - done, static_cast<off_t>(first + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::uint64_t>(n);
-  }
-  ::close(fd);
-  a.body.resize(done);
+  a.file = FileBody(fd, first, length);
   if (ranged) {
     a.status = 206;
-    a.headers += "Content-Range: bytes " + std::to_string(first) + "-" + std::to_string(first + done - 1) + "/" +
+    a.headers += "Content-Range: bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" +
                  std::to_string(size) + "\r\n";
   }
   return a;

@@ -5,7 +5,9 @@
 // under the folder; a path that leaves it (.., a symlink pointing out, a
 // NUL) is not found. Answers carry Content-Type, ETag and Last-Modified,
 // honour If-None-Match / If-Modified-Since (304) and a single byte Range
-// (206, or 416). A directory serves its index.html.
+// (206, or 416). A directory serves its index.html. Bodies stay on disk:
+// the answer carries the open file, which the connection sends with
+// sendfile, so a large file costs no memory.
 #pragma once
 
 #include <optional>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "http/request_parser.hpp"
+#include "listener/file_body.hpp"
 
 namespace edri::listener {
 
@@ -24,6 +27,15 @@ class StaticFiles {
     std::string content_type;
     std::string body;
     std::string headers;  // "Name: value\r\n" lines
+    FileBody file;        // the body, sent from disk, when it is open (then `body` is empty)
+  };
+  // The request headers a file answer depends on.
+  struct Conditions {
+    std::string range;
+    std::string if_none_match;
+    std::string if_modified_since;
+    static Conditions of(const http::HttpRequest& req);
+    bool any() const { return !range.empty() || !if_none_match.empty() || !if_modified_since.empty(); }
   };
 
   // Adds a mount; throws std::invalid_argument if `folder` is not a
@@ -36,12 +48,17 @@ class StaticFiles {
 
   static std::string_view content_type_for(std::string_view file_name);
 
+  // The answer for the regular file at `file` (an absolute path the caller
+  // trusts): 200 with the file open, 206 with a range of it, 304 or 416;
+  // nothing if it cannot be opened. `content_type` empty: by the name.
+  static std::optional<Answer> serve_file(const std::string& file, const Conditions& conditions,
+                                          std::string_view content_type = {});
+
  private:
   struct Mount {
     std::string prefix;  // always ends with '/'
     std::string root;    // canonical, no trailing '/'
   };
-  std::optional<Answer> serve_file(const std::string& file, const http::HttpRequest& req) const;
   std::vector<Mount> mounts_;
 };
 

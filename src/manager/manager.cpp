@@ -161,6 +161,7 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
   if (!resp.headers.empty())
     w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
   w.text(env::SectionType::Body, resp.body);
+  if (!resp.file_path.empty()) w.text(env::SectionType::File, resp.file_path);
   if (w.size() > to_router_.max_record()) {
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
@@ -189,7 +190,8 @@ void Manager::on_response(env::EnvelopeView& v) {
   Response r{v.header.status,
              std::string(v.text(env::SectionType::ContentType)),
              std::string(v.text(env::SectionType::Body)),
-             {}};
+             {},
+             std::string(v.text(env::SectionType::File))};
   env::KeyValueReader kv(v.section(env::SectionType::Headers));
   std::string_view k, val;
   while (kv.next(k, val)) r.headers.emplace_back(k, val);

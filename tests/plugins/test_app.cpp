@@ -5,6 +5,7 @@
 #include <edri/plugin.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -73,6 +74,20 @@ void reg(edri::Registry& r) {
   });
   r.get("/counted", "test.counted", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"counted", counted}});
+  });
+  // /file/{name}: the file of that name under $TEST_APP_FILES, sent from
+  // disk by the listener; /file-status answers one with 203 of its own.
+  r.get("/file/{name}", "test.file", [](const edri::Request& req, edri::Context&) {
+    const char* dir = std::getenv("TEST_APP_FILES");
+    return edri::Response::file(std::string(dir ? dir : "/nonexistent") + "/" + std::string(*req.path_param("name")))
+        .header("X-From", "handler");
+  });
+  r.get("/file-typed/{name}", "test.file_typed", [](const edri::Request& req, edri::Context&) {
+    const char* dir = std::getenv("TEST_APP_FILES");
+    auto resp = edri::Response::file(
+        std::string(dir ? dir : "/nonexistent") + "/" + std::string(*req.path_param("name")), "application/x-test");
+    resp.status = 203;
+    return resp;
   });
   r.get("/go", "test.redirect",
         [](const edri::Request&, edri::Context&) { return edri::Response::redirect("/hello/there", 303); });
