@@ -13,11 +13,6 @@
 namespace edri::bench {
 namespace {
 
-// Rings large enough for a 16 MiB body in one channel record (a quarter of
-// the ring): until bodies travel outside the rings, edri copies them at
-// every hop.
-constexpr const char* kRingBytes = "134217728";
-
 struct Cell {
   std::optional<RunSummary> summary;
   std::string unavailable;
@@ -33,9 +28,7 @@ ScenarioOutcome run_payload_scenario(const ScenarioContext& context) {
   ScenarioOutcome outcome = ScenarioOutcome::kDone;
   for (ServerKind kind : {ServerKind::kEdri, ServerKind::kNginx}) {
     const std::string name(display_name(kind));
-    EnvironmentVariables env;
-    if (kind == ServerKind::kEdri) env = {{"EDRI_RING_BYTES", kRingBytes}};
-    StartedServer server = start_server_reporting(kind, name, server_settings(context, env), notes);
+    StartedServer server = start_server_reporting(kind, name, server_settings(context), notes);
     if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
     for (std::size_t size : kPayloadSizes)
       for (int c : concurrencies) {
@@ -57,8 +50,9 @@ ScenarioOutcome run_payload_scenario(const ScenarioContext& context) {
     if (server.outcome == StartedServer::Outcome::kFailed) outcome = ScenarioOutcome::kServerFailed;
   }
 
-  print_report_header(context, "keep-alive GET /payload/{bytes}: edri (bench_app, EDRI_RING_BYTES=" +
-                                   std::string(kRingBytes) + ") beside nginx (the same bytes as files, sendfile on)");
+  print_report_header(context,
+                      "keep-alive GET /payload/{bytes}: edri (bench_app; bodies from EDRI_BLOB_THRESHOLD on through "
+                      "the blob area) beside nginx (the same bytes as files, sendfile on)");
   std::printf(
       "| bytes | c | edri req/s | edri MB/s | edri p50 ms | edri p99 ms | nginx req/s | nginx MB/s | nginx p50 ms | "
       "nginx p99 ms | edri/nginx |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -26,9 +26,6 @@ using tcp = asio::ip::tcp;
 
 constexpr int kStalled = 50;
 constexpr const char* kStalledTarget = "/payload/16777216";
-// A 16 MiB body must fit one channel record (a quarter of a ring) while
-// bodies travel through the rings.
-constexpr const char* kRingBytes = "134217728";
 
 // pid -> resident kB for the supervisor and each of its children.
 std::map<pid_t, long> resident(pid_t supervisor) {
@@ -59,8 +56,7 @@ std::optional<tcp::socket> stalled_client(asio::io_context& io, std::uint16_t po
 ScenarioOutcome run_slow_scenario(const ScenarioContext& context) {
   const std::vector<int> concurrencies = context.options.concurrencies_or({8});
   std::vector<std::string> notes;
-  StartedServer server = start_server_reporting(ServerKind::kEdri, "edri",
-                                                server_settings(context, {{"EDRI_RING_BYTES", kRingBytes}}), notes);
+  StartedServer server = start_server_reporting(ServerKind::kEdri, "edri", server_settings(context), notes);
   if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
   if (server.outcome != StartedServer::Outcome::kRunning) {
     print_report_header(context, "slow clients");
@@ -101,8 +97,7 @@ ScenarioOutcome run_slow_scenario(const ScenarioContext& context) {
   stalled.clear();
 
   print_report_header(context, std::string("keep-alive GET /noop, alone and beside ") + std::to_string(kStalled) +
-                                   " connections that each sent GET " + kStalledTarget +
-                                   " and read nothing (EDRI_RING_BYTES=" + kRingBytes + ")");
+                                   " connections that each sent GET " + kStalledTarget + " and read nothing");
   std::printf(
       "| normal clients | c | req/s | p50 ms | p99 ms | errors | p99 vs alone "
       "|\n|---|---:|---:|---:|---:|---:|---:|\n");

@@ -127,6 +127,11 @@ int run_child(std::uint32_t slot) {
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
   if (doorbells.size() != topology.process_slots()) throw std::runtime_error("doorbell count mismatch");
   ProcessLoop loop(segment, topology, slot, doorbells, config);
+  std::optional<transport::BlobArena> blobs;
+  if (const char* blob_fd = std::getenv("EDRI_INTERNAL_BLOB_FD"); blob_fd && std::atoi(blob_fd) >= 0) {
+    blobs.emplace(transport::BlobArena::open(std::atoi(blob_fd)));
+    loop.set_blobs(&*blobs);
+  }
 
   switch (role) {
     case transport::Role::Listener: {

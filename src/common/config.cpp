@@ -120,6 +120,10 @@ Config Config::from_env() {
   if (auto v = env("EDRI_MAX_URL_SIZE"))
     c.max_url_bytes = parse_integer<std::size_t>("EDRI_MAX_URL_SIZE", v, 16, 1u << 20);
   if (auto v = env("EDRI_MAX_PIPELINE")) c.max_pipeline = parse_integer<std::uint32_t>("EDRI_MAX_PIPELINE", v, 1, 4096);
+  if (auto v = env("EDRI_BLOB_BYTES"))
+    c.blob_bytes = parse_integer<std::size_t>("EDRI_BLOB_BYTES", v, 0, std::size_t{64} << 30);
+  if (auto v = env("EDRI_BLOB_THRESHOLD"))
+    c.blob_threshold = parse_integer<std::size_t>("EDRI_BLOB_THRESHOLD", v, 1, std::size_t{1} << 40);
   if (auto v = env("EDRI_OUTPUT_BUFFER"))
     c.output_buffer = parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER", v, 4096, std::size_t{1} << 30);
   if (auto v = env("EDRI_WRITE_TIMEOUT")) c.write_timeout_s = parse_seconds("EDRI_WRITE_TIMEOUT", v);
@@ -234,7 +238,12 @@ Config Config::from_env() {
     throw ConfigError("EDRI_WEBSOCKET_MAX_MESSAGE=" + std::to_string(c.websocket_max_message) +
                       ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
                       " (a message must fit a quarter of a ring, less 4096 bytes)");
-  if (c.max_body_size + 4096 > c.ring_bytes / 4)
+  // A request body travels in the blob area when there is one, else in a
+  // channel record.
+  if (c.blob_bytes > 0 && c.max_body_size > c.blob_bytes)
+    throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) +
+                      ": larger than the blob area, EDRI_BLOB_BYTES=" + std::to_string(c.blob_bytes));
+  if (c.blob_bytes == 0 && c.max_body_size + 4096 > c.ring_bytes / 4)
     throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) + ": too large for EDRI_RING_BYTES=" +
                       std::to_string(c.ring_bytes) + " (a body must fit a quarter of a ring, less 4096 bytes)");
   return c;
@@ -263,6 +272,8 @@ std::string Config::describe() const {
     << "EDRI_MAX_URL_SIZE=" << max_url_bytes << '\n'
     << "EDRI_MAX_PIPELINE=" << max_pipeline << '\n'
     << "EDRI_OUTPUT_BUFFER=" << output_buffer << '\n'
+    << "EDRI_BLOB_BYTES=" << blob_bytes << '\n'
+    << "EDRI_BLOB_THRESHOLD=" << blob_threshold << '\n'
     << "EDRI_WRITE_TIMEOUT=" << write_timeout_s << '\n'
     << "EDRI_LOG_LEVEL=" << log_level << '\n'
     << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'

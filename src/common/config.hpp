@@ -34,6 +34,8 @@ struct Config {
   std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
   std::uint32_t spin = 0;                // EDRI_SPIN (idle polls before sleeping)
+  std::size_t blob_bytes = 256u << 20;   // EDRI_BLOB_BYTES: the blob area (0: none)
+  std::size_t blob_threshold = 64u << 10;  // EDRI_BLOB_THRESHOLD: bodies this large travel in the blob area
   // EDRI_CPUS: where the processes run. "auto" (default): listeners,
   // broker and router on one CPU, the last one this process may use, and
   // managers wherever the scheduler puts them (docs/decisions/0006); "one":

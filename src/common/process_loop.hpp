@@ -15,6 +15,7 @@
 
 #include "common/config.hpp"
 #include "common/event_loop.hpp"
+#include "transport/blob_arena.hpp"
 #include "transport/outbox.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
@@ -47,6 +48,10 @@ class ProcessLoop {
   void run();
   void stop() { stopped_ = true; }
 
+  // The instance's blob area, if it has one (set by main before run()).
+  void set_blobs(transport::BlobArena* blobs) { blobs_ = blobs; }
+  transport::BlobArena* blobs() const { return blobs_; }
+
  private:
   struct Inbound {
     transport::ChannelConsumer consumer;
@@ -73,6 +78,7 @@ class ProcessLoop {
   std::function<void()> after_drain_;
   std::function<void()> on_stop_signal_;
   bool stopped_ = false;
+  transport::BlobArena* blobs_ = nullptr;
 };
 
 }  // namespace edri

@@ -53,6 +53,7 @@ enum class SectionType : std::uint16_t {
   QueryParams = 7,  // key/value: declared query fields, decoded, defaults applied
   Cookies = 8,      // key/value: declared cookies
   File = 9,         // response: path of a file the listener sends as the body
+  Blob = 10,        // the body, in the blob area: a transport::BlobHandle
 };
 
 struct EnvelopeHeader {

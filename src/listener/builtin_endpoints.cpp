@@ -140,6 +140,12 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   for (const auto& p : procs)
     if (p.name != "supervisor")
       o << "edri_process_restarts_total{process=\"" << label(p.name) << "\"} " << p.restarts << '\n';
+  if (blobs_) {
+    o << "# HELP edri_blob_bytes Bytes of the blob area (large bodies): in use, and in all.\n"
+         "# TYPE edri_blob_bytes gauge\n"
+      << "edri_blob_bytes{state=\"used\"} " << blobs_->used_bytes() << '\n'
+      << "edri_blob_bytes{state=\"capacity\"} " << blobs_->capacity() << '\n';
+  }
   return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugin/plugin_set.hpp"
+#include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
 
@@ -25,6 +26,9 @@ class BuiltinEndpoints {
 
   BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
                    const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles);
+
+  // The blob area whose use /metrics reports (none: not reported).
+  void set_blobs(const transport::BlobArena* blobs) { blobs_ = blobs; }
 
   // The answer for `path`, or nothing if it is not a built-in endpoint.
   std::optional<Answer> handle(std::string_view path) const;
@@ -47,6 +51,7 @@ class BuiltinEndpoints {
   const transport::Topology& topology_;
   std::vector<std::string> slot_names_;    // by process slot
   std::vector<std::string> route_labels_;  // by route row: "GET /notes/{id:int}"
+  const transport::BlobArena* blobs_ = nullptr;
 };
 
 }  // namespace edri::listener

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 
 namespace edri::listener {
@@ -13,15 +14,21 @@ namespace edri::listener {
 class FileBody {
  public:
   FileBody() = default;
-  FileBody(int fd, std::uint64_t offset, std::uint64_t length) : fd_(fd), offset_(offset), remaining_(length) {}
+  // `on_done` runs once when the body is sent or dropped (a blob's release).
+  FileBody(int fd, std::uint64_t offset, std::uint64_t length, std::function<void()> on_done = {})
+      : fd_(fd), offset_(offset), remaining_(length), on_done_(std::move(on_done)) {}
   FileBody(FileBody&& o) noexcept
-      : fd_(std::exchange(o.fd_, -1)), offset_(o.offset_), remaining_(std::exchange(o.remaining_, 0)) {}
+      : fd_(std::exchange(o.fd_, -1)),
+        offset_(o.offset_),
+        remaining_(std::exchange(o.remaining_, 0)),
+        on_done_(std::exchange(o.on_done_, {})) {}
   FileBody& operator=(FileBody&& o) noexcept {
     if (this != &o) {
       reset();
       fd_ = std::exchange(o.fd_, -1);
       offset_ = o.offset_;
       remaining_ = std::exchange(o.remaining_, 0);
+      on_done_ = std::exchange(o.on_done_, {});
     }
     return *this;
   }
@@ -42,12 +49,14 @@ class FileBody {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     remaining_ = 0;
+    if (auto done = std::exchange(on_done_, {})) done();
   }
 
  private:
   int fd_ = -1;
   std::uint64_t offset_ = 0;
   std::uint64_t remaining_ = 0;
+  std::function<void()> on_done_;
 };
 
 }  // namespace edri::listener

@@ -1,5 +1,7 @@
 #include "listener/listener.hpp"
 
+#include "listener/blob_lease.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -69,6 +71,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       metrics_(loop.segment().listener_metrics(index)),
       request_counters_(&loop.segment().request_counter(index, 0, 0)) {
   if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
+  builtins_.set_blobs(loop.blobs());
   if (unix_fd >= 0) {
     unix_fd_ = ::fcntl(unix_fd, F_DUPFD_CLOEXEC, 0);
     if (unix_fd_ < 0) throw std::runtime_error("the inherited Unix domain socket is not valid");
@@ -512,9 +515,25 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
   add_validated(w);
-  if (!req.body.empty()) w.text(env::SectionType::Body, req.body);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  // A large body is written once into the blob area; the manager reads it
+  // there and frees it.
+  std::optional<transport::BlobHandle> blob;
+  auto* blobs = loop_.blobs();
+  if (blobs && req.body.size() >= config_.blob_threshold) {
+    blob = blobs->allocate(req.body.size());
+    if (!blob) {
+      problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
+      return;
+    }
+    std::memcpy(blobs->data(*blob), req.body.data(), req.body.size());
+    w.raw(env::SectionType::Blob, std::as_bytes(std::span(&*blob, 1)));
+  } else if (!req.body.empty()) {
+    w.text(env::SectionType::Body, req.body);
+  }
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+    if (blob) blobs->release(*blob);
     problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
+  }
 }
 
 env::EnvelopeHeader Listener::origin_header(const Connection& c, env::Kind kind, std::uint64_t type,
@@ -548,6 +567,20 @@ void Listener::on_response(std::span<const std::byte> record) {
     return;
   }
   const auto& h = v.header;
+  // A body in the blob area is this listener's to free from here on.
+  std::optional<transport::BlobHandle> blob;
+  bool blob_lost = false;
+  if (v.has(env::SectionType::Blob)) {
+    const auto section = v.section(env::SectionType::Blob);
+    transport::BlobHandle handle;
+    auto* blobs = loop_.blobs();
+    if (section.size() == sizeof handle && blobs) {
+      std::memcpy(&handle, section.data(), sizeof handle);
+      if (blobs->claim(handle)) blob = handle;
+    }
+    blob_lost = !blob;
+  }
+  BlobLease lease(loop_.blobs(), blob);  // freed when this returns, unless handed to the connection
   Connection* c = find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
   if (c->websocket()) {
@@ -565,10 +598,15 @@ void Listener::on_response(std::span<const std::byte> record) {
     if (!c->ws_slot(h.origin_stream)) return;
     if (v.has(env::SectionType::File))
       return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
+    if (blob_lost) return ws_error(*c, h.origin_stream, 502, "the answer's body was lost on the way");
     return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
-                     v.text(env::SectionType::Body));
+                     blob ? lease.view() : v.text(env::SectionType::Body));
   }
   if (!c->slot(h.origin_stream)) return;
+  if (blob_lost) {
+    problem(*c, h.origin_stream, 502, "the answer's body was lost on the way (a process restarted)", {});
+    return;
+  }
 
   extra_headers_.clear();
   if (v.has(env::SectionType::Headers)) {
@@ -612,6 +650,16 @@ void Listener::on_response(std::span<const std::byte> record) {
     if (a->status == 200) a->status = h.status;
     extra_headers_ += a->headers;
     reply_static(*c, h.origin_stream, std::move(*a), extra_headers_);
+    return;
+  }
+  if (blob) {
+    // Sent from the blob area's memfd with sendfile; freed once sent or
+    // when the connection goes.
+    if (FileBody body = lease.to_file_body()) {
+      reply_file(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(body), extra_headers_);
+      return;
+    }
+    reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), lease.view(), extra_headers_);
     return;
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),

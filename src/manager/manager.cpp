@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstring>
+#include <optional>
+
 #include "envelope/problem.hpp"
 #include "router/router.hpp"
 
@@ -128,6 +131,29 @@ bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
 void Manager::on_request(env::EnvelopeView& v) {
   auto& h = v.header;
   env::stamp(h, env::kStampManagerIn);
+  // A body in the blob area: this manager's while the handler runs (the
+  // Request's views end with the call), freed after.
+  std::optional<transport::BlobHandle> blob;
+  auto* blobs = loop_.blobs();
+  if (v.has(env::SectionType::Blob)) {
+    const auto section = v.section(env::SectionType::Blob);
+    transport::BlobHandle handle;
+    if (section.size() == sizeof handle && blobs) {
+      std::memcpy(&handle, section.data(), sizeof handle);
+      if (blobs->claim(handle)) blob = handle;
+    }
+    if (!blob) {
+      (void)env::send_problem(to_router_, h, 502, "the request body was lost on the way (a process restarted)");
+      return;
+    }
+  }
+  struct Release {
+    transport::BlobArena* blobs;
+    std::optional<transport::BlobHandle>& blob;
+    ~Release() {
+      if (blob) blobs->release(*blob);
+    }
+  } release{blobs, blob};
   auto it = handlers_.find(h.event_type);
   if (it == handlers_.end()) {
     (void)env::send_problem(to_router_, h, 404, "this manager has no handler for the event");
@@ -137,6 +163,7 @@ void Manager::on_request(env::EnvelopeView& v) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
+  if (blob) request_.body = std::string_view(reinterpret_cast<const char*>(blobs->data(*blob)), blob->length);
   Response resp;
   current_ = &h;
   try {
@@ -160,14 +187,35 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
   w.text(env::SectionType::ContentType, resp.content_type);
   if (!resp.headers.empty())
     w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
-  w.text(env::SectionType::Body, resp.body);
+  // A large body is written once into the blob area; the record carries
+  // its handle (transport/blob_layout.hpp).
+  std::optional<transport::BlobHandle> blob;
+  auto* blobs = loop_.blobs();
+  if (blobs && resp.body.size() >= config_.blob_threshold) {
+    blob = blobs->allocate(resp.body.size());
+    if (blob) {
+      std::memcpy(blobs->data(*blob), resp.body.data(), resp.body.size());
+      w.raw(env::SectionType::Blob, std::as_bytes(std::span(&*blob, 1)));
+    } else if (resp.body.size() + 4096 > to_router_.max_record()) {
+      if (blobs->capacity() < resp.body.size())
+        (void)env::send_problem(to_router_, request, 500,
+                                "the response is larger than the blob area (EDRI_BLOB_BYTES)");
+      else
+        (void)env::send_problem(to_router_, request, 503, "the blob area is full; retry later");
+      return;
+    }
+  }
+  if (!blob) w.text(env::SectionType::Body, resp.body);
   if (!resp.file_path.empty()) w.text(env::SectionType::File, resp.file_path);
   if (w.size() > to_router_.max_record()) {
+    if (blob) blobs->release(*blob);
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
     spdlog::error("router channel full: response {} lost", request.request_id);
+    if (blob) blobs->release(*blob);
+  }
 }
 
 void Manager::on_notification(env::EnvelopeView& v) {
@@ -192,6 +240,18 @@ void Manager::on_response(env::EnvelopeView& v) {
              std::string(v.text(env::SectionType::Body)),
              {},
              std::string(v.text(env::SectionType::File))};
+  if (v.has(env::SectionType::Blob)) {
+    // The other manager's large body: taken over, copied, freed.
+    transport::BlobHandle h;
+    const auto section = v.section(env::SectionType::Blob);
+    auto* blobs = loop_.blobs();
+    if (section.size() == sizeof h && blobs && (std::memcpy(&h, section.data(), sizeof h), blobs->claim(h))) {
+      r.body.assign(reinterpret_cast<const char*>(blobs->data(h)), h.length);
+      blobs->release(h);
+    } else {
+      r = Response::problem(502, "Bad Gateway", "the response body was lost on the way");
+    }
+  }
   env::KeyValueReader kv(v.section(env::SectionType::Headers));
   std::string_view k, val;
   while (kv.next(k, val)) r.headers.emplace_back(k, val);

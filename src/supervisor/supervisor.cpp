@@ -50,7 +50,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
                 static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas).size())),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
       kill_timer_(io_),
-      ready_timer_(io_) {
+      ready_timer_(io_),
+      blob_sweep_(io_) {
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
   segment_ = std::make_unique<transport::Segment>(transport::Segment::create(
@@ -61,6 +62,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     if (fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
     doorbells_.push_back(fd);
   }
+  if (config.blob_bytes > 0)
+    blobs_ = std::make_unique<transport::BlobArena>(transport::BlobArena::create(config.blob_bytes));
   bind_listen_socket();
   if (!config_.unix_socket.empty()) bind_unix_socket();
 
@@ -161,6 +164,7 @@ void Supervisor::spawn(Child& c) {
     ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
     ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_).c_str(), 1);
     ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(blobs_ ? blobs_->fd() : -1).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
              (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers())).c_str(), 1);
     sigset_t none;
@@ -182,6 +186,7 @@ int Supervisor::run() {
     if (!ec) on_signal(sig);
   });
   for (auto& c : children_) spawn(c);
+  if (blobs_) sweep_blobs();
   announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
   transport::Segment::remove(segment_->name());
@@ -233,6 +238,7 @@ void Supervisor::on_signal(int sig) {
 
 void Supervisor::stop_children() {
   stopping_ = true;
+  blob_sweep_.cancel();
   for (auto& c : children_) {
     c.restart_timer->cancel();
     if (c.pid > 0) ::kill(c.pid, SIGTERM);
@@ -257,11 +263,28 @@ void Supervisor::all_children_gone_check() {
   io_.stop();
 }
 
+void Supervisor::sweep_blobs() {
+  // A blob its producer made and nobody claimed for longer than any answer
+  // may take was dropped on the way (a hop gave up on its message).
+  const auto stale = static_cast<std::uint32_t>(config_.api_response_timeout_s) + 5;
+  if (const auto blocks = blobs_->reclaim_unclaimed(stale))
+    spdlog::warn("freed {} KiB of blobs nobody took for {} s", blocks * transport::kBlobBlockBytes / 1024, stale);
+  blob_sweep_.expires_after(std::chrono::seconds(1));
+  blob_sweep_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !stopping_) sweep_blobs();
+  });
+}
+
 void Supervisor::reap() {
   for (;;) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
+    if (blobs_) {
+      // What it held is nobody's now.
+      if (const auto blocks = blobs_->reclaim_dead(pid))
+        spdlog::warn("freed {} KiB of blobs held by pid {}", blocks * transport::kBlobBlockBytes / 1024, pid);
+    }
     for (auto& c : children_) {
       if (c.pid != pid) continue;
       c.pid = -1;

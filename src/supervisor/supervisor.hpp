@@ -18,6 +18,7 @@
 #include "common/asio.hpp"
 #include "common/config.hpp"
 #include "plugin/plugin_set.hpp"
+#include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
 
@@ -50,6 +51,7 @@ class Supervisor {
   void all_children_gone_check();
   // Prints the "listening" line once every child runs its loop.
   void announce_when_ready(std::chrono::steady_clock::time_point give_up);
+  void sweep_blobs();
 
   // First member: Asio objects below (timers, signals) must die before it.
   asio::io_context io_;
@@ -65,6 +67,10 @@ class Supervisor {
   asio::signal_set signals_;
   asio::steady_timer kill_timer_;
   asio::steady_timer ready_timer_;
+  // Large bodies (transport/blob_layout.hpp); blobs of a dead child and
+  // blobs lost in transit are freed here.
+  std::unique_ptr<transport::BlobArena> blobs_;
+  asio::steady_timer blob_sweep_;
   bool stopping_ = false;
 };
 

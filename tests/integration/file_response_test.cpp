@@ -2,8 +2,6 @@
 // static files go out with sendfile (or bounded reads under TLS), with
 // ETag, Last-Modified, Range and conditional requests, and cost the
 // listener no memory however large the file.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -130,12 +128,7 @@ TEST_CASE("a client that stops reading a large file holds only a descriptor, and
   const long before = rss_kb(listener);
   std::vector<int> fds;
   for (int i = 0; i < 10; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(server.port());
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    const int fd = connect_small_window(server.port());
     const std::string req = "GET /file/big.bin HTTP/1.1\r\nHost: x\r\n\r\n";
     REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
     fds.push_back(fd);

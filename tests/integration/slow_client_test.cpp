@@ -21,20 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-// A client socket with a small receive buffer, so that the server feels a
-// client that does not read at once.
-int connect_small_window(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int small = 4096;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
-
 int counted(std::uint16_t port) { return json::parse(http_get(port, "/counted").body)["counted"].get<int>(); }
 
 // Reads until the server ends the stream or `limit` passes; the bytes read,

@@ -13,16 +13,28 @@
 
 namespace edri::test {
 
-HttpClient::HttpClient(std::uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+namespace {
+
+// A TCP connection to 127.0.0.1:port; `receive_buffer` bytes of window when
+// not 0. Throws when it cannot connect.
+int connect_loopback(std::uint16_t port, int receive_buffer) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd_);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
     throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
   }
+  return fd;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(std::uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
+  fd_ = connect_loopback(port, 0);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -126,5 +138,7 @@ HttpResponse http_get(std::uint16_t port, const std::string& path) {
   HttpClient c(port);
   return c.get(path);
 }
+
+int connect_small_window(std::uint16_t port) { return connect_loopback(port, 4096); }
 
 }  // namespace edri::test

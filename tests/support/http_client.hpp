@@ -50,4 +50,9 @@ class HttpClient {
 // One request on a fresh connection.
 HttpResponse http_get(std::uint16_t port, const std::string& path);
 
+// A raw connection to 127.0.0.1:port with a tiny receive window, so that the
+// server feels at once a client that does not read; its descriptor (the
+// caller closes it). Throws when it cannot connect.
+int connect_small_window(std::uint16_t port);
+
 }  // namespace edri::test

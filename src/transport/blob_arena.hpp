@@ -1,0 +1,67 @@
+// BlobArena: the blob area of one server instance (contract:
+// blob_layout.hpp), as a process maps it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "transport/blob_layout.hpp"
+
+namespace edri::transport {
+
+class BlobArena {
+ public:
+  // A new area of `bytes` of data (rounded up to whole blocks) in a new
+  // memfd, not closed on exec. Throws on failure.
+  static BlobArena create(std::size_t bytes);
+  // Maps an inherited area. Throws when `fd` is not one.
+  static BlobArena open(int fd);
+
+  BlobArena(BlobArena&& o) noexcept;
+  BlobArena& operator=(BlobArena&&) = delete;
+  ~BlobArena();
+
+  int fd() const { return fd_; }
+  std::uint64_t capacity() const { return std::uint64_t{header_->block_count} * kBlobBlockBytes; }
+  std::uint64_t used_bytes() const { return header_->used_blocks.load(std::memory_order_relaxed) * kBlobBlockBytes; }
+
+  // A blob of `length` bytes held by this process; nullopt when the area
+  // has no room for it now.
+  std::optional<BlobHandle> allocate(std::size_t length);
+  // The bytes of a blob this process holds.
+  std::byte* data(const BlobHandle& h) const { return base_ + offset(h); }
+  // Where they are in the memfd (for sendfile).
+  std::uint64_t offset(const BlobHandle& h) const {
+    return header_->data_offset + std::uint64_t{h.first_block} * kBlobBlockBytes;
+  }
+  // Makes this process the blob's holder. False when the handle is not a
+  // live blob (reclaimed: the body is lost).
+  [[nodiscard]] bool claim(const BlobHandle& h);
+  // Frees a blob this process holds.
+  void release(const BlobHandle& h);
+
+  // Supervisor. Frees every blob held by `pid` (a process that died), and
+  // every blob its producer made more than `stale_after_s` seconds ago and
+  // nobody claimed (lost in transit). Returns the blocks freed.
+  std::size_t reclaim_dead(pid_t pid);
+  std::size_t reclaim_unclaimed(std::uint32_t stale_after_s);
+
+ private:
+  BlobArena(int fd, std::byte* base, std::size_t bytes);
+  BlobEntry& entry(std::uint32_t block) const;
+  void lock();
+  void unlock();
+  void free_run(std::uint32_t first, std::uint32_t blocks);  // under the lock
+  void rebuild_bitmap();                                     // under the lock
+
+  int fd_;
+  std::byte* base_;
+  std::size_t bytes_;
+  BlobAreaHeader* header_;
+  std::uint32_t pid_;
+};
+
+}  // namespace edri::transport
