@@ -29,18 +29,13 @@ void clear_bit(std::uint64_t* map, std::uint32_t i) { map[i / 64] &= ~(std::uint
 }  // namespace
 
 BlobArena::BlobArena(int fd, std::byte* base, std::size_t bytes)
-    : fd_(fd),
-      base_(base),
-      bytes_(bytes),
-      header_(reinterpret_cast<BlobAreaHeader*>(base)),
-      pid_(static_cast<std::uint32_t>(::getpid())) {}
+    : fd_(fd), base_(base), bytes_(bytes), header_(reinterpret_cast<BlobAreaHeader*>(base)) {}
 
 BlobArena::BlobArena(BlobArena&& o) noexcept
     : fd_(std::exchange(o.fd_, -1)),
       base_(std::exchange(o.base_, nullptr)),
       bytes_(o.bytes_),
-      header_(std::exchange(o.header_, nullptr)),
-      pid_(o.pid_) {}
+      header_(std::exchange(o.header_, nullptr)) {}
 
 BlobArena::~BlobArena() {
   if (base_) ::munmap(base_, bytes_);
@@ -93,6 +88,9 @@ BlobArena BlobArena::open(int fd) {
     throw std::runtime_error("the blob area does not match this build");
   return a;
 }
+
+// Asked each time, not cached: a forked child is another holder.
+std::uint32_t BlobArena::self() { return static_cast<std::uint32_t>(::getpid()); }
 
 BlobEntry& BlobArena::entry(std::uint32_t block) const {
   return reinterpret_cast<BlobEntry*>(base_ + blob_entries_offset(header_->block_count))[block];
@@ -151,7 +149,7 @@ std::optional<BlobHandle> BlobArena::allocate(std::size_t length) {
   auto& e = entry(first);
   e.blocks = need;
   e.created_s.store(now_s(), std::memory_order_relaxed);
-  e.owner.store(std::uint64_t{generation} << 32 | pid_, std::memory_order_release);
+  e.owner.store(std::uint64_t{generation} << 32 | self(), std::memory_order_release);
   header_->used_blocks.fetch_add(need, std::memory_order_relaxed);
   unlock();
   return BlobHandle{first, generation, length};
@@ -163,7 +161,7 @@ bool BlobArena::claim(const BlobHandle& h) {
   std::uint64_t owner = e.owner.load(std::memory_order_acquire);
   for (;;) {
     if (owner == 0 || (owner >> 32) != h.generation) return false;
-    if (e.owner.compare_exchange_weak(owner, std::uint64_t{h.generation} << 32 | pid_, std::memory_order_acq_rel))
+    if (e.owner.compare_exchange_weak(owner, std::uint64_t{h.generation} << 32 | self(), std::memory_order_acq_rel))
       break;
   }
   e.created_s.store(0, std::memory_order_relaxed);  // claimed: no longer in transit
@@ -173,7 +171,7 @@ bool BlobArena::claim(const BlobHandle& h) {
 void BlobArena::release(const BlobHandle& h) {
   if (h.first_block >= header_->block_count) return;
   auto& e = entry(h.first_block);
-  std::uint64_t expected = std::uint64_t{h.generation} << 32 | pid_;
+  std::uint64_t expected = std::uint64_t{h.generation} << 32 | self();
   lock();
   if (e.owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) free_run(h.first_block, e.blocks);
   unlock();

@@ -61,7 +61,7 @@ class BlobArena {
   std::byte* base_;
   std::size_t bytes_;
   BlobAreaHeader* header_;
-  std::uint32_t pid_;
+  static std::uint32_t self();
 };
 
 }  // namespace edri::transport
