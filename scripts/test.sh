@@ -30,3 +30,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== bench smoke (speed not asserted)"
 build/bin/bench noop --quick --concurrency 1,8
 build/bin/bench echo --quick --concurrency 8
+build/bin/bench payload --quick
+build/bin/bench slow --quick
