@@ -108,18 +108,23 @@ void register_bench(edri::Registry& r) {
   // reach the same events; a command's fields are its body.
   r.command("noop", "bench.noop");
   r.command("echo", "bench.echo");
-  // /payload/{bytes}: exactly that many bytes, 0..64 MiB (a fixed pattern,
-  // made once per process and cut to size).
+  // /payload/{bytes}: exactly that many bytes, 0..64 MiB: 'a'..'z' over and
+  // over, appended from one block whose length is a multiple of 26, so the
+  // manager keeps 64 KiB of pattern, not the largest answer.
   r.get("/payload/{bytes:int}", "bench.payload", [](const edri::Request& req, edri::Context&) {
     constexpr std::int64_t kMax = std::int64_t{64} << 20;
     const auto n = req.int_param("bytes");
     if (n < 0 || n > kMax) return edri::Response::problem(422, "Unprocessable Content", "bytes: 0..67108864");
-    static const std::string pattern = [] {
-      std::string p(static_cast<std::size_t>(kMax), '\0');
-      for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<char>('a' + i % 26);
-      return p;
+    static const std::string block = [] {
+      std::string b(26 * 2520, '\0');
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>('a' + i % 26);
+      return b;
     }();
-    return edri::Response::bytes(pattern.substr(0, static_cast<std::size_t>(n)));
+    std::string body;
+    body.reserve(static_cast<std::size_t>(n));
+    while (body.size() < static_cast<std::size_t>(n))
+      body.append(block, 0, std::min(block.size(), static_cast<std::size_t>(n) - body.size()));
+    return edri::Response::bytes(std::move(body));
   });
 
   // /cpu/{ms}: CPU work where BENCH_WORKER says, in a pool of BENCH_MAXW.

@@ -210,13 +210,10 @@ void Connection::complete(std::uint32_t seq, Write&& write) {
 template <class Write>
 void Connection::complete(std::uint32_t seq, Write&& write, FileBody file) {
   const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size()) return;
-  Slot& s = slots_[idx];
-  if (s.ready) return;
-  s.ready = true;
-  write(s.bytes);
-  s.file = std::move(file);
-  promote_ready();
+  if (idx >= slots_.size() || slots_[idx].ready) return;
+  // Promotion queues the file after the head, wherever the head was written.
+  slots_[idx].file = std::move(file);
+  complete(seq, std::forward<Write>(write));
 }
 
 }  // namespace edri::listener

@@ -3,11 +3,14 @@
 // moves the ownership, destroying it closes the file.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <functional>
 #include <utility>
+
+#include "transport/blob_arena.hpp"
 
 namespace edri::listener {
 
@@ -35,6 +38,17 @@ class FileBody {
   FileBody(const FileBody&) = delete;
   FileBody& operator=(const FileBody&) = delete;
   ~FileBody() { reset(); }
+
+  // The blob `lease` holds, sent from the blob area's memfd; the body takes
+  // the blob over and frees it when done. An empty body, and the lease
+  // kept, when no descriptor is left.
+  static FileBody of_blob(transport::BlobLease& lease) {
+    const int fd = ::fcntl(lease.arena()->fd(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return {};
+    auto* arena = lease.arena();
+    const auto h = lease.take();
+    return FileBody(fd, arena->offset(h), h.length, [arena, h] { arena->release(h); });
+  }
 
   explicit operator bool() const { return fd_ >= 0; }
   int fd() const { return fd_; }

@@ -1,7 +1,5 @@
 #include "listener/listener.hpp"
 
-#include "listener/blob_lease.hpp"
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -312,7 +310,7 @@ void Listener::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answe
   if (a.file)
     reply_file(c, seq, a.status, a.content_type, std::move(a.file), headers);
   else
-    reply(c, seq, a.status, a.content_type, std::string_view(a.body), headers);
+    reply(c, seq, a.status, a.content_type, std::string_view(), headers);
 }
 
 void Listener::record(const Connection::SlotInfo& info, int status) {
@@ -517,23 +515,21 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   add_validated(w);
   // A large body is written once into the blob area; the manager reads it
   // there and frees it.
-  std::optional<transport::BlobHandle> blob;
-  auto* blobs = loop_.blobs();
-  if (blobs && req.body.size() >= config_.blob_threshold) {
-    blob = blobs->allocate(req.body.size());
+  transport::BlobLease blob;
+  if (auto* blobs = loop_.blobs(); blobs && req.body.size() >= config_.blob_threshold) {
+    blob = transport::BlobLease(blobs, blobs->store(req.body));
     if (!blob) {
       problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
       return;
     }
-    std::memcpy(blobs->data(*blob), req.body.data(), req.body.size());
-    w.raw(env::SectionType::Blob, std::as_bytes(std::span(&*blob, 1)));
+    w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
   } else if (!req.body.empty()) {
     w.text(env::SectionType::Body, req.body);
   }
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
-    if (blob) blobs->release(*blob);
+  if (to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    (void)blob.take();  // the manager frees it
+  else
     problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
-  }
 }
 
 env::EnvelopeHeader Listener::origin_header(const Connection& c, env::Kind kind, std::uint64_t type,
@@ -567,20 +563,12 @@ void Listener::on_response(std::span<const std::byte> record) {
     return;
   }
   const auto& h = v.header;
-  // A body in the blob area is this listener's to free from here on.
-  std::optional<transport::BlobHandle> blob;
-  bool blob_lost = false;
-  if (v.has(env::SectionType::Blob)) {
-    const auto section = v.section(env::SectionType::Blob);
-    transport::BlobHandle handle;
-    auto* blobs = loop_.blobs();
-    if (section.size() == sizeof handle && blobs) {
-      std::memcpy(&handle, section.data(), sizeof handle);
-      if (blobs->claim(handle)) blob = handle;
-    }
-    blob_lost = !blob;
-  }
-  BlobLease lease(loop_.blobs(), blob);  // freed when this returns, unless handed to the connection
+  // A body in the blob area is this listener's to free from here on: when
+  // this returns, unless the connection takes it to send.
+  transport::BlobLease blob;
+  const bool has_blob = v.has(env::SectionType::Blob);
+  if (has_blob) blob = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob));
+  const bool blob_lost = has_blob && !blob;
   Connection* c = find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
   if (c->websocket()) {
@@ -600,7 +588,7 @@ void Listener::on_response(std::span<const std::byte> record) {
       return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
     if (blob_lost) return ws_error(*c, h.origin_stream, 502, "the answer's body was lost on the way");
     return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
-                     blob ? lease.view() : v.text(env::SectionType::Body));
+                     blob ? blob.view() : v.text(env::SectionType::Body));
   }
   if (!c->slot(h.origin_stream)) return;
   if (blob_lost) {
@@ -655,11 +643,11 @@ void Listener::on_response(std::span<const std::byte> record) {
   if (blob) {
     // Sent from the blob area's memfd with sendfile; freed once sent or
     // when the connection goes.
-    if (FileBody body = lease.to_file_body()) {
+    if (FileBody body = FileBody::of_blob(blob)) {
       reply_file(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(body), extra_headers_);
       return;
     }
-    reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), lease.view(), extra_headers_);
+    reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), blob.view(), extra_headers_);
     return;
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),

@@ -193,7 +193,7 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
                     static_cast<unsigned long long>(st.st_mtim.tv_nsec),
                 static_cast<unsigned long long>(size));
   const std::string etag = etag_buf;
-  Answer a{200, std::string(content_type.empty() ? content_type_for(file) : content_type), {}, {}, {}};
+  Answer a{200, std::string(content_type.empty() ? content_type_for(file) : content_type), {}, {}};
   a.headers = "ETag: " + etag + "\r\nLast-Modified: " + http_date(st.st_mtim.tv_sec) + "\r\nAccept-Ranges: bytes\r\n";
 
   const std::string_view inm = conditions.if_none_match;

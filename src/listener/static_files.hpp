@@ -25,9 +25,8 @@ class StaticFiles {
   struct Answer {
     int status;
     std::string content_type;
-    std::string body;
     std::string headers;  // "Name: value\r\n" lines
-    FileBody file;        // the body, sent from disk, when it is open (then `body` is empty)
+    FileBody file;        // the body, sent from disk (none for 304 and 416)
   };
   // The request headers a file answer depends on.
   struct Conditions {

@@ -79,6 +79,7 @@ void Manager::start() {
     o.queue = config_.worker_queue ? config_.worker_queue : decl ? decl->queue : 256;
     o.ring_bytes = config_.ring_bytes;
     o.cpus = worker_cpus_;
+    for (const auto* t : plugins_.tasks(domain_)) o.tasks.insert(t->name);
     processes_ = std::make_unique<WorkerProcesses>(loop_.events(), std::move(o));
   }
   subscribe();
@@ -133,27 +134,14 @@ void Manager::on_request(env::EnvelopeView& v) {
   env::stamp(h, env::kStampManagerIn);
   // A body in the blob area: this manager's while the handler runs (the
   // Request's views end with the call), freed after.
-  std::optional<transport::BlobHandle> blob;
-  auto* blobs = loop_.blobs();
+  transport::BlobLease body;
   if (v.has(env::SectionType::Blob)) {
-    const auto section = v.section(env::SectionType::Blob);
-    transport::BlobHandle handle;
-    if (section.size() == sizeof handle && blobs) {
-      std::memcpy(&handle, section.data(), sizeof handle);
-      if (blobs->claim(handle)) blob = handle;
-    }
-    if (!blob) {
+    body = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob));
+    if (!body) {
       (void)env::send_problem(to_router_, h, 502, "the request body was lost on the way (a process restarted)");
       return;
     }
   }
-  struct Release {
-    transport::BlobArena* blobs;
-    std::optional<transport::BlobHandle>& blob;
-    ~Release() {
-      if (blob) blobs->release(*blob);
-    }
-  } release{blobs, blob};
   auto it = handlers_.find(h.event_type);
   if (it == handlers_.end()) {
     (void)env::send_problem(to_router_, h, 404, "this manager has no handler for the event");
@@ -163,7 +151,7 @@ void Manager::on_request(env::EnvelopeView& v) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
-  if (blob) request_.body = std::string_view(reinterpret_cast<const char*>(blobs->data(*blob)), blob->length);
+  if (body) request_.body = body.view();
   Response resp;
   current_ = &h;
   try {
@@ -188,14 +176,13 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
   if (!resp.headers.empty())
     w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
   // A large body is written once into the blob area; the record carries
-  // its handle (transport/blob_layout.hpp).
-  std::optional<transport::BlobHandle> blob;
+  // its handle (transport/blob_layout.hpp). Freed here unless it is sent.
+  transport::BlobLease blob;
   auto* blobs = loop_.blobs();
   if (blobs && resp.body.size() >= config_.blob_threshold) {
-    blob = blobs->allocate(resp.body.size());
+    blob = transport::BlobLease(blobs, blobs->store(resp.body));
     if (blob) {
-      std::memcpy(blobs->data(*blob), resp.body.data(), resp.body.size());
-      w.raw(env::SectionType::Blob, std::as_bytes(std::span(&*blob, 1)));
+      w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
     } else if (resp.body.size() + 4096 > to_router_.max_record()) {
       if (blobs->capacity() < resp.body.size())
         (void)env::send_problem(to_router_, request, 500,
@@ -208,14 +195,13 @@ void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) 
   if (!blob) w.text(env::SectionType::Body, resp.body);
   if (!resp.file_path.empty()) w.text(env::SectionType::File, resp.file_path);
   if (w.size() > to_router_.max_record()) {
-    if (blob) blobs->release(*blob);
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+  if (to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    (void)blob.take();  // its reader frees it now
+  else
     spdlog::error("router channel full: response {} lost", request.request_id);
-    if (blob) blobs->release(*blob);
-  }
 }
 
 void Manager::on_notification(env::EnvelopeView& v) {
@@ -242,15 +228,10 @@ void Manager::on_response(env::EnvelopeView& v) {
              std::string(v.text(env::SectionType::File))};
   if (v.has(env::SectionType::Blob)) {
     // The other manager's large body: taken over, copied, freed.
-    transport::BlobHandle h;
-    const auto section = v.section(env::SectionType::Blob);
-    auto* blobs = loop_.blobs();
-    if (section.size() == sizeof h && blobs && (std::memcpy(&h, section.data(), sizeof h), blobs->claim(h))) {
-      r.body.assign(reinterpret_cast<const char*>(blobs->data(h)), h.length);
-      blobs->release(h);
-    } else {
+    if (const auto body = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob)))
+      r.body.assign(body.view());
+    else
       r = Response::problem(502, "Bad Gateway", "the response body was lost on the way");
-    }
   }
   env::KeyValueReader kv(v.section(env::SectionType::Headers));
   std::string_view k, val;
@@ -320,9 +301,8 @@ Response Manager::in_process(std::string_view task, std::string input,
                              std::function<Response(const TaskResult&)> then) {
   if (!current_) throw std::logic_error("in_process() outside a request handler");
   if (!processes_) throw std::invalid_argument("domain " + domain_ + " registered no tasks (Registry::task)");
-  bool known = false;
-  for (const auto* t : plugins_.tasks(domain_)) known = known || t->name == task;
-  if (!known) throw std::invalid_argument("domain " + domain_ + " has no task named " + std::string(task));
+  if (!processes_->runs(task))
+    throw std::invalid_argument("domain " + domain_ + " has no task named " + std::string(task));
   const env::EnvelopeHeader request = *current_;
   auto done = [this, request, then = std::move(then)](TaskResult result) {
     Response r;

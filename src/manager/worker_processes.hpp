@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,8 +45,9 @@ class WorkerProcesses {
     std::string title;   // the manager's, for ps and logs
     std::size_t processes = 1;
     std::size_t queue = 256;
-    std::size_t ring_bytes = 1u << 20;  // per direction and worker; a record is at most a quarter
-    std::vector<int> cpus;              // where the workers may run (empty: inherited)
+    std::size_t ring_bytes = 1u << 20;         // per direction and worker; a record is at most a quarter
+    std::vector<int> cpus;                     // where the workers may run (empty: inherited)
+    std::set<std::string, std::less<>> tasks;  // the names the workers run
   };
   using Done = std::function<void(TaskResult)>;
 
@@ -62,6 +64,9 @@ class WorkerProcesses {
   // its result (or at once, inside this call, with Outcome::NoWorker when
   // the pool cannot start a worker). Nothing is queued unless Queued.
   [[nodiscard]] Submitted submit(std::string_view task, std::string input, Done done);
+
+  // Whether the workers run a task of that name.
+  bool runs(std::string_view task) const { return options_.tasks.find(task) != options_.tasks.end(); }
 
   // The largest input a task may be sent.
   std::size_t max_input(std::string_view task) const;

@@ -155,6 +155,20 @@ std::optional<BlobHandle> BlobArena::allocate(std::size_t length) {
   return BlobHandle{first, generation, length};
 }
 
+std::optional<BlobHandle> BlobArena::store(std::string_view bytes) {
+  auto h = allocate(bytes.size());
+  if (h && !bytes.empty()) std::memcpy(data(*h), bytes.data(), bytes.size());
+  return h;
+}
+
+std::optional<BlobHandle> BlobArena::claim(std::span<const std::byte> section) {
+  BlobHandle h;
+  if (section.size() != sizeof h) return std::nullopt;
+  std::memcpy(&h, section.data(), sizeof h);
+  if (!claim(h)) return std::nullopt;
+  return h;
+}
+
 bool BlobArena::claim(const BlobHandle& h) {
   if (h.first_block >= header_->block_count) return false;
   auto& e = entry(h.first_block);

@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
 
 #include "transport/blob_layout.hpp"
 
@@ -33,13 +36,23 @@ class BlobArena {
   std::optional<BlobHandle> allocate(std::size_t length);
   // The bytes of a blob this process holds.
   std::byte* data(const BlobHandle& h) const { return base_ + offset(h); }
+  std::string_view view(const BlobHandle& h) const {
+    return {reinterpret_cast<const char*>(data(h)), static_cast<std::size_t>(h.length)};
+  }
   // Where they are in the memfd (for sendfile).
   std::uint64_t offset(const BlobHandle& h) const {
     return header_->data_offset + std::uint64_t{h.first_block} * kBlobBlockBytes;
   }
+  // A blob holding a copy of `bytes`; nullopt when the area has no room.
+  std::optional<BlobHandle> store(std::string_view bytes);
   // Makes this process the blob's holder. False when the handle is not a
   // live blob (reclaimed: the body is lost).
   [[nodiscard]] bool claim(const BlobHandle& h);
+  // The same for the handle an envelope's Blob section carries; nullopt
+  // when the section is malformed or the blob is gone.
+  std::optional<BlobHandle> claim(std::span<const std::byte> section);
+  // The handle as an envelope section's bytes.
+  static std::span<const std::byte> section_of(const BlobHandle& h) { return std::as_bytes(std::span(&h, 1)); }
   // Frees a blob this process holds.
   void release(const BlobHandle& h);
 
@@ -63,5 +76,43 @@ class BlobArena {
   BlobAreaHeader* header_;
   static std::uint32_t self();
 };
+
+// A blob this process holds, released when the lease ends unless take()
+// handed it on (to whatever frees it later).
+class BlobLease {
+ public:
+  BlobLease() = default;
+  BlobLease(BlobArena* arena, std::optional<BlobHandle> handle) : arena_(arena), handle_(handle) {}
+  BlobLease(BlobLease&& o) noexcept : arena_(o.arena_), handle_(std::exchange(o.handle_, std::nullopt)) {}
+  BlobLease& operator=(BlobLease&& o) noexcept {
+    if (this != &o) {
+      reset();
+      arena_ = o.arena_;
+      handle_ = std::exchange(o.handle_, std::nullopt);
+    }
+    return *this;
+  }
+  ~BlobLease() { reset(); }
+
+  explicit operator bool() const { return handle_.has_value(); }
+  std::string_view view() const { return arena_->view(*handle_); }
+  BlobArena* arena() const { return arena_; }
+  const BlobHandle& handle() const { return *handle_; }
+  // Gives the blob up without releasing it.
+  BlobHandle take() { return *std::exchange(handle_, std::nullopt); }
+  void reset() {
+    if (handle_) arena_->release(*std::exchange(handle_, std::nullopt));
+  }
+
+ private:
+  BlobArena* arena_ = nullptr;
+  std::optional<BlobHandle> handle_;
+};
+
+// Takes over the blob an envelope's Blob section names: an empty lease when
+// there is no blob area or the blob is gone (its body lost).
+inline BlobLease claim_blob(BlobArena* arena, std::span<const std::byte> section) {
+  return arena ? BlobLease(arena, arena->claim(section)) : BlobLease();
+}
 
 }  // namespace edri::transport
