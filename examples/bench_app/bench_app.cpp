@@ -110,16 +110,35 @@ void register_bench(edri::Registry& r) {
   r.command("echo", "bench.echo");
   // /payload/{bytes}: exactly that many bytes, 0..64 MiB: 'a'..'z' over and
   // over, appended from one block whose length is a multiple of 26, so the
-  // manager keeps 64 KiB of pattern, not the largest answer.
-  r.get("/payload/{bytes:int}", "bench.payload", [](const edri::Request& req, edri::Context&) {
+  // manager keeps 64 KiB of pattern, not the largest answer. Bodies larger
+  // than BENCH_STREAM_FROM bytes (default 1 MiB; -1: never) are streamed
+  // with Content-Length, one block per piece, as the client takes them.
+  const long long stream_from = [] {
+    const char* v = std::getenv("BENCH_STREAM_FROM");
+    return v ? std::atoll(v) : (1ll << 20);
+  }();
+  r.get("/payload/{bytes:int}", "bench.payload", [stream_from](const edri::Request& req, edri::Context&) {
     constexpr std::int64_t kMax = std::int64_t{64} << 20;
     const auto n = req.int_param("bytes");
     if (n < 0 || n > kMax) return edri::Response::problem(422, "Unprocessable Content", "bytes: 0..67108864");
+    // A little over 64 KiB, so that each piece travels in the blob area.
     static const std::string block = [] {
-      std::string b(26 * 2520, '\0');
+      std::string b(26 * 2521, '\0');
       for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>('a' + i % 26);
       return b;
     }();
+    if (stream_from >= 0 && n > stream_from) {
+      auto made = std::make_shared<std::size_t>(0);
+      const auto total = static_cast<std::size_t>(n);
+      return edri::Response::stream(
+          [made, total](std::string& out) {
+            const std::size_t k = std::min(block.size(), total - *made);
+            out.append(block, 0, k);
+            *made += k;
+            return *made < total;
+          },
+          "application/octet-stream", static_cast<std::uint64_t>(n));
+    }
     std::string body;
     body.reserve(static_cast<std::size_t>(n));
     while (body.size() < static_cast<std::size_t>(n))

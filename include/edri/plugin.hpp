@@ -12,7 +12,9 @@
 // guards the layout of these types; edri-server refuses any other version.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,7 +28,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 5;
+inline constexpr std::uint32_t kPluginAbiVersion = 6;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 
@@ -50,6 +52,26 @@ struct Param {
   std::string_view value;
 };
 
+// Writes `data` to a new file at `path` (replacing one there); false on
+// failure.
+inline bool write_file(const std::string& path, std::string_view data) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+// One part of a multipart/form-data body (Request::form); views into the
+// body, valid for the handler call.
+struct FormPart {
+  std::string_view name;
+  std::string_view filename;      // empty for a plain field
+  std::string_view content_type;  // empty when the part named none
+  std::string_view data;
+  // Keeps the part's bytes as the file `path`.
+  bool save(const std::string& path) const { return write_file(path, data); }
+};
+
 // What a handler sees of a request. The views point into the shared-memory
 // envelope the manager is reading; copy what must outlive the call.
 class Request {
@@ -66,6 +88,33 @@ class Request {
   std::vector<Param> headers;
   std::vector<Param> cookies;
   std::string_view body;
+  // The body's Content-Type, as the client sent it (empty without a body).
+  std::string_view content_type;
+  // A body larger than EDRI_UPLOAD_THRESHOLD was written to this file (under
+  // EDRI_UPLOAD_FILES_PATH) as it arrived, never held in memory; `body` maps
+  // it. The file is removed when the response is sent, unless keep_body()
+  // moved it. Empty for a body in memory.
+  std::string_view body_file;
+  // multipart/form-data: the parts, in order (a malformed one was answered
+  // 400 before the handler ran).
+  std::vector<FormPart> form;
+
+  // Keeps the body as the file `path`: the upload file is renamed there
+  // (no copy on the same file system), a body in memory written. False on
+  // failure.
+  bool keep_body(const std::string& path) const {
+    if (!body_file.empty()) {
+      if (std::rename(std::string(body_file).c_str(), path.c_str()) == 0) return true;
+      if (errno != EXDEV) return false;  // another file system: copied below
+    }
+    return write_file(path, body);
+  }
+  // The form part named `name`, or nullptr.
+  const FormPart* form_part(std::string_view name) const {
+    for (const auto& p : form)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
 
   // A path parameter by name; the listener has already checked its type.
   std::optional<std::string_view> path_param(std::string_view name) const { return find(path_params, name); }
@@ -117,6 +166,16 @@ class Request {
   static constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
 };
 
+// Makes a streamed body (Response::stream) piece by piece, as the client
+// takes it: appends the next piece to `out` (a piece of about 64 KiB is
+// best; any size works) and returns true while more will follow, false
+// with the last piece. It runs in the manager's loop, called again only
+// when the client has taken enough of what came before, so a client that
+// stops reading stops the producer. A throw ends the stream: the client
+// sees the response cut short (the connection closes without the final
+// chunk).
+using BodyProducer = std::function<bool(std::string& out)>;
+
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
@@ -126,48 +185,64 @@ struct Response {
   // never crosses a channel), with ETag and Last-Modified, and answers
   // Range (206/416) and If-None-Match/If-Modified-Since (304) itself.
   std::string file_path;
+  // When set, the body is streamed: made by this producer as the client
+  // takes it, sent with chunked transfer encoding, or with Content-Length
+  // when `stream_length` is known.
+  BodyProducer producer;
+  std::optional<std::uint64_t> stream_length;
 
   // A JSON value, serialized.
   static Response json(const nlohmann::json& value, int status = 200) {
-    return Response{status, "application/json", value.dump(), {}, {}};
+    return Response{status, "application/json", value.dump(), {}, {}, {}, {}};
   }
   // A body that is already serialized JSON (no parsing, no copy of a DOM).
   static Response raw_json(std::string body, int status = 200) {
-    return Response{status, "application/json", std::move(body), {}, {}};
+    return Response{status, "application/json", std::move(body), {}, {}, {}, {}};
   }
   static Response html(std::string body, int status = 200) {
-    return Response{status, "text/html; charset=utf-8", std::move(body), {}, {}};
+    return Response{status, "text/html; charset=utf-8", std::move(body), {}, {}, {}, {}};
   }
   static Response text(std::string body, int status = 200) {
-    return Response{status, "text/plain; charset=utf-8", std::move(body), {}, {}};
+    return Response{status, "text/plain; charset=utf-8", std::move(body), {}, {}, {}, {}};
   }
   // Raw bytes (a string is a byte container here).
   static Response bytes(std::string data, std::string content_type = "application/octet-stream", int status = 200) {
-    return Response{status, std::move(content_type), std::move(data), {}, {}};
+    return Response{status, std::move(content_type), std::move(data), {}, {}, {}, {}};
   }
   // The file at `path` (absolute, or relative to the server's working
   // directory), sent from disk; `content_type` empty: by its extension. A
   // file that cannot be read when the answer is sent is a 500.
   static Response file(std::string path, std::string content_type = {}) {
-    Response r{200, std::move(content_type), {}, {}, {}};
+    Response r{200, std::move(content_type), {}, {}, {}, {}, {}};
     r.file_path = std::move(path);
     return r;
   }
+  // A body made by `next` piece by piece as the client takes it (see
+  // BodyProducer): chunked, or with Content-Length when `length` is given
+  // (the producer must then make exactly that many bytes, else the
+  // connection is closed short). Over WebSocket, and to another manager's
+  // request, the pieces are collected into one body.
+  static Response stream(BodyProducer next, std::string content_type = "application/octet-stream",
+                         std::optional<std::uint64_t> length = {}) {
+    Response r{200, std::move(content_type), {}, {}, {}, std::move(next), length};
+    return r;
+  }
+  bool is_stream() const { return static_cast<bool>(producer); }
   // The handler answers later through Context::defer().
-  static Response deferred() { return Response{0, {}, {}, {}, {}}; }
+  static Response deferred() { return Response{0, {}, {}, {}, {}, {}, {}}; }
   bool is_deferred() const { return status == 0; }
   // No body: 204 by default.
-  static Response empty(int status = 204) { return Response{status, {}, {}, {}, {}}; }
+  static Response empty(int status = 204) { return Response{status, {}, {}, {}, {}, {}, {}}; }
   // A redirect to `location` (302, or 301/303/307/308).
   static Response redirect(std::string location, int status = 302) {
-    Response r{status, {}, {}, {}, {}};
+    Response r{status, {}, {}, {}, {}, {}, {}};
     r.headers.emplace_back("Location", std::move(location));
     return r;
   }
   // RFC 9457 problem details.
   static Response problem(int status, std::string_view title, std::string_view detail) {
     nlohmann::json j{{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
-    return Response{status, "application/problem+json", j.dump(), {}, {}};
+    return Response{status, "application/problem+json", j.dump(), {}, {}, {}, {}};
   }
   Response& header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

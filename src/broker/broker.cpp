@@ -40,8 +40,14 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
     spdlog::error("dropping a malformed envelope from listener {}: {}", listener, env::to_string(e));
     return;
   }
-  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && h.origin_listener == listener)
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && h.origin_listener == listener) {
+    // Credits and cancels of streamed answers go on to their manager.
+    if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
+      if (!to_router_.push(record)) spdlog::error("router channel full: a stream credit was lost");
+      return;
+    }
     return on_control(h, record);
+  }
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.origin_listener != listener) {
     spdlog::error("dropping an envelope of kind {} from listener {}", h.kind, listener);
     return;
@@ -77,7 +83,8 @@ void Broker::on_response(std::span<const std::byte> record) {
   // A response whose request this broker does not know (it was answered 504
   // already, or it was sent before this broker restarted) still goes to its
   // listener, which drops it if the slot is no longer waiting.
-  if (auto it = pending_.find(h.request_id); it != pending_.end()) pending_.erase(it);
+  if (!(h.flags & env::kFlagStreamPiece))
+    if (auto it = pending_.find(h.request_id); it != pending_.end()) pending_.erase(it);
   const auto listener = h.origin_listener;
   if (listener >= to_listener_.size()) {
     spdlog::error("dropping a response for unknown listener {}", listener);

@@ -124,6 +124,14 @@ Config Config::from_env() {
     c.blob_bytes = parse_integer<std::size_t>("EDRI_BLOB_BYTES", v, 0, std::size_t{64} << 30);
   if (auto v = env("EDRI_BLOB_THRESHOLD"))
     c.blob_threshold = parse_integer<std::size_t>("EDRI_BLOB_THRESHOLD", v, 1, std::size_t{1} << 40);
+  if (auto v = env("EDRI_STREAM_WINDOW"))
+    c.stream_window = parse_integer<std::size_t>("EDRI_STREAM_WINDOW", v, 4096, std::size_t{1} << 30);
+  if (auto v = env("EDRI_UPLOAD_FILES_PATH")) {
+    c.upload_path = v;
+    if (c.upload_path.empty()) throw ConfigError("EDRI_UPLOAD_FILES_PATH: must name a directory");
+  }
+  if (auto v = env("EDRI_UPLOAD_THRESHOLD"))
+    c.upload_threshold = parse_integer<std::size_t>("EDRI_UPLOAD_THRESHOLD", v, 1, std::size_t{1} << 40);
   if (auto v = env("EDRI_OUTPUT_BUFFER"))
     c.output_buffer = parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER", v, 4096, std::size_t{1} << 30);
   if (auto v = env("EDRI_WRITE_TIMEOUT")) c.write_timeout_s = parse_seconds("EDRI_WRITE_TIMEOUT", v);
@@ -238,14 +246,16 @@ Config Config::from_env() {
     throw ConfigError("EDRI_WEBSOCKET_MAX_MESSAGE=" + std::to_string(c.websocket_max_message) +
                       ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
                       " (a message must fit a quarter of a ring, less 4096 bytes)");
-  // A request body travels in the blob area when there is one, else in a
-  // channel record.
-  if (c.blob_bytes > 0 && c.max_body_size > c.blob_bytes)
-    throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) +
+  // A request body up to EDRI_UPLOAD_THRESHOLD travels in the blob area
+  // when there is one, else in a channel record; a larger one in its file.
+  const std::size_t in_memory = std::min(c.max_body_size, c.upload_threshold);
+  if (c.blob_bytes > 0 && in_memory > c.blob_bytes)
+    throw ConfigError("EDRI_UPLOAD_THRESHOLD=" + std::to_string(c.upload_threshold) +
                       ": larger than the blob area, EDRI_BLOB_BYTES=" + std::to_string(c.blob_bytes));
-  if (c.blob_bytes == 0 && c.max_body_size + 4096 > c.ring_bytes / 4)
-    throw ConfigError("EDRI_MAX_BODY_SIZE=" + std::to_string(c.max_body_size) + ": too large for EDRI_RING_BYTES=" +
-                      std::to_string(c.ring_bytes) + " (a body must fit a quarter of a ring, less 4096 bytes)");
+  if (c.blob_bytes == 0 && in_memory + 4096 > c.ring_bytes / 4)
+    throw ConfigError("EDRI_UPLOAD_THRESHOLD=" + std::to_string(c.upload_threshold) +
+                      ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
+                      " without a blob area (a body must fit a quarter of a ring, less 4096 bytes)");
   return c;
 }
 
@@ -274,6 +284,9 @@ std::string Config::describe() const {
     << "EDRI_OUTPUT_BUFFER=" << output_buffer << '\n'
     << "EDRI_BLOB_BYTES=" << blob_bytes << '\n'
     << "EDRI_BLOB_THRESHOLD=" << blob_threshold << '\n'
+    << "EDRI_STREAM_WINDOW=" << stream_window << '\n'
+    << "EDRI_UPLOAD_FILES_PATH=" << upload_path << '\n'
+    << "EDRI_UPLOAD_THRESHOLD=" << upload_threshold << '\n'
     << "EDRI_WRITE_TIMEOUT=" << write_timeout_s << '\n'
     << "EDRI_LOG_LEVEL=" << log_level << '\n'
     << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'

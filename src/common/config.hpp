@@ -36,6 +36,13 @@ struct Config {
   std::uint32_t spin = 0;                // EDRI_SPIN (idle polls before sleeping)
   std::size_t blob_bytes = 256u << 20;   // EDRI_BLOB_BYTES: the blob area (0: none)
   std::size_t blob_threshold = 64u << 10;  // EDRI_BLOB_THRESHOLD: bodies this large travel in the blob area
+  // EDRI_STREAM_WINDOW: bytes of a streamed answer made ahead of what its
+  // client has taken (docs/decisions/0011).
+  std::size_t stream_window = 128u << 10;
+  // EDRI_UPLOAD_FILES_PATH: where request bodies larger than
+  // EDRI_UPLOAD_THRESHOLD are written while they arrive (docs/decisions/0012).
+  std::string upload_path = "/tmp";
+  std::size_t upload_threshold = 1u << 20;  // EDRI_UPLOAD_THRESHOLD
   // EDRI_CPUS: where the processes run. "auto" (default): listeners,
   // broker and router on one CPU, the last one this process may use, and
   // managers wherever the scheduler puts them (docs/decisions/0006); "one":

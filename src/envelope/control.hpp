@@ -34,6 +34,15 @@ inline constexpr std::uint64_t kControlListenerReset = 18;
 // the whole set each time it changes. Payload: u64 event type ids.
 inline constexpr std::uint64_t kControlPushEvents = 19;
 
+// listener -> broker -> router -> manager: the client took `n` more bytes
+// of a streamed answer; its producer may make that many more. Addressed
+// by reply_to (the manager's slot, from the StreamHead) and request_id
+// (the streamed request's). Payload: u64 n.
+inline constexpr std::uint64_t kControlStreamCredit = 20;
+// The same way: the client is gone (or asked HEAD); drop the producer. No
+// payload.
+inline constexpr std::uint64_t kControlStreamCancel = 21;
+
 // origin_stream of a control that expects no answer.
 inline constexpr std::uint32_t kNoAnswer = UINT32_MAX;
 

@@ -31,6 +31,17 @@ enum class Kind : std::uint8_t { Request = 1, Response = 2, Notification = 3, Co
 
 enum Flags : std::uint16_t {
   kFlagTiming = 1u << 0,  // hops record their stamps
+  // Request: the asker takes no streamed answer (a WebSocket command, a
+  // manager's request): a Response::stream is collected into one body.
+  kFlagWholeAnswer = 1u << 1,
+  // Response: a piece of a streamed body after its head (a Body or Blob
+  // section, possibly empty). Hops forward it like any response.
+  kFlagStreamPiece = 1u << 2,
+  // With kFlagStreamPiece: the last piece.
+  kFlagStreamEnd = 1u << 3,
+  // With kFlagStreamPiece: the producer failed; the client's response is
+  // cut short.
+  kFlagStreamAbort = 1u << 4,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.
@@ -54,7 +65,22 @@ enum class SectionType : std::uint16_t {
   Cookies = 8,      // key/value: declared cookies
   File = 9,         // response: path of a file the listener sends as the body
   Blob = 10,        // the body, in the blob area: a transport::BlobHandle
+  Stream = 11,      // response: the head of a streamed body (a StreamHead)
+  BodyType = 12,    // request: the body's Content-Type
+  Upload = 13,      // request: the body is in this file (u64 size, then the path)
 };
+
+// The Stream section of a streamed response's head. Its pieces follow as
+// responses with kFlagStreamPiece and the same request id; the listener
+// grants `window` bytes at first, then the bytes of each piece the client
+// has taken (kControlStreamCredit, addressed to `manager_slot`).
+struct StreamHead {
+  std::uint16_t manager_slot;
+  std::uint16_t reserved;
+  std::uint32_t window;
+  std::int64_t length;  // Content-Length, or -1: chunked
+};
+static_assert(sizeof(StreamHead) == 16);
 
 struct EnvelopeHeader {
   std::uint32_t magic;

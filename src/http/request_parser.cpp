@@ -28,12 +28,17 @@ void HttpRequest::clear() {
   target.clear();
   headers.clear();
   body.clear();
+  spill.reset();
+  body_size = 0;
   keep_alive = true;
   upgrade = false;
 }
 
-RequestParser::RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue)
-    : limits_(limits), on_request_(std::move(on_request)), on_continue_(std::move(on_continue)) {
+RequestParser::RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue, OnSpill on_spill)
+    : limits_(limits),
+      on_request_(std::move(on_request)),
+      on_continue_(std::move(on_continue)),
+      on_spill_(std::move(on_spill)) {
   llhttp_settings_init(&settings_);
   settings_.on_message_begin = &RequestParser::on_message_begin;
   settings_.on_url = &RequestParser::on_url;
@@ -148,8 +153,17 @@ int RequestParser::on_headers_complete(llhttp_t* p) {
 
 int RequestParser::on_body(llhttp_t* p, const char* at, std::size_t n) {
   auto& s = self(p);
-  if (s.request_.body.size() + n > s.limits_.max_body_bytes) return s.fail(413, "request body too large");
-  s.request_.body.append(at, n);
+  auto& r = s.request_;
+  // Checked as the bytes arrive (a chunked body declares no length).
+  if (r.body_size + n > s.limits_.max_body_bytes) return s.fail(413, "request body too large");
+  r.body_size += n;
+  if (s.on_spill_ && (r.spill || r.body.size() + n > s.limits_.spill_bytes)) {
+    if (!r.spill && !r.body.empty() && !s.on_spill_(r, r.body)) return s.fail(500, "the request body cannot be stored");
+    r.body.clear();
+    if (!s.on_spill_(r, std::string_view(at, n))) return s.fail(500, "the request body cannot be stored");
+    return 0;
+  }
+  r.body.append(at, n);
   return 0;
 }
 

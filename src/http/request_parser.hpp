@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,11 +18,19 @@
 
 namespace edri::http {
 
+// Where a large body went instead of `body` (RequestParser's OnSpill
+// decides); owned by whoever spilled it.
+struct SpilledBody {
+  virtual ~SpilledBody() = default;
+};
+
 struct HttpRequest {
   llhttp_method_t method = HTTP_GET;
   std::string target;  // request-target as sent: path and query
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::string body;                    // empty once the body was spilled
+  std::shared_ptr<SpilledBody> spill;  // set when it was
+  std::uint64_t body_size = 0;         // all body bytes, spilled or not
   std::uint8_t http_major = 1;
   std::uint8_t http_minor = 1;
   bool keep_alive = true;
@@ -37,6 +46,9 @@ struct ParserLimits {
   std::size_t max_header_count = 100;
   std::size_t max_url_bytes = 8 * 1024;
   std::size_t max_body_bytes = 1 << 20;
+  // Bodies larger than this go to OnSpill as they arrive instead of into
+  // HttpRequest::body (nothing spills when no OnSpill is given).
+  std::size_t spill_bytes = SIZE_MAX;
 };
 
 class RequestParser final {
@@ -46,6 +58,11 @@ class RequestParser final {
   // declared body is within the limit: the client waits for an interim
   // 100 response before it sends the body.
   using OnContinue = std::function<void()>;
+  // Takes body bytes past ParserLimits::spill_bytes: first what `body`
+  // holds so far (it then clears it), then each new part, and sets
+  // HttpRequest::spill. False: they could not be kept (the request fails
+  // with 500).
+  using OnSpill = std::function<bool(HttpRequest& req, std::string_view bytes)>;
 
   struct Result {
     bool ok = true;
@@ -62,7 +79,7 @@ class RequestParser final {
     bool paused = false;
   };
 
-  RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue = {});
+  RequestParser(ParserLimits limits, OnRequest on_request, OnContinue on_continue = {}, OnSpill on_spill = {});
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
 
@@ -95,6 +112,7 @@ class RequestParser final {
   ParserLimits limits_;
   OnRequest on_request_;
   OnContinue on_continue_;
+  OnSpill on_spill_;
   HttpRequest request_;
   std::size_t header_bytes_ = 0;
   bool last_was_value_ = false;

@@ -86,10 +86,12 @@ void ResponseWriter::write(std::string& out, const ResponseHead& h, std::string_
     out += h.content_type;
     out += "\r\n";
   }
-  if (!bodyless) {
+  if (!bodyless && h.framing == ResponseHead::Framing::Length) {
     out += "Content-Length: ";
     append_int(out, h.content_length);
     out += "\r\n";
+  } else if (!bodyless && h.framing == ResponseHead::Framing::Chunked) {
+    out += "Transfer-Encoding: chunked\r\n";
   }
   if (!h.keep_alive)
     out += "Connection: close\r\n";

@@ -18,6 +18,10 @@ struct ResponseHead {
   bool keep_alive = true;
   bool http10 = false;  // the client spoke HTTP/1.0: say keep-alive explicitly
   bool head = false;    // HEAD: headers only
+  // How the body's end is known: Content-Length, chunked transfer coding
+  // (a streamed body), or the connection's close (a streamed body to an
+  // HTTP/1.0 client; keep_alive must be false).
+  enum class Framing : std::uint8_t { Length, Chunked, Close } framing = Framing::Length;
 };
 
 class ResponseWriter {

@@ -7,8 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
 
 #include "listener/listener.hpp"
+#include "listener/upload_file.hpp"
 
 namespace edri::listener {
 
@@ -29,10 +34,28 @@ Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32
           listener.parser_limits(),
           [this](http::HttpRequest& req) {
             listener_.dispatch(*this, req);
+            // An upload file lives as long as its slot holds it, not until
+            // the next request.
+            req.spill.reset();
             // Requests pipelined in one read stop here too, not only reads.
             if (must_pause()) parser_.pause();
           },
-          [this] { send_continue(); }),
+          [this] { send_continue(); },
+          [this](http::HttpRequest& req, std::string_view bytes) {
+            // A large body goes to a file as it arrives (upload_file.hpp).
+            if (!req.spill) {
+              req.spill = UploadFile::create(listener_.config().upload_path);
+              if (!req.spill) {
+                spdlog::error("cannot create an upload file in {}: {}", listener_.config().upload_path,
+                              std::strerror(errno));
+                return false;
+              }
+            }
+            if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
+            spdlog::error("cannot write an upload file in {}: {}", listener_.config().upload_path,
+                          std::strerror(errno));
+            return false;
+          }),
       read_buf_(new char[kReadBuffer]) {}
 
 Connection::~Connection() {
@@ -48,12 +71,14 @@ void Connection::start() {
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                                     std::uint32_t route) {
-  slots_.push_back(
-      Slot{SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}},
-           false,
-           {},
-           {}});
+  Slot& s = slots_.emplace_back();
+  s.info = SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}};
   return next_seq_++;
+}
+
+void Connection::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx < slots_.size()) slots_[idx].upload = std::move(upload);
 }
 
 void Connection::set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions) {
@@ -71,21 +96,96 @@ void Connection::promote_ready() {
   bool any = false;
   while (!slots_.empty() && slots_.front().ready) {
     Slot& s = slots_.front();
-    if (!s.bytes.empty()) out_ += s.bytes;
+    any = true;
+    if (!s.bytes.empty()) {
+      out_ += s.bytes;
+      s.bytes.clear();
+    }
     if (s.file) append_file(std::move(s.file));
+    if (s.blob) append_piece(Piece{{}, 0, {}, std::move(s.blob), 0, {}});
+    while (!s.pieces.empty()) {
+      append_piece(std::move(s.pieces.front()));
+      s.pieces.pop_front();
+    }
+    // An open stream holds its place until its last piece.
+    if (s.streaming && !s.stream_done) break;
     const bool last = !s.info.keep_alive;
     slots_.pop_front();
     ++base_seq_;
-    any = true;
     if (last) {
       // Nothing after a response that closes the connection is answered.
       close_after_write_ = true;
-      slots_.clear();
+      drop_slots();
       read_closed_ = true;
       break;
     }
   }
   if (any) mark_dirty();
+}
+
+bool Connection::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
+                              bool abort) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx >= slots_.size() || !slots_[idx].streaming || slots_[idx].stream_done) return false;
+  Slot& s = slots_[idx];
+  s.last_piece = std::chrono::steady_clock::now();
+  const std::uint64_t size = blob ? blob.view().size() : bytes.size();
+  if (size > 0) {
+    const std::uint32_t credit = static_cast<std::uint32_t>(std::min<std::uint64_t>(size, UINT32_MAX));
+    std::string head;
+    if (s.stream.chunked) {
+      char buf[24];
+      const int n = std::snprintf(buf, sizeof buf, "%llx\r\n", static_cast<unsigned long long>(size));
+      head.assign(buf, static_cast<std::size_t>(n));
+    }
+    if (blob) {
+      if (!head.empty()) s.pieces.push_back(Piece{std::move(head), 0, {}, {}, 0, {}});
+      s.pieces.push_back(Piece{{}, 0, {}, std::move(blob), credit, s.stream});
+      if (s.stream.chunked) s.pieces.push_back(Piece{"\r\n", 0, {}, {}, 0, {}});
+    } else {
+      head.append(bytes);
+      if (s.stream.chunked) head.append("\r\n");
+      s.pieces.push_back(Piece{std::move(head), 0, {}, {}, credit, s.stream});
+    }
+  }
+  if (abort) {
+    // Cut short: no last chunk, and the connection closes after what was
+    // sent, so the client sees an incomplete response.
+    s.stream_done = true;
+    s.info.keep_alive = false;
+  } else if (end) {
+    s.stream_done = true;
+    if (s.stream.chunked) s.pieces.push_back(Piece{"0\r\n\r\n", 0, {}, {}, 0, {}});
+  }
+  if (idx == 0) promote_ready();
+  return true;
+}
+
+bool Connection::stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
+  if (slots_.empty() || !output_empty()) return false;
+  const Slot& s = slots_.front();
+  return s.streaming && !s.stream_done && s.last_piece < cutoff;
+}
+
+void Connection::append_piece(Piece p) {
+  if (!p.file && !p.blob && p.credit == 0) {
+    out_ += p.bytes;
+    return;
+  }
+  if (out_off_ < out_.size()) {
+    queued_bytes_ += out_.size() - out_off_;
+    queue_.push_back(Piece{std::move(out_), out_off_, {}, {}, 0, {}});
+  }
+  out_.clear();
+  out_off_ = 0;
+  queued_bytes_ += p.blob ? p.blob.view().size() : p.bytes.size();
+  queue_.push_back(std::move(p));
+}
+
+void Connection::drop_slots() {
+  for (const auto& s : slots_)
+    if (s.streaming && !s.stream_done) listener_.stream_cancel(s.stream);
+  slots_.clear();
 }
 
 void Connection::mark_dirty() {
@@ -299,6 +399,8 @@ void Connection::flush() {
         stalled_since_ = std::chrono::steady_clock::now();
       return;
     }
+    // The client took a piece of a stream: its producer may make more.
+    if (queue_.front().credit) listener_.stream_credit(queue_.front().stream, queue_.front().credit);
     queue_.pop_front();
   }
   while (out_off_ < out_.size()) {
@@ -331,18 +433,21 @@ void Connection::flush() {
 void Connection::append_file(FileBody file) {
   if (out_off_ < out_.size()) {
     queued_bytes_ += out_.size() - out_off_;
-    queue_.push_back(Piece{std::move(out_), out_off_, {}});
+    queue_.push_back(Piece{std::move(out_), out_off_, {}, {}, 0, {}});
   }
   out_.clear();
   out_off_ = 0;
-  queue_.push_back(Piece{{}, 0, std::move(file)});
+  queue_.push_back(Piece{{}, 0, std::move(file), {}, 0, {}});
   mark_dirty();
 }
 
 bool Connection::write_piece(Piece& p, bool& progress) {
   if (!p.file) {
-    while (p.off < p.bytes.size()) {
-      const ssize_t n = write_some(p.bytes.data() + p.off, p.bytes.size() - p.off);
+    // A blob goes out with send() from the mapping: copied into the socket,
+    // so it can be freed as soon as it is written (see file_body.hpp).
+    const std::string_view data = p.blob ? p.blob.view() : std::string_view(p.bytes);
+    while (p.off < data.size()) {
+      const ssize_t n = write_some(data.data() + p.off, data.size() - p.off);
       if (n == TlsSession::kWouldBlock) return false;
       if (n <= 0) {
         close();
@@ -406,7 +511,7 @@ void Connection::close() {
   closed_ = true;
   queue_.clear();
   queued_bytes_ = 0;
-  slots_.clear();
+  drop_slots();
   if (ws_) {
     ws_->detach();
     ws_.reset();

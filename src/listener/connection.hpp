@@ -22,6 +22,7 @@
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
 #include "listener/websocket_session.hpp"
+#include "transport/blob_arena.hpp"
 
 namespace edri::listener {
 
@@ -53,6 +54,9 @@ class Connection final : public WebSocketSession::Owner {
     StaticFiles::Conditions conditions;
   };
   void set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions);
+  // Keeps the request's body file (an UploadFile) until its response is
+  // sent or the connection goes: then it is removed.
+  void hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload);
   // The slot for `seq`, or nullptr if it is not pending (stale response).
   const SlotInfo* slot(std::uint32_t seq) const;
   // Fills slot `seq` with its serialized response: bytes are appended by
@@ -63,6 +67,33 @@ class Connection final : public WebSocketSession::Owner {
   // `file`, sent from disk after it.
   template <class Write>
   void complete(std::uint32_t seq, Write&& write, FileBody file);
+  // The same, for a body in the blob area, sent from its mapping and
+  // freed once the socket took it.
+  template <class Write>
+  void complete(std::uint32_t seq, Write&& write, transport::BlobLease blob);
+
+  // Streamed answers (Response::stream). The head fills the slot like a
+  // response, but the slot stays open: pieces follow until the last one,
+  // and later responses wait behind them. The bytes of each piece are
+  // granted back to its producer once the client has taken them
+  // (Listener::stream_credit), so what a stream holds here is bounded by
+  // the producer's window.
+  struct StreamRef {
+    std::uint16_t manager_slot = 0;
+    std::uint64_t id = 0;
+    bool chunked = false;
+  };
+  // `close_after`: the body ends with the connection (HTTP/1.0, no length).
+  template <class Write>
+  void open_stream(std::uint32_t seq, Write&& write, StreamRef ref, bool close_after);
+  // A piece of slot `seq`'s stream: `bytes`, or `file` (a blob) when it is
+  // open. `end`: the last piece; `abort`: the producer failed, the response
+  // is cut short and the connection closes after what was sent. False when
+  // the slot has no open stream (the piece is stale).
+  bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end, bool abort);
+  // True when a stream waits on its producer, with all its output taken,
+  // since before `cutoff`.
+  bool stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const;
 
   // Calls f(seq) for each slot still waiting that was opened before
   // `cutoff`.
@@ -112,17 +143,31 @@ class Connection final : public WebSocketSession::Owner {
   bool dirty = false;
 
  private:
+  // Output before out_: bytes, a blob, or a file range, in order. A piece
+  // of a streamed answer grants `credit` bytes to its producer once
+  // written.
+  struct Piece {
+    std::string bytes;
+    std::size_t off = 0;  // of bytes, or of blob
+    FileBody file;
+    transport::BlobLease blob;
+    std::uint32_t credit = 0;
+    StreamRef stream{};
+  };
   struct Slot {
     SlotInfo info;
     bool ready = false;
     std::string bytes;
-    FileBody file;  // sent after `bytes`
-  };
-  // Output before out_: bytes, or a file range, in order.
-  struct Piece {
-    std::string bytes;
-    std::size_t off = 0;
-    FileBody file;
+    FileBody file;              // sent after `bytes`
+    transport::BlobLease blob;  // or this
+    // A streamed answer: open from its head to its last piece; pieces wait
+    // here until the slot is the oldest.
+    bool streaming = false;
+    bool stream_done = false;
+    StreamRef stream{};
+    std::deque<Piece> pieces;
+    std::chrono::steady_clock::time_point last_piece{};
+    std::shared_ptr<http::SpilledBody> upload;
   };
 
   struct WsSlot {
@@ -154,6 +199,11 @@ class Connection final : public WebSocketSession::Owner {
   bool output_empty() const { return queue_.empty() && out_off_ == out_.size(); }
   // Queues `file` after everything written so far.
   void append_file(FileBody file);
+  // Queues `p` after everything written so far.
+  void append_piece(Piece p);
+  // Drops the slots (the connection closes, or a response closed it):
+  // their open streams are cancelled at their producers.
+  void drop_slots();
   // Writes the front piece; false when the socket is full or the
   // connection failed (closed_ then tells which).
   bool write_piece(Piece& p, bool& progress);
@@ -205,6 +255,26 @@ void Connection::complete(std::uint32_t seq, Write&& write) {
     write(s.bytes);
   }
   promote_ready();
+}
+
+template <class Write>
+void Connection::open_stream(std::uint32_t seq, Write&& write, StreamRef ref, bool close_after) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx >= slots_.size() || slots_[idx].ready) return;
+  Slot& s = slots_[idx];
+  s.streaming = true;
+  s.stream = ref;
+  s.last_piece = std::chrono::steady_clock::now();
+  if (close_after) s.info.keep_alive = false;
+  complete(seq, std::forward<Write>(write));
+}
+
+template <class Write>
+void Connection::complete(std::uint32_t seq, Write&& write, transport::BlobLease blob) {
+  const std::uint32_t idx = seq - base_seq_;
+  if (idx >= slots_.size() || slots_[idx].ready) return;
+  slots_[idx].blob = std::move(blob);
+  complete(seq, std::forward<Write>(write));
 }
 
 template <class Write>

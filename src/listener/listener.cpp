@@ -16,6 +16,7 @@
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "listener/connection.hpp"
+#include "listener/upload_file.hpp"
 
 namespace edri::listener {
 
@@ -43,6 +44,18 @@ std::uint64_t now_ns() {
 }
 
 bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
+
+// The whole file at `path` into `out`.
+bool read_file(const std::string& path, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return n == 0;
+}
 
 struct ParamKey {
   std::string_view operator()(const Param& p) const { return p.name; }
@@ -134,6 +147,7 @@ http::ParserLimits Listener::parser_limits() const {
   l.max_header_bytes = config_.max_header_bytes;
   l.max_url_bytes = config_.max_url_bytes;
   l.max_body_bytes = config_.max_body_size;
+  l.spill_bytes = config_.upload_threshold;
   return l;
 }
 
@@ -182,6 +196,14 @@ void Listener::sweep_overdue() {
   std::vector<Connection*> stalled;
   for (auto& c : connections_)
     if (c && !c->closed() && c->write_stalled_since(write_cutoff)) stalled.push_back(c.get());
+  // A streamed answer whose producer sent nothing for the response timeout
+  // (and more) while its client waited: its manager died or hangs. The
+  // head is out, so no error can be sent: the connection closes.
+  for (auto& c : connections_)
+    if (c && !c->closed() && c->stream_stalled_since(cutoff)) {
+      spdlog::warn("closing connection {}: its streamed answer stalled", c->id());
+      c->close();
+    }
   for (auto* c : stalled) {
     spdlog::info("closing connection {}: the client took no output for {} s ({} bytes unsent)", c->id(),
                  config_.write_timeout_s, c->backlog());
@@ -304,6 +326,20 @@ void Listener::reply_file(Connection& c, std::uint32_t seq, int status, std::str
     c.complete(seq, head);  // the file closes unsent
   else
     c.complete(seq, head, std::move(file));
+}
+
+void Listener::reply_blob(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                          transport::BlobLease blob, std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  compose_headers(*info, status, headers);
+  const http::ResponseHead h{status, content_type, blob.view().size(), info->keep_alive, info->http10, info->head};
+  record(*info, status);
+  auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
+  if (info->head)
+    c.complete(seq, head);  // the blob is freed unsent
+  else
+    c.complete(seq, head, std::move(blob));
 }
 
 void Listener::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
@@ -485,7 +521,15 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   }
 
   const Target& route = targets_[m.target];
+  // A body written to a file as it came (EDRI_UPLOAD_THRESHOLD): complete.
+  auto* upload = static_cast<UploadFile*>(req.spill.get());
+  if (upload) upload->finish();
   validated_.clear();
+  if (route.validator && route.validator->reads_body() && upload && !read_file(upload->path(), req.body)) {
+    const auto seq = c.open_slot(keep_alive, http10, head, request_headers_.lines(), m.target);
+    problem(c, seq, 500, "the request body's file cannot be read", {});
+    return;
+  }
   if (route.validator) {
     route.validator->check(query, req, validated_);
     if (validated_.status) {
@@ -513,10 +557,19 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
     w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
   add_validated(w);
+  if (req.body_size > 0)
+    if (const auto type = req.header("content-type"); !type.empty()) w.text(env::SectionType::BodyType, type);
   // A large body is written once into the blob area; the manager reads it
-  // there and frees it.
+  // there and frees it. A larger one is in its file already: the manager
+  // maps it, and it is removed when the response is sent.
   transport::BlobLease blob;
-  if (auto* blobs = loop_.blobs(); blobs && req.body.size() >= config_.blob_threshold) {
+  std::string upload_section;
+  if (upload) {
+    c.hold_upload(seq, req.spill);
+    const std::uint64_t size = upload->size();
+    upload_section.assign(reinterpret_cast<const char*>(&size), sizeof size).append(upload->path());
+    w.text(env::SectionType::Upload, upload_section);
+  } else if (auto* blobs = loop_.blobs(); blobs && req.body.size() >= config_.blob_threshold) {
     blob = transport::BlobLease(blobs, blobs->store(req.body));
     if (!blob) {
       problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
@@ -556,6 +609,49 @@ void Listener::problem(Connection& c, std::uint32_t seq, int status, std::string
   reply(c, seq, status, "application/problem+json", http::problem_json(status, detail), headers);
 }
 
+void Listener::stream_credit(const Connection::StreamRef& s, std::uint64_t bytes) {
+  stream_control(s, env::kControlStreamCredit, std::as_bytes(std::span<const std::uint64_t>(&bytes, 1)));
+}
+
+void Listener::stream_cancel(const Connection::StreamRef& s) { stream_control(s, env::kControlStreamCancel, {}); }
+
+void Listener::stream_control(const Connection::StreamRef& s, std::uint64_t code, std::span<const std::byte> payload) {
+  auto h = env::make_header(env::Kind::Control, code, s.id);
+  h.origin_listener = index_;
+  h.reply_to = s.manager_slot;
+  env::EnvelopeWriter w(h);
+  if (!payload.empty()) w.raw(env::SectionType::Control, payload);
+  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    spdlog::error("broker channel full: a stream credit was lost");
+}
+
+void Listener::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                            const env::StreamHead& sh, std::uint64_t id, std::string_view headers) {
+  const Connection::StreamRef ref{sh.manager_slot, id, false};
+  const auto* info = c.slot(seq);
+  if (!info) return stream_cancel(ref);
+  compose_headers(*info, status, headers);
+  record(*info, status);
+  http::ResponseHead h{status,           content_type, sh.length >= 0 ? static_cast<std::size_t>(sh.length) : 0,
+                       info->keep_alive, info->http10, info->head};
+  h.framing = sh.length >= 0 ? http::ResponseHead::Framing::Length : http::ResponseHead::Framing::Chunked;
+  const bool bodyless = status == 204 || status == 304 || status < 200;
+  if (info->head || bodyless) {
+    // No body goes out: the head alone, and the producer is stopped.
+    c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); });
+    return stream_cancel(ref);
+  }
+  // An HTTP/1.0 client knows no chunks: the body ends with the connection.
+  const bool close_after = sh.length < 0 && info->http10;
+  if (close_after) {
+    h.framing = http::ResponseHead::Framing::Close;
+    h.keep_alive = false;
+  }
+  c.open_stream(
+      seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); },
+      Connection::StreamRef{sh.manager_slot, id, h.framing == http::ResponseHead::Framing::Chunked}, close_after);
+}
+
 void Listener::on_response(std::span<const std::byte> record) {
   env::EnvelopeView v;
   if (auto e = env::decode(record, v); e != env::DecodeError::None) {
@@ -563,6 +659,7 @@ void Listener::on_response(std::span<const std::byte> record) {
     return;
   }
   const auto& h = v.header;
+  if (h.flags & env::kFlagStreamPiece) return on_stream_piece(v);
   // A body in the blob area is this listener's to free from here on: when
   // this returns, unless the connection takes it to send.
   transport::BlobLease blob;
@@ -622,6 +719,14 @@ void Listener::on_response(std::span<const std::byte> record) {
                                 ms(total - s[env::kStampManagerOut]), ms(total));
     if (n > 0) extra_headers_.append(buf, static_cast<std::size_t>(std::min(n, int(sizeof buf) - 1)));
   }
+  if (v.has(env::SectionType::Stream)) {
+    env::StreamHead sh{};
+    const auto sec = v.section(env::SectionType::Stream);
+    if (sec.size() != sizeof sh) return problem(*c, h.origin_stream, 502, "a malformed streamed answer", {});
+    std::memcpy(&sh, sec.data(), sizeof sh);
+    return reply_stream(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), sh, h.request_id,
+                        extra_headers_);
+  }
   if (v.has(env::SectionType::File)) {
     // The handler answered with a file: sent from here, from disk.
     const std::string path(v.text(env::SectionType::File));
@@ -641,13 +746,9 @@ void Listener::on_response(std::span<const std::byte> record) {
     return;
   }
   if (blob) {
-    // Sent from the blob area's memfd with sendfile; freed once sent or
-    // when the connection goes.
-    if (FileBody body = FileBody::of_blob(blob)) {
-      reply_file(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(body), extra_headers_);
-      return;
-    }
-    reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), blob.view(), extra_headers_);
+    // Sent from the blob area's mapping, never copied into this process;
+    // freed once the socket took it or when the connection goes.
+    reply_blob(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), extra_headers_);
     return;
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
@@ -771,6 +872,7 @@ void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd
   }
 
   auto h = origin_header(c, env::Kind::Request, cmd.type, seq);
+  h.flags |= env::kFlagWholeAnswer;  // a message is one body: no stream
   env::EnvelopeWriter w(h);
   if (!decoded_params_.empty())
     w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
@@ -817,6 +919,25 @@ void Listener::ws_answer(Connection& c, std::uint32_t seq, int status, std::stri
 
 void Listener::ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
   ws_answer(c, seq, status, "application/problem+json", http::problem_json(status, detail));
+}
+
+}  // namespace edri::listener
+
+namespace edri::listener {
+
+void Listener::on_stream_piece(const env::EnvelopeView& v) {
+  const auto& h = v.header;
+  // A piece in the blob area is this listener's to free from here on.
+  transport::BlobLease blob;
+  const bool has_blob = v.has(env::SectionType::Blob);
+  if (has_blob) blob = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob));
+  Connection* c = find(h.origin_connection, h.origin_generation);
+  if (!c || c->websocket()) return;  // gone: its close cancelled the stream
+  const bool end = h.flags & env::kFlagStreamEnd;
+  const bool abort = (h.flags & env::kFlagStreamAbort) || (has_blob && !blob);
+  const std::string_view bytes = blob ? std::string_view() : v.text(env::SectionType::Body);
+  if (abort) spdlog::warn("a streamed answer on connection {} was cut short", c->id());
+  (void)c->stream_piece(h.origin_stream, bytes, std::move(blob), end, abort);
 }
 
 }  // namespace edri::listener

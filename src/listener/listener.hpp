@@ -59,6 +59,9 @@ class Listener {
   // The same with a body sent from disk.
   void reply_file(Connection& c, std::uint32_t seq, int status, std::string_view content_type, FileBody file,
                   std::string_view headers);
+  // The same with a body in the blob area.
+  void reply_blob(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                  transport::BlobLease blob, std::string_view headers);
   void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers);
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view extra_headers = {});
@@ -72,6 +75,10 @@ class Listener {
   asio::io_context& io() { return io_; }
   void need_poll() { poll_needed_ = true; }
   void ws_message(Connection& c, std::string_view text);
+  // A streamed answer's producer may make `bytes` more (its client took
+  // them), or must stop (its client is gone).
+  void stream_credit(const Connection::StreamRef& s, std::uint64_t bytes);
+  void stream_cancel(const Connection::StreamRef& s);
 
  private:
   struct Target {
@@ -114,6 +121,11 @@ class Listener {
   bool run_request_middleware(Connection& c, const http::HttpRequest& req, Method method, std::string_view path,
                               std::string_view query, bool keep_alive, bool http10);
   void on_response(std::span<const std::byte> record);
+  void on_stream_piece(const envelope::EnvelopeView& v);
+  // The head of a streamed answer for slot `seq`.
+  void reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                    const envelope::StreamHead& sh, std::uint64_t id, std::string_view headers);
+  void stream_control(const Connection::StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
   void after_drain();
   void sweep_overdue();
   Connection* find(std::uint32_t id, std::uint32_t generation);

@@ -42,6 +42,8 @@ class RequestValidator {
   explicit RequestValidator(std::vector<FieldDecl> fields);
 
   bool empty() const { return fields_.empty(); }
+  // Whether check() reads the body (a JSON body or body fields).
+  bool reads_body() const { return has_body_fields_; }
   // Checks `req` (whose raw query string is `query`) into `out`.
   void check(std::string_view query, const http::HttpRequest& req, ValidatedFields& out) const;
 

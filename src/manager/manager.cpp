@@ -2,10 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
+#include "envelope/control.hpp"
 #include "envelope/problem.hpp"
+#include "http/multipart.hpp"
 #include "router/router.hpp"
 
 namespace edri::manager {
@@ -23,6 +31,61 @@ bool read_params(std::span<const std::byte> section, std::vector<Param>& out) {
   return kv.ok();
 }
 
+// The header of the answer to `request`.
+env::EnvelopeHeader answer_header(const env::EnvelopeHeader& request, int status) {
+  auto h = env::response_header_for(request, status);
+  env::stamp(h, env::kStampManagerOut);
+  return h;
+}
+
+// An answer's content type and headers.
+void add_head(env::EnvelopeWriter& w, const Response& resp) {
+  w.text(env::SectionType::ContentType, resp.content_type);
+  if (!resp.headers.empty())
+    w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
+}
+
+// A request body the listener wrote to a file (the Upload section),
+// mapped read-only while the handler runs.
+class MappedUpload {
+ public:
+  MappedUpload() = default;
+  MappedUpload(const MappedUpload&) = delete;
+  MappedUpload& operator=(const MappedUpload&) = delete;
+  ~MappedUpload() {
+    if (data_) ::munmap(data_, size_);
+  }
+  // False when the section is malformed or the file is gone (the request
+  // ended meanwhile) or shorter than it was.
+  bool map(std::span<const std::byte> section) {
+    std::uint64_t size = 0;
+    if (section.size() <= sizeof size) return false;
+    std::memcpy(&size, section.data(), sizeof size);
+    path_.assign(reinterpret_cast<const char*>(section.data()) + sizeof size, section.size() - sizeof size);
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == size;
+    if (ok && size > 0) {
+      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      ok = p != MAP_FAILED;
+      if (ok) {
+        data_ = p;
+        size_ = size;
+      }
+    }
+    ::close(fd);
+    return ok;
+  }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::string path_;
+};
+
 // The deferred answer of one request; sends at most once.
 class DeferredAnswer final : public Responder::Sink {
  public:
@@ -30,7 +93,7 @@ class DeferredAnswer final : public Responder::Sink {
   void send(Response response) override {
     if (sent_ || response.is_deferred()) return;
     sent_ = true;
-    manager_.respond(request_, response);
+    manager_.respond(request_, std::move(response));
   }
 
  private:
@@ -49,7 +112,11 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
       to_router_(loop.outbox_to(Topology::kRouter)),
       templates_(config.template_path),
       worker_cpus_(std::move(worker_cpus)),
-      title_(std::move(title)) {
+      title_(std::move(title)),
+      stream_timer_(loop.events(), [this] {
+        stream_timer_armed_ = false;
+        sweep_streams();
+      }) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
@@ -115,6 +182,8 @@ void Manager::on_record(std::span<const std::byte> record) {
     case env::Kind::Response: return on_response(v);
     case env::Kind::Control:
       if (v.header.event_type == env::kControlResubscribe) subscribe();
+      if (v.header.event_type == env::kControlStreamCredit || v.header.event_type == env::kControlStreamCancel)
+        on_stream_control(v);
       return;
   }
 }
@@ -123,6 +192,9 @@ bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.event = event;
   request_.query = v.text(env::SectionType::Query);
   request_.body = v.text(env::SectionType::Body);
+  request_.content_type = v.text(env::SectionType::BodyType);
+  request_.body_file = {};
+  request_.form.clear();
   return read_params(v.section(env::SectionType::PathParams), request_.path_params) &&
          read_params(v.section(env::SectionType::QueryParams), request_.query_params) &&
          read_params(v.section(env::SectionType::Headers), request_.headers) &&
@@ -142,6 +214,13 @@ void Manager::on_request(env::EnvelopeView& v) {
       return;
     }
   }
+  // A body in a file is mapped while the handler runs; the listener
+  // removes the file when the response is sent.
+  MappedUpload upload;
+  if (v.has(env::SectionType::Upload) && !upload.map(v.section(env::SectionType::Upload))) {
+    (void)env::send_problem(to_router_, h, 502, "the request body's file is gone (the request ended meanwhile)");
+    return;
+  }
   auto it = handlers_.find(h.event_type);
   if (it == handlers_.end()) {
     (void)env::send_problem(to_router_, h, 404, "this manager has no handler for the event");
@@ -152,6 +231,18 @@ void Manager::on_request(env::EnvelopeView& v) {
     return;
   }
   if (body) request_.body = body.view();
+  if (v.has(env::SectionType::Upload)) {
+    request_.body = upload.bytes();
+    request_.body_file = upload.path();
+  }
+  if (http::is_multipart_form(request_.content_type)) {
+    const auto error = http::parse_multipart(request_.content_type, request_.body, parts_);
+    if (!error.empty()) {
+      (void)env::send_problem(to_router_, h, 400, "malformed multipart/form-data body: " + error);
+      return;
+    }
+    for (const auto& p : parts_) request_.form.push_back(FormPart{p.name, p.filename, p.content_type, p.data});
+  }
   Response resp;
   current_ = &h;
   try {
@@ -165,16 +256,21 @@ void Manager::on_request(env::EnvelopeView& v) {
     resp = Response::problem(500, "Internal Server Error", "the handler failed");
   }
   current_ = nullptr;
-  if (!resp.is_deferred()) respond(h, resp);
+  if (!resp.is_deferred()) respond(h, std::move(resp));
 }
 
-void Manager::respond(const env::EnvelopeHeader& request, const Response& resp) {
-  auto rh = env::response_header_for(request, resp.status);
-  env::stamp(rh, env::kStampManagerOut);
-  env::EnvelopeWriter w(rh);
-  w.text(env::SectionType::ContentType, resp.content_type);
-  if (!resp.headers.empty())
-    w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
+void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
+  if (resp.is_stream()) {
+    // A WebSocket command or another manager takes one body.
+    if ((request.flags & env::kFlagWholeAnswer) || request.reply_to != 0) {
+      resp = collect(resp);
+    } else {
+      open_stream(request, resp);
+      return;
+    }
+  }
+  env::EnvelopeWriter w(answer_header(request, resp.status));
+  add_head(w, resp);
   // A large body is written once into the blob area; the record carries
   // its handle (transport/blob_layout.hpp). Freed here unless it is sent.
   transport::BlobLease blob;
@@ -225,7 +321,9 @@ void Manager::on_response(env::EnvelopeView& v) {
              std::string(v.text(env::SectionType::ContentType)),
              std::string(v.text(env::SectionType::Body)),
              {},
-             std::string(v.text(env::SectionType::File))};
+             std::string(v.text(env::SectionType::File)),
+             {},
+             {}};
   if (v.has(env::SectionType::Blob)) {
     // The other manager's large body: taken over, copied, freed.
     if (const auto body = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob)))
@@ -262,6 +360,7 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   const auto id = ++next_request_;
   auto h = env::make_header(env::Kind::Request, plugins_.events()[static_cast<std::size_t>(e)].type_id, id);
   h.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  h.flags |= env::kFlagWholeAnswer;
   const std::string text = body.dump();
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::Body, text);
@@ -289,7 +388,7 @@ Response Manager::in_thread(std::function<Response()> work) {
   const env::EnvelopeHeader request = *current_;
   auto done = [this, request](Response r) {
     if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a worker job returned deferred()");
-    respond(request, r);
+    respond(request, std::move(r));
   };
   if (!workers_->submit(std::move(work), std::move(done)))
     return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
@@ -314,7 +413,7 @@ Response Manager::in_process(std::string_view task, std::string input,
                             config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
     }
     if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a task continuation returned deferred()");
-    respond(request, r);
+    respond(request, std::move(r));
   };
   const std::size_t size = input.size();
   switch (processes_->submit(task, std::move(input), std::move(done))) {
@@ -327,6 +426,160 @@ Response Manager::in_process(std::string_view task, std::string input,
   return Response::problem(500, "Internal Server Error",
                            "the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
                                std::to_string(processes_->max_input(task)) + " bytes)");
+}
+
+void Manager::open_stream(const env::EnvelopeHeader& request, Response& resp) {
+  env::EnvelopeWriter w(answer_header(request, resp.status));
+  add_head(w, resp);
+  const env::StreamHead head{static_cast<std::uint16_t>(loop_.slot()), 0,
+                             static_cast<std::uint32_t>(config_.stream_window),
+                             resp.stream_length ? static_cast<std::int64_t>(*resp.stream_length) : -1};
+  w.raw(env::SectionType::Stream, std::as_bytes(std::span<const env::StreamHead>(&head, 1)));
+  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+    spdlog::error("router channel full: streamed response {} lost", request.request_id);
+    return;
+  }
+  // The listener may take a window's worth before its first credit.
+  streams_.insert_or_assign(request.request_id, OpenStream{request, std::move(resp.producer), config_.stream_window,
+                                                           head.length, 0, std::chrono::steady_clock::now()});
+  pump(request.request_id);
+  if (!stream_timer_armed_ && !streams_.empty()) {
+    stream_timer_armed_ = true;
+    stream_timer_.expires_after(std::chrono::seconds(1));
+  }
+}
+
+void Manager::pump(std::uint64_t id) {
+  auto it = streams_.find(id);
+  while (it != streams_.end() && it->second.credit > 0) {
+    OpenStream& s = it->second;
+    piece_.clear();
+    bool more = false;
+    bool failed = false;
+    try {
+      more = s.next(piece_);
+    } catch (const std::exception& e) {
+      spdlog::error("the producer of a streamed answer threw: {}", e.what());
+      failed = true;
+    } catch (...) {
+      spdlog::error("the producer of a streamed answer threw a non-exception");
+      failed = true;
+    }
+    const std::uint64_t total = s.sent + piece_.size();
+    if (!failed && s.length >= 0 &&
+        (total > static_cast<std::uint64_t>(s.length) || (!more && total != static_cast<std::uint64_t>(s.length)))) {
+      spdlog::error("a streamed answer made {} bytes{}, not the {} it declared", total, more ? " so far" : "",
+                    s.length);
+      failed = true;
+    }
+    if (failed) {
+      (void)send_piece(s, {}, env::kFlagStreamEnd | env::kFlagStreamAbort);
+      streams_.erase(it);
+      return;
+    }
+    if (more && piece_.empty()) {
+      // Nothing yet: asked again shortly, not spun on.
+      idle_streams_.push_back(id);
+      if (!stream_timer_armed_ || idle_streams_.size() == 1) {
+        stream_timer_armed_ = true;
+        stream_timer_.expires_after(std::chrono::milliseconds(1));
+      }
+      return;
+    }
+    if (!send_piece(s, piece_, more ? 0 : env::kFlagStreamEnd)) {
+      spdlog::error("a piece of streamed answer {} could not be queued: the stream ends short", id);
+      (void)send_piece(s, {}, env::kFlagStreamEnd | env::kFlagStreamAbort);
+      streams_.erase(it);
+      return;
+    }
+    s.sent = total;
+    s.credit -= std::min<std::uint64_t>(s.credit, piece_.size());
+    if (!more) {
+      streams_.erase(it);
+      return;
+    }
+  }
+}
+
+bool Manager::send_piece(const OpenStream& s, std::string_view bytes, std::uint16_t flags) {
+  auto rh = env::response_header_for(s.request, 200);
+  rh.flags = static_cast<std::uint16_t>(env::kFlagStreamPiece | flags);
+  env::EnvelopeWriter w(rh);
+  transport::BlobLease blob;
+  auto* blobs = loop_.blobs();
+  if (blobs && bytes.size() >= config_.blob_threshold) {
+    blob = transport::BlobLease(blobs, blobs->store(bytes));
+    if (blob) w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
+  }
+  if (!blob && !bytes.empty()) w.text(env::SectionType::Body, bytes);
+  if (w.size() > to_router_.max_record()) return false;
+  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) return false;
+  (void)blob.take();  // the listener frees it
+  return true;
+}
+
+void Manager::on_stream_control(const env::EnvelopeView& v) {
+  const auto id = v.header.request_id;
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;  // ended already
+  if (v.header.event_type == env::kControlStreamCancel) {
+    streams_.erase(it);
+    return;
+  }
+  const auto payload = v.section(env::SectionType::Control);
+  std::uint64_t n = 0;
+  if (payload.size() != sizeof n) return;
+  std::memcpy(&n, payload.data(), sizeof n);
+  it->second.credit += n;
+  it->second.last_credit = std::chrono::steady_clock::now();
+  // A producer waiting in idle_streams_ is asked by the timer, not here.
+  if (std::find(idle_streams_.begin(), idle_streams_.end(), id) == idle_streams_.end()) pump(id);
+}
+
+void Manager::sweep_streams() {
+  auto idle = std::move(idle_streams_);
+  idle_streams_.clear();
+  for (const auto id : idle) pump(id);
+  // A stream whose listener went away (its cancel was lost with it) grants
+  // no more credit: dropped after the write timeout and some.
+  const auto cutoff =
+      std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(config_.write_timeout_s + 10.0));
+  std::erase_if(streams_, [&](const auto& kv) {
+    return kv.second.credit == 0 && kv.second.last_credit < cutoff &&
+           std::find(idle_streams_.begin(), idle_streams_.end(), kv.first) == idle_streams_.end();
+  });
+  if (streams_.empty()) return;
+  stream_timer_armed_ = true;
+  stream_timer_.expires_after(idle_streams_.empty() ? std::chrono::nanoseconds(std::chrono::seconds(1))
+                                                    : std::chrono::nanoseconds(std::chrono::milliseconds(1)));
+}
+
+Response Manager::collect(Response& resp) {
+  // The most one body can be: the blob area, or a channel record.
+  auto* blobs = loop_.blobs();
+  const std::size_t limit = blobs ? blobs->capacity() : to_router_.max_record();
+  std::string body;
+  try {
+    for (int idle = 0;;) {
+      const std::size_t before = body.size();
+      const bool more = resp.producer(body);
+      if (body.size() > limit)
+        return Response::problem(500, "Internal Server Error",
+                                 "the streamed answer is larger than one body may be (" + std::to_string(limit) +
+                                     " bytes) for an asker that takes no stream");
+      if (!more) break;
+      // A producer that waits on something cannot be collected here.
+      if (body.size() == before && ++idle > 1000)
+        return Response::problem(500, "Internal Server Error", "the streamed answer made no bytes");
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("the producer of a streamed answer threw: {}", e.what());
+    return Response::problem(500, "Internal Server Error",
+                             config_.production ? "the handler failed" : std::string("producer threw: ") + e.what());
+  }
+  Response whole{resp.status, std::move(resp.content_type), std::move(body), std::move(resp.headers), {}, {}, {}};
+  return whole;
 }
 
 Responder Manager::defer() {

@@ -8,6 +8,7 @@
 // (Context), and hand CPU work to worker threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
+#include "http/multipart.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
@@ -52,8 +54,9 @@ class Manager final : public Context {
   Response in_process(std::string_view task, std::string input,
                       std::function<Response(const TaskResult&)> then) override;
 
-  // Sends `resp` as the answer to the request with header `request`.
-  void respond(const envelope::EnvelopeHeader& request, const Response& resp);
+  // Sends `resp` as the answer to the request with header `request`; a
+  // stream opens here and goes on as its client takes it.
+  void respond(const envelope::EnvelopeHeader& request, Response resp);
 
  private:
   struct Entry {
@@ -67,6 +70,27 @@ class Manager final : public Context {
   void on_response(envelope::EnvelopeView& v);
   bool fill_request(const envelope::EnvelopeView& v, std::string_view event);
   void subscribe();
+
+  // Streamed answers (Response::stream, docs/decisions/0011).
+  struct OpenStream {
+    envelope::EnvelopeHeader request;
+    BodyProducer next;
+    std::uint64_t credit;  // bytes the client's listener takes now
+    std::int64_t length;   // declared Content-Length, or -1
+    std::uint64_t sent = 0;
+    std::chrono::steady_clock::time_point last_credit;
+  };
+  void open_stream(const envelope::EnvelopeHeader& request, Response& resp);
+  // Makes pieces of stream `id` while its credit lasts.
+  void pump(std::uint64_t id);
+  // The listener granted credit or cancelled.
+  void on_stream_control(const envelope::EnvelopeView& v);
+  // One piece after the head; false when it could not be queued.
+  bool send_piece(const OpenStream& s, std::string_view bytes, std::uint16_t flags);
+  // Runs the producer to its end into one body (an asker that takes no
+  // stream); a problem when it fails or grows past what a body may be.
+  Response collect(Response& resp);
+  void sweep_streams();
 
   ProcessLoop& loop_;
   const Config& config_;
@@ -84,11 +108,17 @@ class Manager final : public Context {
   std::uint64_t next_request_ = 0;
   const envelope::EnvelopeHeader* current_ = nullptr;  // the request whose handler runs now
   Request request_;                                    // reused across calls
+  std::vector<http::MultipartPart> parts_;             // reused across calls
   TemplateCache templates_;
   std::vector<int> worker_cpus_;
   std::unique_ptr<WorkerThreads> workers_;  // made by the first in_thread()
   std::string title_;
-  std::unique_ptr<WorkerProcesses> processes_;  // made by start() when the domain has tasks
+  std::unique_ptr<WorkerProcesses> processes_;             // made by start() when the domain has tasks
+  std::unordered_map<std::uint64_t, OpenStream> streams_;  // by request id
+  std::vector<std::uint64_t> idle_streams_;                // producers that made nothing: asked again soon
+  std::string piece_;                                      // scratch
+  EventLoop::Timer stream_timer_;
+  bool stream_timer_armed_ = false;
 };
 
 }  // namespace edri::manager

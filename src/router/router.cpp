@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
 
@@ -48,6 +49,17 @@ void Router::on_broker(std::span<const std::byte> record) {
     return;
   }
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Control)) return on_request(record);
+  if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
+    // To the manager that streams the answer (its slot is in reply_to).
+    const auto& topo = loop_.topology();
+    if (h.reply_to < topo.manager_slot(0) || h.reply_to >= topo.manager_slot(0) + topo.managers()) {
+      spdlog::error("dropping a stream credit for slot {}, not a manager", h.reply_to);
+      return;
+    }
+    if (!to_manager_[h.reply_to - topo.manager_slot(0)]->push(record))
+      spdlog::error("manager channel full: a stream credit was lost");
+    return;
+  }
   env::EnvelopeView v;
   if (env::decode(record, v) != env::DecodeError::None || h.event_type != env::kControlPushEvents) {
     spdlog::error("dropping an unknown control envelope from the broker");
@@ -139,7 +151,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Request: return on_request(record);
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
-      if (in_flight_[manager] > 0) --in_flight_[manager];
+      // A streamed answer's pieces after its head are not answers.
+      if (!(h.flags & env::kFlagStreamPiece) && in_flight_[manager] > 0) --in_flight_[manager];
       const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
         std::memcpy(p, record.data(), record.size());
         env::stamp(*env::header_at(p), env::kStampRouterOut);

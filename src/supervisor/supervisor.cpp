@@ -1,5 +1,7 @@
 #include "supervisor/supervisor.hpp"
 
+#include "listener/upload_file.hpp"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -64,6 +66,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
   }
   if (config.blob_bytes > 0)
     blobs_ = std::make_unique<transport::BlobArena>(transport::BlobArena::create(config.blob_bytes));
+  prepare_upload_path();
   bind_listen_socket();
   if (!config_.unix_socket.empty()) bind_unix_socket();
 
@@ -275,6 +278,16 @@ void Supervisor::sweep_blobs() {
   });
 }
 
+void Supervisor::prepare_upload_path() {
+  const auto& dir = config_.upload_path;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": cannot create it: " + std::strerror(errno));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": not a writable directory: " + std::strerror(errno));
+  if (const auto files = listener::UploadFile::remove_left_by(dir, -1))
+    spdlog::warn("removed {} upload files in {} left by listeners that died", files, dir);
+}
+
 void Supervisor::reap() {
   for (;;) {
     int status = 0;
@@ -285,6 +298,8 @@ void Supervisor::reap() {
       if (const auto blocks = blobs_->reclaim_dead(pid))
         spdlog::warn("freed {} KiB of blobs held by pid {}", blocks * transport::kBlobBlockBytes / 1024, pid);
     }
+    if (const auto files = listener::UploadFile::remove_left_by(config_.upload_path, pid))
+      spdlog::warn("removed {} upload files left by pid {}", files, pid);
     for (auto& c : children_) {
       if (c.pid != pid) continue;
       c.pid = -1;

@@ -47,6 +47,9 @@ class Supervisor {
   void spawn(Child& c);
   void on_signal(int sig);
   void reap();
+  // Creates EDRI_UPLOAD_FILES_PATH if needed, checks it is writable and
+  // removes what listeners that died left in it.
+  void prepare_upload_path();
   void stop_children();
   void all_children_gone_check();
   // Prints the "listening" line once every child runs its loop.

@@ -4,8 +4,10 @@
 
 #include <edri/plugin.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -74,6 +76,98 @@ void reg(edri::Registry& r) {
   });
   r.get("/counted", "test.counted", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"counted", counted}});
+  });
+  // POST /upload: what arrived, and where. X-Keep-To: keep the body (or
+  // the form part named "file") as that file.
+  auto fnv = [](std::string_view d) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : d) h = (h ^ c) * 1099511628211ull;
+    return std::to_string(h);
+  };
+  r.post("/upload", "test.upload",
+         [fnv](const edri::Request& req, edri::Context&) {
+           nlohmann::json parts = nlohmann::json::array();
+           for (const auto& p : req.form)
+             parts.push_back({{"name", p.name},
+                              {"filename", p.filename},
+                              {"type", p.content_type},
+                              {"size", p.data.size()},
+                              {"sum", fnv(p.data)},
+                              {"text", p.data.size() <= 64 ? std::string(p.data) : std::string()}});
+           const std::string file(req.body_file);
+           bool kept = false;
+           if (auto to = req.header("x-keep-to")) {
+             if (const auto* part = req.form_part("file"))
+               kept = part->save(std::string(*to));
+             else
+               kept = req.keep_body(std::string(*to));
+           }
+           return edri::Response::json({{"size", req.body.size()},
+                                        {"sum", fnv(req.body)},
+                                        {"file", file},
+                                        {"file_existed", !file.empty() && (kept || ::access(file.c_str(), F_OK) == 0)},
+                                        {"type", req.content_type},
+                                        {"parts", parts},
+                                        {"kept", kept}});
+         },
+         {edri::Field("X-Keep-To").in_header().string().optional()});
+  // Streamed answers. /stream/{n}/{piece}: n bytes (byte i is i % 251) in
+  // pieces of `piece` bytes, chunked; GET /stream-pieces says how many
+  // pieces all producers made so far.
+  static long pieces = 0;
+  auto pattern = [](std::string& out, long from, long count) {
+    for (long i = from; i < from + count; ++i) out.push_back(static_cast<char>(i % 251));
+  };
+  auto producer = [pattern](long n, long piece, long idle_every = 0, long throw_at = -1) {
+    auto made = std::make_shared<long>(0);
+    auto calls = std::make_shared<long>(0);
+    return [=](std::string& out) {
+      if (idle_every && ++*calls % idle_every != 0) return true;  // nothing yet: asked again
+      if (throw_at >= 0 && *made >= throw_at) throw std::runtime_error("the producer broke");
+      const long k = std::min(piece, n - *made);
+      pattern(out, *made, k);
+      *made += k;
+      ++pieces;
+      return *made < n;
+    };
+  };
+  r.get("/stream/{n:int}/{piece:int}", "test.stream", [producer](const edri::Request& req, edri::Context&) {
+    return edri::Response::stream(producer(req.int_param("n"), req.int_param("piece"))).header("X-Streamed", "yes");
+  });
+  r.command("stream", "test.stream");
+  r.get("/stream-pieces", "test.stream_pieces", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"pieces", pieces}});
+  });
+  // With Content-Length; /stream-short declares 10 bytes more than it makes.
+  r.get("/stream-length/{n:int}", "test.stream_length", [producer](const edri::Request& req, edri::Context&) {
+    const long n = req.int_param("n");
+    return edri::Response::stream(producer(n, 65536), "application/x-test", static_cast<std::uint64_t>(n));
+  });
+  r.get("/stream-short/{n:int}", "test.stream_short", [producer](const edri::Request& req, edri::Context&) {
+    const long n = req.int_param("n");
+    return edri::Response::stream(producer(n, 65536), "application/x-test", static_cast<std::uint64_t>(n + 10));
+  });
+  // A producer that has something only on every 4th call.
+  r.get("/stream-idle/{n:int}", "test.stream_idle", [producer](const edri::Request& req, edri::Context&) {
+    return edri::Response::stream(producer(req.int_param("n"), 1000, 4));
+  });
+  // Throws once it made `at` bytes.
+  r.get("/stream-throw/{at:int}", "test.stream_throw", [producer](const edri::Request& req, edri::Context&) {
+    return edri::Response::stream(producer(1 << 30, 10000, 0, req.int_param("at")));
+  });
+  // Makes one piece, then waits forever.
+  r.get("/stream-stall", "test.stream_stall", [](const edri::Request&, edri::Context&) {
+    auto first = std::make_shared<bool>(true);
+    return edri::Response::stream([first](std::string& out) {
+      if (*first) out = "first piece";
+      *first = false;
+      return true;
+    });
+  });
+  r.get("/stream-status", "test.stream_status", [producer](const edri::Request&, edri::Context&) {
+    auto resp = edri::Response::stream(producer(10, 10));
+    resp.status = 204;
+    return resp;
   });
   // /file/{name}: the file of that name under $TEST_APP_FILES, sent from
   // disk by the listener; /file-status answers one with 203 of its own.

@@ -89,6 +89,34 @@ HttpResponse HttpClient::read_response(bool head) {
     pos = next + 2;
   }
   buf_.erase(0, end + 4);
+  if (!head && r.header("transfer-encoding") == "chunked") {
+    // Strict: every chunk is "hex CRLF data CRLF", and "0 CRLF CRLF" ends.
+    r.chunks = 0;
+    for (;;) {
+      std::size_t eol;
+      while ((eol = buf_.find("\r\n")) == std::string::npos)
+        if (!fill(timeout_ms_)) throw std::runtime_error("connection closed in a chunk size");
+      std::size_t used = 0;
+      const std::size_t size = std::stoul(buf_.substr(0, eol), &used, 16);
+      if (used != eol) throw std::runtime_error("a malformed chunk size: " + buf_.substr(0, eol));
+      while (buf_.size() < eol + 2 + size + 2)
+        if (!fill(timeout_ms_)) throw std::runtime_error("connection closed in a chunk");
+      if (buf_.compare(eol + 2 + size, 2, "\r\n") != 0) throw std::runtime_error("a chunk not ended by CRLF");
+      r.body.append(buf_, eol + 2, size);
+      buf_.erase(0, eol + 2 + size + 2);
+      if (size == 0) return r;
+      ++r.chunks;
+    }
+  }
+  if (!head && r.status != 204 && r.status != 304 && !r.headers.count("content-length") &&
+      r.header("connection") == "close") {
+    // The body ends with the connection.
+    while (fill(timeout_ms_)) {
+    }
+    r.body = std::move(buf_);
+    buf_.clear();
+    return r;
+  }
   std::size_t len = 0;
   if (!head && r.headers.count("content-length")) len = std::stoul(r.headers["content-length"]);
   while (buf_.size() < len)

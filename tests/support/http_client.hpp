@@ -15,6 +15,7 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string raw_head;  // status line and headers as received
+  int chunks = -1;       // chunked: how many chunks carried data; -1: not chunked
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? std::string() : it->second;
@@ -29,7 +30,8 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   void send_raw(const std::string& bytes);
-  // Reads one response (Content-Length bodies; HEAD responses if `head`).
+  // Reads one response (Content-Length, chunked or close-delimited bodies;
+  // HEAD responses if `head`).
   // Throws on timeout or when the connection closes first.
   HttpResponse read_response(bool head = false);
   HttpResponse get(const std::string& path);

@@ -184,3 +184,41 @@ TEST_CASE("pause() stops after the request being delivered; the rest parses when
   CHECK(r.consumed == rest.size());
   CHECK(urls == std::vector<std::string>{"/a", "/b", "/c"});
 }
+
+TEST_CASE("a body past the spill size goes to OnSpill as it arrives, and the limit holds while it does", "[parser]") {
+  ParserLimits l;
+  l.spill_bytes = 10;
+  l.max_body_bytes = 40;
+  struct Spilled : edri::http::SpilledBody {};
+  std::string spilled;
+  std::vector<HttpRequest> requests;
+  RequestParser p(
+      l, [&](HttpRequest& r) { requests.push_back(r); }, {},
+      [&](HttpRequest& r, std::string_view bytes) {
+        if (!r.spill) r.spill = std::make_shared<Spilled>();
+        spilled.append(bytes);
+        return true;
+      });
+  // Byte by byte: 8 bytes stay in memory, then everything spills.
+  const std::string req =
+      "POST /u HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\nabcdefgh\r\n10\r\n0123456789ABCDEF\r\n0\r\n\r\n";
+  for (char ch : req) REQUIRE(p.feed(&ch, 1).ok);
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].spill != nullptr);
+  CHECK(requests[0].body.empty());
+  CHECK(requests[0].body_size == 24);
+  CHECK(spilled == "abcdefgh0123456789ABCDEF");
+  // A small body stays in memory.
+  spilled.clear();
+  const std::string small = "POST /u HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
+  REQUIRE(p.feed(small.data(), small.size()).ok);
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[1].body == "abc");
+  CHECK(requests[1].spill == nullptr);
+  CHECK(spilled.empty());
+  // Past the limit in a chunked body: 413 at once, before the body ends.
+  const std::string big = "POST /u HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n" + std::string(50, 'x');
+  const auto r = p.feed(big.data(), big.size());
+  CHECK_FALSE(r.ok);
+  CHECK(r.status == 413);
+}
