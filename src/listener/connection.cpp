@@ -19,9 +19,11 @@ namespace edri::listener {
 
 namespace {
 constexpr std::size_t kReadBuffer = 16 * 1024;
-// A WebSocket client that lets this much output pile up (it does not read
-// its pushes) is closed with 1008 rather than growing without bound.
-constexpr std::size_t kMaxWebSocketBacklog = 8u << 20;
+// A WebSocket client that lets this many times EDRI_OUTPUT_BUFFER of
+// output pile up (it does not read its pushes) is closed with 1008. Pushes
+// cannot wait for it: one publish goes to every subscriber, and the others
+// must not wait for the slowest.
+constexpr std::size_t kWebSocketBacklogFactor = 8;
 }  // namespace
 
 Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls)
@@ -315,8 +317,12 @@ void Connection::ws_complete(std::uint32_t seq, std::string message) {
 
 void Connection::ws_send(std::string message) {
   if (!ws_ || !ws_->open()) return;
-  if (backlog() + ws_->queued_bytes() + message.size() > kMaxWebSocketBacklog) {
-    ws_close(1008, "the client does not read its messages");
+  if (backlog() + ws_->queued_bytes() + message.size() > kWebSocketBacklogFactor * listener_.config().output_buffer) {
+    spdlog::info("closing WebSocket connection {}: it does not read its messages ({} bytes unsent)", id_,
+                 backlog() + ws_->queued_bytes());
+    // A close frame would wait behind what it does not read: the
+    // connection goes now, and its output with it.
+    close();
     return;
   }
   ws_->send(std::move(message));

@@ -58,7 +58,7 @@ TEST_CASE("bodies larger than a channel record travel through the blob area, bot
   CHECK(eventually([&] { return blob_bytes_used(server.port()) == 0; }));
 }
 
-TEST_CASE("a holder that dies gives its blobs back; a full blob area is a clear 503", "[blob]") {
+TEST_CASE("a holder that dies gives its blobs back: a full blob area is a clear 503", "[blob]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_BLOB_BYTES", "8388608"}});
   CHECK(blob_bytes_used(server.port()) == 0);
   // The listener holds a 6 MB answer for a client that does not read it.

@@ -26,15 +26,6 @@ std::string pattern(std::size_t n) {
   return s;
 }
 
-// Resident memory of a process in kB (-1 if it is gone).
-long rss_kb(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
 }  // namespace
 
 TEST_CASE("Response::file: the listener sends the file, with validators, ranges and conditions", "[files]") {

@@ -43,7 +43,7 @@ TEST_CASE("a handler asks another manager and answers when the response comes ba
   CHECK(c.get("/ask-nobody").status == 500);
 }
 
-TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas; a notification reaches one", "[managers]") {
+TEST_CASE("EDRI_MANAGER_REPLICAS: requests spread over a domain's replicas: a notification reaches one", "[managers]") {
   ServerProcess server({test_plugin_path("test_app")},
                        {{"EDRI_MANAGER_REPLICAS", "2"}, {"EDRI_ROUTING", "round_robin"}});
   const pid_t first = server.child("manager test --");

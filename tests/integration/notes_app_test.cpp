@@ -163,7 +163,7 @@ TEST_CASE("notes over WebSocket mirror REST", "[notes][websocket]") {
   CHECK(ws.command({{"command", "notes.list"}})["response"]["total"] == 0);
 }
 
-TEST_CASE("notes.subscribe pushes every change, whoever made it; filters narrow it", "[notes][websocket]") {
+TEST_CASE("notes.subscribe pushes every change, whoever made it: filters narrow it", "[notes][websocket]") {
   NotesServer s;
   const auto port = s.port();
   WsClient all(port), deletes(port), none(port);

@@ -11,10 +11,13 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
+#include "support/ws_frames.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
@@ -104,5 +107,53 @@ TEST_CASE("a slow client that keeps reading is not closed, however long the tran
   CHECK(total > 600000);  // the whole response, headers included
   CHECK(std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1500));
   CHECK(server.log().find("took no output") == std::string::npos);
+  ::close(fd);
+}
+
+TEST_CASE("a WebSocket subscriber that stops reading is closed at its bound: the others get every push", "[slow]") {
+  // The bound: 8 x EDRI_OUTPUT_BUFFER = 4 MiB here.
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_OUTPUT_BUFFER", "524288"}});
+  const pid_t listener = server.child("listener");
+  // The stalled subscriber: subscribes, reads its answer, then nothing.
+  const int fd = connect_small_window(server.port());
+  const std::string up = ws_upgrade_request("/ws");
+  REQUIRE(::send(fd, up.data(), up.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(up.size()));
+  const std::string sub = ws_client_frame(1, R"({"command":"watch"})");
+  REQUIRE(::send(fd, sub.data(), sub.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(sub.size()));
+  std::string seen;
+  char buf[4096];
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (seen.find(R"("command":"watch")") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<std::size_t>(n));
+  }
+  REQUIRE(seen.find(R"("command":"watch")") != std::string::npos);
+  WsClient reader(server.port(), "/ws", {}, 20000);
+  REQUIRE(reader.command({{"command", "watch"}})["command"] == "watch");
+  const long before = rss_kb(listener);
+
+  // 80 pushes of 100 kB: 8 MB the stalled one will never read, while the
+  // other reads as it comes.
+  int in_order = 0;
+  std::thread reading([&] {
+    try {
+      for (int i = 1; i <= 80; ++i)
+        if (reader.read_json()["event"]["i"] == i) ++in_order;
+    } catch (const std::exception&) {
+    }
+  });
+  CHECK(http_get(server.port(), "/other/publish-big/80/100000").status == 200);
+  reading.join();
+  CHECK(in_order == 80);
+  CHECK(eventually([&] { return server.log().find("does not read its messages") != std::string::npos; }));
+#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine keeps freed memory resident
+  CHECK(rss_kb(listener) - before < 16 * 1024);
+#endif
+  const auto [bytes, ended] = drain(fd, std::chrono::milliseconds(10000));
+  CHECK(ended);
+  CHECK(bytes < 8u << 20);
   ::close(fd);
 }

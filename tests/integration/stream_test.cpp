@@ -85,7 +85,7 @@ TEST_CASE("a streamed answer arrives chunked and intact, in small pieces and in 
   CHECK(eventually([&] { return blob_bytes_used(server.port()) == 0; }));
 }
 
-TEST_CASE("a stream with a declared length is sent with Content-Length; a producer that falls short is cut",
+TEST_CASE("a stream with a declared length is sent with Content-Length: a producer that falls short is cut",
           "[stream]") {
   ServerProcess server({test_plugin_path("test_app")});
   HttpClient c(server.port(), 20000);
@@ -120,7 +120,7 @@ TEST_CASE("pipelined requests behind a stream are answered after it, in order", 
   CHECK(d.body.find("there") != std::string::npos);
 }
 
-TEST_CASE("a producer that has nothing yet is asked again; HEAD and 204 stop it at once", "[stream]") {
+TEST_CASE("a producer that has nothing yet is asked again: HEAD and 204 stop it at once", "[stream]") {
   ServerProcess server({test_plugin_path("test_app")});
   HttpClient c(server.port(), 20000);
   auto r = c.get("/stream-idle/20000");
@@ -152,7 +152,7 @@ TEST_CASE("an HTTP/1.0 client gets the stream delimited by the connection's clos
   CHECK(is_pattern(r.body, 100000));
 }
 
-TEST_CASE("a client that stops reading stops the producer; going away ends it", "[stream]") {
+TEST_CASE("a client that stops reading stops the producer: going away ends it", "[stream]") {
   ServerProcess server({test_plugin_path("test_app")});
   const long before = pieces(server.port());
   // 1 GB asked for, nothing read.
@@ -187,7 +187,7 @@ TEST_CASE("a client that stops reading stops the producer; going away ends it", 
   CHECK(pieces(server.port()) == after_close);
 }
 
-TEST_CASE("a producer that throws cuts its response short; the manager goes on", "[stream]") {
+TEST_CASE("a producer that throws cuts its response short: the manager goes on", "[stream]") {
   ServerProcess server({test_plugin_path("test_app")});
   HttpClient c(server.port(), 20000);
   CHECK_THROWS_WITH(c.get("/stream-throw/50000"), Catch::Contains("connection closed"));

@@ -98,7 +98,7 @@ TEST_CASE("a large body is written to a file as it arrives, mapped for the handl
   CHECK(eventually([&] { return files_in(uploads.path.string()) == 0; }));
 }
 
-TEST_CASE("a handler keeps an upload by moving it; what it does not keep is removed", "[upload]") {
+TEST_CASE("a handler keeps an upload by moving it: what it does not keep is removed", "[upload]") {
   TempDir uploads, kept;
   ServerProcess server({test_plugin_path("test_app")},
                        {{"EDRI_UPLOAD_FILES_PATH", uploads.path.string()}, {"EDRI_MAX_BODY_SIZE", "50000000"}});

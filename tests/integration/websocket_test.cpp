@@ -79,7 +79,7 @@ TEST_CASE("bad WebSocket messages get an error answer and the connection stays o
   CHECK(ws.command({{"command", "noop"}})["response"]["ok"] == true);
 }
 
-TEST_CASE("WebSocket protocol violations close with their codes; no process dies", "[websocket]") {
+TEST_CASE("WebSocket protocol violations close with their codes: no process dies", "[websocket]") {
   ServerProcess server({plugin_path("bench_app")}, {{"EDRI_WEBSOCKET_MAX_MESSAGE", "1024"}});
   SECTION("a binary message: 1003") {
     WsClient ws(server.port());

@@ -56,7 +56,7 @@ TEST_CASE("CPU work on worker threads: the manager keeps answering meanwhile", "
   CHECK(r.body == R"({"ok":true})");
 }
 
-TEST_CASE("a full worker queue answers 503 at once; queued jobs still run", "[workers]") {
+TEST_CASE("a full worker queue answers 503 at once: queued jobs still run", "[workers]") {
   ServerProcess server({plugin_path("bench_app")},
                        {{"BENCH_WORKER", "thread"}, {"BENCH_MAXW", "1"}, {"EDRI_WORKER_QUEUE", "1"}});
   // One running, one waiting, one refused.
@@ -64,7 +64,7 @@ TEST_CASE("a full worker queue answers 503 at once; queued jobs still run", "[wo
   CHECK(http_get(server.port(), "/cpu/1").status == 200);
 }
 
-TEST_CASE("a worker job that throws is a 500; the manager carries on", "[workers]") {
+TEST_CASE("a worker job that throws is a 500: the manager carries on", "[workers]") {
   ServerProcess server({test_plugin_path("test_app")});
   auto r = http_get(server.port(), "/thread/throw");
   CHECK(r.status == 500);
@@ -118,7 +118,7 @@ pid_t task_pid(std::uint16_t port) {
 
 }  // namespace
 
-TEST_CASE("tasks run in worker processes the manager started; inputs and outputs travel intact", "[workers]") {
+TEST_CASE("tasks run in worker processes the manager started: inputs and outputs travel intact", "[workers]") {
   ServerProcess server({test_plugin_path("task_app")});
   const pid_t manager = server.child("manager jobs");
   REQUIRE(manager > 0);
@@ -205,7 +205,7 @@ TEST_CASE("a killed worker process: its task fails with 503 at once and a new wo
   CHECK(task_pid(server.port()) != second);
 }
 
-TEST_CASE("a full worker process queue answers 503 at once; queued tasks still run", "[workers]") {
+TEST_CASE("a full worker process queue answers 503 at once: queued tasks still run", "[workers]") {
   ServerProcess server({test_plugin_path("task_app")}, {{"EDRI_WORKER_PROCESSES", "1"}, {"EDRI_WORKER_QUEUE", "1"}});
   // One running, one waiting, one refused.
   CHECK(sorted_statuses_of_three(server.port(), "/task/sleep?input=800") == std::vector<int>{200, 200, 503});
@@ -224,7 +224,7 @@ TEST_CASE("worker processes that cannot start: tasks fail with 503, never hang",
   CHECK(server.log().find("refuses to load in a worker") != std::string::npos);
 }
 
-TEST_CASE("workers go with their manager: killed, it takes them along; stopped, it stops them", "[workers]") {
+TEST_CASE("workers go with their manager: killed, it takes them along: stopped, it stops them", "[workers]") {
   ServerProcess server({test_plugin_path("task_app")});
   const pid_t manager = server.child("manager jobs");
   REQUIRE(eventually([&] { return workers_of(manager).size() == 2; }));

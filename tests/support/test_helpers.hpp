@@ -50,6 +50,15 @@ inline int thread_count(int pid) {
 }
 
 // A temporary folder, removed with everything in it when the test ends.
+// Resident memory of a process in kB (-1 if it is gone).
+inline long rss_kb(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
 struct TempDir {
   std::filesystem::path path;
   TempDir() {

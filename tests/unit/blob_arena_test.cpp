@@ -29,7 +29,7 @@ int in_child(F f) {
 
 }  // namespace
 
-TEST_CASE("blobs are runs of blocks; a full area refuses, a freed one serves again", "[blob]") {
+TEST_CASE("blobs are runs of blocks: a full area refuses, a freed one serves again", "[blob]") {
   auto arena = BlobArena::create(8 * kBlobBlockBytes);
   CHECK(arena.capacity() == 8 * kBlobBlockBytes);
   auto a = arena.allocate(3 * kBlobBlockBytes);  // 3 blocks
@@ -75,7 +75,7 @@ TEST_CASE("another process claims a blob, reads it in place and frees it", "[blo
   CHECK(arena.used_bytes() == kBlobBlockBytes);
 }
 
-TEST_CASE("the blobs of a dead process are reclaimed; so are those nobody claimed", "[blob]") {
+TEST_CASE("the blobs of a dead process are reclaimed: so are those nobody claimed", "[blob]") {
   auto arena = BlobArena::create(4 * kBlobBlockBytes);
   auto held = arena.allocate(10);
   REQUIRE(held);

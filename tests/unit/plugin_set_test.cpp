@@ -39,7 +39,7 @@ TEST_CASE("plugins that cannot be used are refused with the file and the reason"
   CHECK_THROWS_AS(PluginSet::load({test_plugin("test_app"), test_plugin("test_app")}), PluginError);
 }
 
-TEST_CASE("WebSocket commands and pushes resolve to events; wrong ones are refused", "[plugin]") {
+TEST_CASE("WebSocket commands and pushes resolve to events: wrong ones are refused", "[plugin]") {
   const auto set = PluginSet::load({EDRI_PLUGIN_DIR "/notes.so", EDRI_PLUGIN_DIR "/audit.so"});
   REQUIRE(set.commands().size() == 5);
   CHECK(set.commands()[0].command == "notes.create");

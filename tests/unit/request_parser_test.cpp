@@ -162,7 +162,7 @@ TEST_CASE("Expect: 100-continue is reported at the end of the headers", "[parser
   CHECK(continues == 1);
 }
 
-TEST_CASE("pause() stops after the request being delivered; the rest parses when fed again", "[parser]") {
+TEST_CASE("pause() stops after the request being delivered: the rest parses when fed again", "[parser]") {
   std::vector<std::string> urls;
   RequestParser* self = nullptr;
   RequestParser p({}, [&](HttpRequest& r) {
