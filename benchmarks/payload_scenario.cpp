@@ -52,7 +52,8 @@ ScenarioOutcome run_payload_scenario(const ScenarioContext& context) {
 
   print_report_header(context,
                       "keep-alive GET /payload/{bytes}: edri (bench_app; bodies from EDRI_BLOB_THRESHOLD on through "
-                      "the blob area) beside nginx (the same bytes as files, sendfile on)");
+                      "the blob area, above 1 MiB streamed in 64 KiB pieces with Content-Length) beside nginx (the "
+                      "same bytes as files, sendfile on)");
   std::printf(
       "| bytes | c | edri req/s | edri MB/s | edri p50 ms | edri p99 ms | nginx req/s | nginx MB/s | nginx p50 ms | "
       "nginx p99 ms | edri/nginx |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

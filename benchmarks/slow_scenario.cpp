@@ -110,15 +110,18 @@ ScenarioOutcome run_slow_scenario(const ScenarioContext& context) {
                   alone.p99_ms > 0 ? s.p99_ms / alone.p99_ms : 0.0);
     }
   std::printf(
-      "\n| process | idle RSS MB | alone MB | with stalled clients MB | vs idle |\n|---|---:|---:|---:|---:|\n");
+      "\n| process | idle RSS MB | alone MB | with stalled clients MB | vs idle | vs alone "
+      "|\n|---|---:|---:|---:|---:|---:|\n");
   for (const auto& [pid, kb] : idle) {
     const auto at = [&](const Case& c) {
       auto it = c.memory.find(pid);
       return it == c.memory.end() ? -1L : it->second;
     };
     const long stalled_kb = at(cases.back());
-    std::printf("| %s | %.1f | %.1f | %.1f | %.2fx |\n", process_title(pid).c_str(), kb / 1024.0,
-                at(cases.front()) / 1024.0, stalled_kb / 1024.0, kb > 0 ? static_cast<double>(stalled_kb) / kb : 0.0);
+    const long alone_kb = at(cases.front());
+    std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", process_title(pid).c_str(), kb / 1024.0,
+                alone_kb / 1024.0, stalled_kb / 1024.0, kb > 0 ? static_cast<double>(stalled_kb) / kb : 0.0,
+                alone_kb > 0 ? static_cast<double>(stalled_kb) / alone_kb : 0.0);
   }
   print_notes(notes);
   return ScenarioOutcome::kDone;

@@ -105,10 +105,8 @@ void Connection::promote_ready() {
     }
     if (s.file) append_file(std::move(s.file));
     if (s.blob) append_piece(Piece{{}, 0, {}, std::move(s.blob), 0, {}});
-    while (!s.pieces.empty()) {
-      append_piece(std::move(s.pieces.front()));
-      s.pieces.pop_front();
-    }
+    for (auto& p : s.pieces) append_piece(std::move(p));
+    s.pieces.clear();
     // An open stream holds its place until its last piece.
     if (s.streaming && !s.stream_done) break;
     const bool last = !s.info.keep_alive;

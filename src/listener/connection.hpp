@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http/request_parser.hpp"
 #include "listener/file_body.hpp"
@@ -165,7 +166,7 @@ class Connection final : public WebSocketSession::Owner {
     bool streaming = false;
     bool stream_done = false;
     StreamRef stream{};
-    std::deque<Piece> pieces;
+    std::vector<Piece> pieces;  // a vector: no allocation for the slots that never stream
     std::chrono::steady_clock::time_point last_piece{};
     std::shared_ptr<http::SpilledBody> upload;
   };

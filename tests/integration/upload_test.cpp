@@ -213,3 +213,21 @@ TEST_CASE("an upload directory that cannot be used stops start-up", "[upload]") 
   CHECK(r.status != 0);
   CHECK(r.err.find("EDRI_UPLOAD_FILES_PATH") != std::string::npos);
 }
+
+TEST_CASE("a large JSON body to a route that declares it is checked from its file", "[upload]") {
+  TempDir uploads;
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_UPLOAD_FILES_PATH", uploads.path.string()}, {"EDRI_MAX_BODY_SIZE", "8000000"}});
+  HttpClient c(server.port(), 20000);
+  std::string big = "[";
+  while (big.size() < 3000000) big += "\"abcdefghijklmnopqrstuvwxyz0123456789\",";
+  big.back() = ']';
+  auto r = c.request("POST", "/json-echo", big);
+  CHECK(r.status == 200);
+  CHECK(r.body == big);
+  // Not JSON: refused by the listener, from the file, before any manager.
+  big.back() = ',';
+  r = c.request("POST", "/json-echo", big);
+  CHECK(r.status == 400);
+  CHECK(eventually([&] { return files_in(uploads.path.string()) == 0; }));
+}
