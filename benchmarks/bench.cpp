@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "ledger.hpp"
 #include "options.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"
@@ -51,6 +52,9 @@ constexpr Scenario kScenarios[] = {
     {"payload", "edri vs nginx: GET /payload/{bytes} of 1 KB, 100 KB, 1 MB, 16 MB at c=8", run_payload_scenario},
     {"slow", "edri: GET /noop at c=8 alone and beside 50 clients that never read /payload/16777216; RSS per process",
      run_slow_scenario},
+    {"startup", "edri, FastAPI, nginx: launch to the first 200 on GET /noop, and edri to /ready", run_startup_scenario},
+    {"session", "edri: 1,000 idle WebSocket sessions: RSS and threads per process, CPU while idle",
+     run_session_scenario},
 };
 
 // Wide enough for the longest name, so descriptions line up.
@@ -72,6 +76,7 @@ void print_usage(std::FILE* to) {
   std::fprintf(to,
                "usage: bench --list\n"
                "       bench <scenario> [options]\n"
+               "       bench all [options]     every scenario, in this order\n"
                "\n");
   print_options_help(to);
   std::fprintf(to, "\nscenarios (bench --list):\n");
@@ -94,14 +99,50 @@ std::string joined_command_line(int argc, char** argv) {
   return line;
 }
 
+// Runs `scenario` --runs times, its reports kept in the ledger (ledger.hpp).
+ScenarioOutcome run_kept(const Scenario& scenario, const Options& options, const std::string& command_line) {
+  const ScenarioContext context{
+      .options = options, .context_line = context_line(command_line), .stop_requested = &g_stop_signal};
+  RecordInfo info{std::string(scenario.name), command_line, {}};
+  ScenarioOutcome worst = ScenarioOutcome::kDone;
+  for (int run = 1; run <= options.runs; ++run) {
+    if (options.runs > 1)
+      std::fprintf(stderr, "== %.*s: run %d of %d\n", static_cast<int>(scenario.name.size()), scenario.name.data(), run,
+                   options.runs);
+    ScenarioOutcome outcome = ScenarioOutcome::kDone;
+    const std::string report = capture_stdout([&] { outcome = scenario.run(context); });
+    if (outcome == ScenarioOutcome::kInterrupted) return outcome;
+    if (outcome == ScenarioOutcome::kServerFailed) worst = outcome;
+    info.reports.push_back(report);
+    if (run < options.runs) std::printf("\n");
+  }
+  std::string report = info.reports.front();
+  if (options.runs > 1) {
+    // The first report's heading, then its tables as ranges over the runs.
+    const std::string& first = info.reports.front();
+    const auto table_at = first.find("\n|");
+    const std::string merged = merge_runs(info.reports);
+    report = first.substr(0, table_at == std::string::npos ? first.size() : table_at + 1) + "\nranges over " +
+             std::to_string(options.runs) + " runs:\n\n" + merged;
+    std::printf("\nranges over %d runs:\n\n%s", options.runs, merged.c_str());
+  }
+  if (!options.quick) {
+    const auto path = write_record(info);
+    if (!path.empty()) std::fprintf(stderr, "bench: recorded %s\n", path.c_str());
+  }
+  if (options.record && append_to_ledger(info, report)) std::fprintf(stderr, "bench: appended to BENCHMARKS.md\n");
+  return worst;
+}
+
 int run(int argc, char** argv) {
   const auto options = parse_options(argc, argv);
   if (!options) {
     print_usage(stderr);
     return 2;
   }
+  const bool all = options->scenario == "all";
   const Scenario* scenario = find_scenario(options->scenario);
-  if (scenario == nullptr) {
+  if (scenario == nullptr && !all) {
     if (!options->scenario.empty()) {
       std::fprintf(stderr, "bench: unknown scenario '%s'\n", options->scenario.c_str());
     }
@@ -110,10 +151,27 @@ int run(int argc, char** argv) {
   }
 
   install_stop_handlers();
-  const ScenarioContext context{.options = *options,
-                                .context_line = context_line(joined_command_line(argc, argv)),
-                                .stop_requested = &g_stop_signal};
-  switch (scenario->run(context)) {
+  const std::string command_line = joined_command_line(argc, argv);
+  ScenarioOutcome outcome = ScenarioOutcome::kDone;
+  if (all) {
+    int done = 0;
+    for (const auto& s : kScenarios) {
+      std::fprintf(stderr, "== bench all: %.*s (%d of %zu)\n", static_cast<int>(s.name.size()), s.name.data(), ++done,
+                   std::size(kScenarios));
+      Options one = *options;
+      one.scenario = std::string(s.name);
+      const auto o = run_kept(s, one, command_line);
+      if (o == ScenarioOutcome::kInterrupted) {
+        outcome = o;
+        break;
+      }
+      if (o == ScenarioOutcome::kServerFailed) outcome = o;
+      std::printf("\n");
+    }
+  } else {
+    outcome = run_kept(*scenario, *options, command_line);
+  }
+  switch (outcome) {
     case ScenarioOutcome::kDone: return 0;
     case ScenarioOutcome::kServerFailed: return 1;
     case ScenarioOutcome::kInterrupted: break;

@@ -70,7 +70,10 @@ void print_options_help(std::FILE* to) {
                "  --client-cpu N       pin the load generator to CPU N\n"
                "  --server-cpus LIST   CPUs for the server: EDRI_CPUS for edri, affinity for\n"
                "                       the references (e.g. 0 or 0,1 or 0-3)\n"
-               "  --verbose            server logs to stderr\n");
+               "  --verbose            server logs to stderr\n"
+               "  --runs N             run N times; the report shows each cell's range\n"
+               "  --record             also append the report to BENCHMARKS.md (every run but\n"
+               "                       --quick ones writes benchmarks/results/<date>-<scenario>.json)\n");
 }
 
 std::optional<Options> parse_options(int argc, char** argv) {
@@ -135,6 +138,14 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.server_cpu_list = std::move(*list);
     } else if (arg == "--verbose") {
       options.verbose = true;
+    } else if (arg == "--record") {
+      options.record = true;
+    } else if (arg == "--runs") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      const auto n = parse_int(*v);
+      if (!n || *n < 1 || *n > 100) return invalid(*v);
+      options.runs = *n;
     } else if (!arg.starts_with("-") && options.scenario.empty()) {
       options.scenario = std::string(arg);
     } else {
@@ -145,6 +156,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
 
   if (!options.middleware_counts.empty() && options.scenario != "middleware") {
     std::fprintf(stderr, "bench: --middlewares applies to the middleware scenario only\n");
+    return std::nullopt;
+  }
+  options.quick = quick;
+  if (quick && options.record) {
+    std::fprintf(stderr, "bench: --quick runs are smoke runs; they are not recorded\n");
     return std::nullopt;
   }
   options.duration_seconds = duration.value_or(quick ? 1.0 : 5.0);

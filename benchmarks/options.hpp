@@ -18,6 +18,9 @@ struct Options {
   std::string server_cpus;
   std::vector<int> server_cpu_list;
   bool verbose = false;
+  bool quick = false;   // a smoke run: short, and not recorded
+  int runs = 1;         // --runs N: repeated, reported as ranges
+  bool record = false;  // --record: appended to BENCHMARKS.md
 
   const std::vector<int>& concurrencies_or(const std::vector<int>& scenario_default) const {
     return concurrencies.empty() ? scenario_default : concurrencies;

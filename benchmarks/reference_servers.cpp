@@ -97,17 +97,18 @@ StartedServer wait_until_serving(StartedServer server, const ServerSettings& set
     }
     if (auto how = server.process->exit_description()) {
       server.outcome = StartedServer::Outcome::kFailed;
-      server.message = "server " + *how + " before answering GET /noop";
+      server.message = "server " + *how + " before answering GET " + settings.ready_path;
       return server;
     }
-    if (probe_http_ok(kLoopback, server.port, "/noop", 0.5)) {
+    if (probe_http_ok(kLoopback, server.port, settings.ready_path, 0.5)) {
       server.outcome = StartedServer::Outcome::kRunning;
       return server;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Short: the startup scenario measures this wait.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   server.outcome = StartedServer::Outcome::kFailed;
-  server.message = "GET /noop did not answer 200 within 10 s";
+  server.message = "GET " + settings.ready_path + " did not answer 200 within 10 s";
   return server;
 }
 

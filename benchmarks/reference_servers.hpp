@@ -28,6 +28,9 @@ struct ServerSettings {
   // Added to this start's environment last, so they win over bench's own
   // settings; e.g. BENCH_MIDDLEWARES, which bench_app reads at start.
   std::vector<std::pair<std::string, std::string>> extra_env;
+  // What start_server waits for: this path answering 200 (edri also has
+  // /ready, for the startup scenario).
+  std::string ready_path = "/noop";
 };
 
 // A directory under /tmp removed, with its contents, on destruction.
@@ -55,7 +58,8 @@ struct StartedServer {
   std::unique_ptr<ServerProcess> process;
 };
 
-// Starts the server and waits until GET /noop answers 200 on 127.0.0.1.
+// Starts the server and waits until GET ready_path (/noop) answers 200 on
+// 127.0.0.1, probing every 2 ms.
 StartedServer start_server(ServerKind kind, const ServerSettings& settings);
 
 }  // namespace edri::bench

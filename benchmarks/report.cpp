@@ -21,30 +21,6 @@ std::string format(const char* fmt, double value) {
   return buf;
 }
 
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        std::string model = line.substr(colon + 1);
-        model.erase(0, model.find_first_not_of(" \t"));
-        return model;
-      }
-    }
-  }
-  return "unknown CPU";
-}
-
-// What `nproc` prints: the CPUs this process may run on.
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
 std::string errors_cell(const RunSummary& s) {
   if (s.non_2xx == 0) return std::to_string(s.errors);
   return std::to_string(s.errors) + " + " + std::to_string(s.non_2xx) + " non-2xx";
@@ -95,6 +71,30 @@ const MiddlewareRow* middleware_baseline(const std::vector<MiddlewareRow>& rows,
 }
 
 }  // namespace
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string model = line.substr(colon + 1);
+        model.erase(0, model.find_first_not_of(" \t"));
+        return model;
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+// What `nproc` prints: the CPUs this process may run on.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
 
 RunSummary summarize(const LoadResult& result) {
   const LatencyHistogram& h = result.latency;

@@ -43,6 +43,10 @@ struct MiddlewareRow {
 
 // "<date> | CPU ... | nproc N | kernel ... | <command line>", so a pasted
 // table carries what it was measured on.
+// The CPU's model name (/proc/cpuinfo), and the CPUs bench may run on.
+std::string cpu_model();
+int usable_cpus();
+
 std::string context_line(const std::string& command_line);
 
 std::string progress_line(const std::string& server, int concurrency, const RunSummary& s);

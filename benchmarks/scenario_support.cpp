@@ -93,11 +93,15 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
   return result;
 }
 
-void print_report_header(const ScenarioContext& context, std::string_view load_description) {
+void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed) {
   const Options& options = context.options;
   const std::string pinning = (options.client_cpu ? ", client on CPU " + std::to_string(*options.client_cpu) : "") +
                               (options.server_cpus.empty() ? "" : ", server CPUs " + options.server_cpus);
   std::printf("%s\n", context.context_line.c_str());
+  if (!timed) {
+    std::printf("%.*s%s\n\n", static_cast<int>(load_description.size()), load_description.data(), pinning.c_str());
+    return;
+  }
   std::printf("load: %.*s, warm-up %g s, measured %g s per run%s\n\n", static_cast<int>(load_description.size()),
               load_description.data(), options.warmup_seconds, options.duration_seconds, pinning.c_str());
 }

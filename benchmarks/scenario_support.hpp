@@ -46,6 +46,8 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
 
 // The context line, "load: <load_description>, warm-up ..., measured ... per
 // run" with any pinning, and a blank line.
-void print_report_header(const ScenarioContext& context, std::string_view load_description);
+// `timed`: false for scenarios without a timed load (startup, session):
+// the description alone.
+void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed = true);
 
 }  // namespace edri::bench

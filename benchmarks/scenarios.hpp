@@ -40,5 +40,7 @@ ScenarioOutcome run_listener_scenario(const ScenarioContext& context);
 ScenarioOutcome run_route_scenario(const ScenarioContext& context);
 ScenarioOutcome run_payload_scenario(const ScenarioContext& context);
 ScenarioOutcome run_slow_scenario(const ScenarioContext& context);
+ScenarioOutcome run_startup_scenario(const ScenarioContext& context);
+ScenarioOutcome run_session_scenario(const ScenarioContext& context);
 
 }  // namespace edri::bench
