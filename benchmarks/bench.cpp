@@ -55,6 +55,11 @@ constexpr Scenario kScenarios[] = {
     {"startup", "edri, FastAPI, nginx: launch to the first 200 on GET /noop, and edri to /ready", run_startup_scenario},
     {"session", "edri: 1,000 idle WebSocket sessions: RSS and threads per process, CPU while idle",
      run_session_scenario},
+    {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
+     run_serialization_scenario},
+    {"inprocess",
+     "edri without sockets: route lookup (300 routes), binding, JSON answer, a middleware layer, manager dispatch",
+     run_inprocess_scenario},
 };
 
 // Wide enough for the longest name, so descriptions line up.

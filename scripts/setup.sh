@@ -8,6 +8,8 @@ packages=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev catch2 node-llhttp libsqlite3-dev libkainjow-mustache-dev libssl-dev openssl
   clang-format
+  # bench_micro (bench serialization, bench inprocess)
+  libbenchmark-dev
   # the notes page is tested in headless Chromium
   chromium
   # references measured side by side by `bench` (optional at run time)

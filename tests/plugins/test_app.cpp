@@ -27,10 +27,9 @@ void reg(edri::Registry& r) {
   r.post("/echo", "test.echo",
          [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); });
   // The same, with the body declared JSON: checked by the listener.
-  r.post(
-      "/json-echo", "test.json_echo",
-      [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },
-      {edri::JsonBody()});
+  r.post("/json-echo", "test.json_echo",
+         [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },
+         {edri::JsonBody()});
   r.get("/throw", "test.throw", [](const edri::Request&, edri::Context&) -> edri::Response {
     throw std::runtime_error("secret internal detail");
   });

@@ -1,0 +1,177 @@
+// bench_micro: what edri itself costs per request, without sockets or
+// processes (Google Benchmark). `bench serialization` and `bench inprocess`
+// run it and print its figures as tables; it runs alone too
+// (build/bin/bench_micro --benchmark_filter=...).
+#include <benchmark/benchmark.h>
+
+#include <edri/plugin.hpp>
+#include <string>
+#include <vector>
+
+#include "envelope/envelope.hpp"
+#include "http/request_parser.hpp"
+#include "http/route_table.hpp"
+#include "listener/request_validator.hpp"
+
+namespace {
+
+namespace env = edri::envelope;
+
+// An envelope as the listener makes one: header, two path parameters, a
+// query and a body of `size` bytes.
+std::vector<std::byte> encoded_request(std::size_t size) {
+  const std::string body(size, 'b');
+  const std::vector<std::pair<std::string, std::string>> params{{"id", "12345"}, {"slug", "a-note"}};
+  env::EnvelopeWriter w(env::make_header(env::Kind::Request, env::event_type_id("notes.get"), 1));
+  w.key_values(env::SectionType::PathParams, params, env::StringPairKey{}, env::StringPairValue{});
+  w.text(env::SectionType::Query, "limit=20");
+  w.text(env::SectionType::Body, body);
+  std::vector<std::byte> out(w.size());
+  w.write(out.data());
+  return out;
+}
+
+void BM_EnvelopeEncode(benchmark::State& state) {
+  const std::string body(static_cast<std::size_t>(state.range(0)), 'b');
+  const std::vector<std::pair<std::string, std::string>> params{{"id", "12345"}, {"slug", "a-note"}};
+  std::vector<std::byte> out(body.size() + 4096);
+  const auto header = env::make_header(env::Kind::Request, env::event_type_id("notes.get"), 1);
+  for (auto _ : state) {
+    env::EnvelopeWriter w(header);
+    w.key_values(env::SectionType::PathParams, params, env::StringPairKey{}, env::StringPairValue{});
+    w.text(env::SectionType::Query, "limit=20");
+    w.text(env::SectionType::Body, body);
+    w.write(out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_EnvelopeEncode)->Arg(64)->Arg(1024)->Arg(16384)->Arg(262144);
+
+void BM_EnvelopeDecode(benchmark::State& state) {
+  const auto record = encoded_request(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    env::EnvelopeView v;
+    const auto e = env::decode(record, v);
+    benchmark::DoNotOptimize(e);
+    env::KeyValueReader kv(v.section(env::SectionType::PathParams));
+    std::string_view k, val;
+    while (kv.next(k, val)) benchmark::DoNotOptimize(val);
+    benchmark::DoNotOptimize(v.text(env::SectionType::Body));
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+BENCHMARK(BM_EnvelopeDecode)->Arg(64)->Arg(1024)->Arg(16384)->Arg(262144);
+
+// A 300-route table (100 resources x list, item, item action), looked up
+// for a route with two parameters near its end.
+void BM_RouteLookup300(benchmark::State& state) {
+  edri::http::RouteTable table;
+  std::uint32_t target = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::string base = "/api/v1/resource" + std::to_string(i);
+    table.add(edri::Method::Get, base, target++);
+    table.add(edri::Method::Get, base + "/{id:int}", target++);
+    table.add(edri::Method::Post, base + "/{id:int}/actions/{name}", target++);
+  }
+  for (auto _ : state) {
+    auto m = table.find(edri::Method::Post, "/api/v1/resource97/12345/actions/publish");
+    benchmark::DoNotOptimize(m);
+  }
+}
+BENCHMARK(BM_RouteLookup300);
+
+// Binding and checking a JSON body with three declared fields and a query
+// field, as the listener does before a request leaves it.
+void BM_ParamBinding(benchmark::State& state) {
+  edri::listener::RequestValidator validator(
+      {edri::Field("title").string().length(1, 200), edri::Field("body").string().optional(),
+       edri::Field("priority").integer().range(0, 10), edri::Field("limit").in_query().integer().default_to(20)});
+  edri::http::HttpRequest req;
+  req.body = R"({"title":"a note","body":"some text for the note","priority":3})";
+  edri::listener::ValidatedFields out;
+  for (auto _ : state) {
+    out.clear();
+    validator.check("limit=50", req, out);
+    benchmark::DoNotOptimize(out.status);
+  }
+}
+BENCHMARK(BM_ParamBinding);
+
+// A handler's JSON answer: an object of five members, serialized.
+void BM_JsonResponse(benchmark::State& state) {
+  for (auto _ : state) {
+    auto r = edri::Response::json(
+        {{"id", 12345}, {"title", "a note"}, {"body", "some text"}, {"done", false}, {"tags", {"a", "b"}}}, 200);
+    benchmark::DoNotOptimize(r.body.data());
+  }
+}
+BENCHMARK(BM_JsonResponse);
+
+// One middleware layer as the listener runs it: on_request, which adds a
+// header, and on_response.
+void BM_MiddlewareLayer(benchmark::State& state) {
+  edri::MiddlewareDecl m{"tag", 0,
+                         [](const edri::Request&, edri::ResponseHeaders& h) -> std::optional<edri::Response> {
+                           h.add("X-Tag", "1");
+                           return std::nullopt;
+                         },
+                         [](int, edri::ResponseHeaders& h) { h.add("X-Seen", "1"); }};
+  edri::Request view;
+  view.path = "/notes/1";
+  edri::ResponseHeaders req_headers, resp_headers;
+  for (auto _ : state) {
+    req_headers.clear();
+    resp_headers.clear();
+    auto early = m.on_request(view, req_headers);
+    benchmark::DoNotOptimize(early);
+    m.on_response(200, resp_headers);
+    benchmark::DoNotOptimize(resp_headers.lines().data());
+  }
+}
+BENCHMARK(BM_MiddlewareLayer);
+
+// What the manager does per request, without its channel: decode the
+// envelope, bind the Request, call the handler, encode its answer.
+void BM_ManagerDispatch(benchmark::State& state) {
+  const auto record = encoded_request(40);
+  const edri::Handler handler = [](const edri::Request& r, edri::Context&) {
+    return edri::Response::json({{"id", r.int_param("id")}, {"ok", true}});
+  };
+  struct NoContext : edri::Context {
+    std::string_view domain() const override { return "bench"; }
+    bool publish(std::string_view, const nlohmann::json&) override { return false; }
+    bool request(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {
+      return false;
+    }
+    edri::Responder defer() override { return edri::Responder(nullptr); }
+    std::string render(std::string_view, const nlohmann::json&) override { return {}; }
+    edri::Response in_thread(std::function<edri::Response()>) override { return {}; }
+    edri::Response in_process(std::string_view, std::string,
+                              std::function<edri::Response(const edri::TaskResult&)>) override {
+      return {};
+    }
+  } ctx;
+  edri::Request req;
+  std::vector<std::byte> out(4096);
+  for (auto _ : state) {
+    env::EnvelopeView v;
+    if (env::decode(record, v) != env::DecodeError::None) state.SkipWithError("decode");
+    req.path_params.clear();
+    env::KeyValueReader kv(v.section(env::SectionType::PathParams));
+    std::string_view k, val;
+    while (kv.next(k, val)) req.path_params.push_back(edri::Param{k, val});
+    req.body = v.text(env::SectionType::Body);
+    const auto resp = handler(req, ctx);
+    env::EnvelopeWriter w(env::make_header(env::Kind::Response, v.header.event_type, v.header.request_id));
+    w.text(env::SectionType::ContentType, resp.content_type);
+    w.text(env::SectionType::Body, resp.body);
+    w.write(out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_ManagerDispatch);
+
+}  // namespace
+
+BENCHMARK_MAIN();
