@@ -136,6 +136,9 @@ ScenarioOutcome run_kept(const Scenario& scenario, const Options& options, const
     if (!path.empty()) std::fprintf(stderr, "bench: recorded %s\n", path.c_str());
   }
   if (options.record && append_to_ledger(info, report)) std::fprintf(stderr, "bench: appended to BENCHMARKS.md\n");
+  if (options.record)
+    if (const auto chart = write_chart(info.scenario, info.reports.front()); !chart.empty())
+      std::fprintf(stderr, "bench: drew %s\n", chart.c_str());
   return worst;
 }
 

@@ -94,6 +94,10 @@ std::string utc_now(const char* format) {
   return buf;
 }
 
+// Changes to tracked files, but for the ledger's own outputs (a run of
+// `bench all --record` appends to BENCHMARKS.md as it goes).
+constexpr const char* kDirtyCheck = "status --porcelain --untracked-files=no -- . ':!BENCHMARKS.md' ':!docs/charts'";
+
 std::string git(const std::string& args) {
   return run_output("git -C '" + std::string(EDRI_SOURCE_DIR) + "' " + args + " 2>/dev/null");
 }
@@ -213,7 +217,7 @@ std::string write_record(const RecordInfo& info) {
       {"command", info.command_line},
       {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
       {"commit", commit.empty() ? "unknown" : commit},
-      {"dirty", !git("status --porcelain --untracked-files=no").empty()},
+      {"dirty", !git(kDirtyCheck).empty()},
       {"machine", {{"cpu", cpu_model()}, {"cores", usable_cpus()}, {"kernel", kernel}, {"memory_kb", memory_kb()}}},
       {"runs", nlohmann::json::array()}};
   for (const auto& report : info.reports) {
@@ -231,11 +235,68 @@ std::string write_record(const RecordInfo& info) {
   return path.string();
 }
 
+std::string write_chart(const std::string& scenario, const std::string& report) {
+  if (run_output("command -v gnuplot").empty()) {
+    std::fprintf(stderr, "bench: no chart: gnuplot is not installed\n");
+    return {};
+  }
+  const auto tables = parse_tables(report);
+  if (tables.empty()) return {};
+  const auto& t = tables.front();
+  std::size_t value = t.header.size();
+  for (const char* wanted : {"req/s", "ns per", "ms"}) {
+    for (std::size_t c = 1; c < t.header.size() && value == t.header.size(); ++c)
+      if (t.header[c].find(wanted) != std::string::npos) value = c;
+    if (value != t.header.size()) break;
+  }
+  if (value == t.header.size()) {
+    std::fprintf(stderr, "bench: no chart for %s: no req/s, ns or ms column\n", scenario.c_str());
+    return {};
+  }
+  std::error_code ec;
+  const fs::path dir = fs::path(EDRI_SOURCE_DIR) / "docs" / "charts";
+  fs::create_directories(dir, ec);
+  const fs::path data = fs::temp_directory_path() / ("edri-chart-" + std::to_string(::getpid()) + ".dat");
+  {
+    std::ofstream d(data);
+    for (const auto& row : t.rows) {
+      if (row.size() <= value) continue;
+      const auto v = number_of(row[value]);
+      if (!v) continue;
+      std::string label;
+      for (std::size_t c = 0; c < value; ++c) label += (c ? " " : "") + row[c];
+      for (auto& ch : label)
+        if (ch == '"') ch = '\'';
+      d << '"' << label << "\" " << v->first << '\n';
+    }
+  }
+  const fs::path svg = dir / (scenario + ".svg");
+  const fs::path script = data.string() + ".gp";
+  {
+    std::ofstream g(script);
+    g << "set terminal svg size 900,420 dynamic font 'sans,11'\n"
+      << "set output '" << svg.string() << "'\n"
+      << "set title \"bench " << scenario << ": " << t.header[value] << " (" << utc_now("%Y-%m-%d") << ")\"\n"
+      << "set style fill solid 0.8\nset boxwidth 0.6\nset xtics rotate by -30 nomirror\nset grid ytics\n"
+      << "set yrange [0:*]\nunset key\nset ylabel \"" << t.header[value] << "\"\n"
+      << "plot '" << data.string() << "' using 0:2:xtic(1) with boxes lc rgb '#3b6ea5'\n";
+  }
+  const std::string status = run_output("gnuplot '" + script.string() + "' >/dev/null 2>&1; echo $?");
+  const bool ok = status == "0";
+  fs::remove(data, ec);
+  fs::remove(script, ec);
+  if (!ok) {
+    std::fprintf(stderr, "bench: gnuplot failed to draw %s\n", svg.c_str());
+    return {};
+  }
+  return svg.string();
+}
+
 bool append_to_ledger(const RecordInfo& info, const std::string& report) {
   const fs::path path = fs::path(EDRI_SOURCE_DIR) / "BENCHMARKS.md";
   std::ofstream out(path, std::ios::app);
   const std::string commit = git("rev-parse --short HEAD");
-  const bool dirty = !git("status --porcelain --untracked-files=no").empty();
+  const bool dirty = !git(kDirtyCheck).empty();
   out << "\n## " << utc_now("%Y-%m-%d") << " — `bench " << info.scenario << "` (recorded by bench --record)\n\n"
       << "- commit `" << (commit.empty() ? "unknown" : commit) << "`" << (dirty ? " with uncommitted changes" : "")
       << "; " << cpu_model() << ", " << usable_cpus() << " CPUs; `" << info.command_line << "`"

@@ -45,4 +45,10 @@ std::string write_record(const RecordInfo& info);
 // the reason on stderr) when it cannot.
 bool append_to_ledger(const RecordInfo& info, const std::string& report);
 
+// Draws the first table of `report` as docs/charts/<scenario>.svg with
+// gnuplot: a bar per row, its label the cells before the first req/s (or
+// ns, or ms) column, its height that column. The path, or an empty string
+// (gnuplot missing, or no such column: said on stderr).
+std::string write_chart(const std::string& scenario, const std::string& report);
+
 }  // namespace edri::bench

@@ -72,8 +72,9 @@ void print_options_help(std::FILE* to) {
                "                       the references (e.g. 0 or 0,1 or 0-3)\n"
                "  --verbose            server logs to stderr\n"
                "  --runs N             run N times; the report shows each cell's range\n"
-               "  --record             also append the report to BENCHMARKS.md (every run but\n"
-               "                       --quick ones writes benchmarks/results/<date>-<scenario>.json)\n");
+               "  --record             also append the report to BENCHMARKS.md and draw\n"
+               "                       docs/charts/<scenario>.svg (gnuplot); every run but --quick\n"
+               "                       ones writes benchmarks/results/<date>-<scenario>.json\n");
 }
 
 std::optional<Options> parse_options(int argc, char** argv) {

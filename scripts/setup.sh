@@ -14,6 +14,8 @@ packages=(
   chromium
   # references measured side by side by `bench` (optional at run time)
   nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
+  # bench --record draws its charts with it
+  gnuplot-nox
 )
 
 missing=()
