@@ -261,7 +261,10 @@ std::string write_chart(const std::string& scenario, const std::string& report) 
     std::ofstream d(data);
     for (const auto& row : t.rows) {
       if (row.size() <= value) continue;
-      const auto v = number_of(row[value]);
+      // "min / median / max" cells: the median.
+      std::string cell = row[value];
+      if (const auto slash = cell.find(" / "); slash != std::string::npos) cell = cell.substr(slash + 3);
+      const auto v = number_of(cell.substr(0, cell.find(" / ")));
       if (!v) continue;
       std::string label;
       for (std::size_t c = 0; c < value; ++c) label += (c ? " " : "") + row[c];
@@ -286,6 +289,7 @@ std::string write_chart(const std::string& scenario, const std::string& report) 
   fs::remove(data, ec);
   fs::remove(script, ec);
   if (!ok) {
+    fs::remove(svg, ec);  // gnuplot opens its output before it plots
     std::fprintf(stderr, "bench: gnuplot failed to draw %s\n", svg.c_str());
     return {};
   }
