@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "report.hpp"
+#include "server_process.hpp"
 
 namespace edri::bench {
 namespace {
@@ -63,17 +64,6 @@ std::string format_like(double v, const std::string& sample) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string run_output(const std::string& command) {
-  std::string out;
-  if (FILE* p = ::popen(command.c_str(), "r")) {
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    ::pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
 }
 
 long memory_kb() {

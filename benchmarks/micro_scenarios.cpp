@@ -9,6 +9,7 @@
 #include "report.hpp"
 #include "scenario_support.hpp"
 #include "scenarios.hpp"
+#include "server_process.hpp"
 
 namespace edri::bench {
 namespace {
@@ -40,13 +41,9 @@ std::vector<MicroResult> run_micro(const ScenarioContext& context, const std::st
       .append(std::to_string(min_time))
       .append(" 2>/dev/null");
   std::fprintf(stderr, "running bench_micro %s\n", filter.c_str());
-  std::string out;
-  if (FILE* p = ::popen(command.c_str(), "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    if (::pclose(p) != 0) notes.push_back("bench_micro failed");
-  }
+  int status = 0;
+  const std::string out = run_output(command, &status);
+  if (status != 0) notes.push_back("bench_micro failed");
   std::vector<MicroResult> results;
   const auto json = nlohmann::json::parse(out, nullptr, false);
   if (json.is_discarded() || !json.contains("benchmarks")) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <thread>
@@ -269,6 +270,20 @@ int run_quietly(const std::vector<std::string>& argv) {
   if (!process) return -1;
   const int status = process->wait();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string run_output(const std::string& command, int* status) {
+  std::string out;
+  int rc = -1;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    rc = ::pclose(p);
+  }
+  if (status) *status = rc;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
 }
 
 }  // namespace edri::bench

@@ -71,4 +71,9 @@ class ServerProcess {
 // -1 when it could not be run or was killed.
 int run_quietly(const std::vector<std::string>& argv);
 
+// Runs a shell command line to completion; what it printed on stdout,
+// trailing newlines removed. `status`, when given, gets pclose's status
+// (-1 when it could not be run).
+std::string run_output(const std::string& command, int* status = nullptr);
+
 }  // namespace edri::bench

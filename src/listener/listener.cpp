@@ -193,17 +193,19 @@ void Listener::sweep_overdue() {
   const auto write_cutoff =
       std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                              std::chrono::duration<double>(config_.write_timeout_s));
+  // Also closed: a streamed answer whose producer sent nothing for the
+  // response timeout (and more) while its client waited; its manager died
+  // or hangs, and with the head out no error can be sent.
   std::vector<Connection*> stalled;
-  for (auto& c : connections_)
-    if (c && !c->closed() && c->write_stalled_since(write_cutoff)) stalled.push_back(c.get());
-  // A streamed answer whose producer sent nothing for the response timeout
-  // (and more) while its client waited: its manager died or hangs. The
-  // head is out, so no error can be sent: the connection closes.
-  for (auto& c : connections_)
-    if (c && !c->closed() && c->stream_stalled_since(cutoff)) {
+  for (auto& c : connections_) {
+    if (!c || c->closed()) continue;
+    if (c->write_stalled_since(write_cutoff)) {
+      stalled.push_back(c.get());
+    } else if (c->stream_stalled_since(cutoff)) {
       spdlog::warn("closing connection {}: its streamed answer stalled", c->id());
       c->close();
     }
+  }
   for (auto* c : stalled) {
     spdlog::info("closing connection {}: the client took no output for {} s ({} bytes unsent)", c->id(),
                  config_.write_timeout_s, c->backlog());
@@ -313,40 +315,25 @@ void Listener::reply(Connection& c, std::uint32_t seq, int status, std::string_v
   c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
 }
 
-void Listener::reply_file(Connection& c, std::uint32_t seq, int status, std::string_view content_type, FileBody file,
-                          std::string_view headers) {
+template <class Body>
+void Listener::reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+                          std::size_t length, std::string_view headers) {
   const auto* info = c.slot(seq);
   if (!info) return;
   compose_headers(*info, status, headers);
-  const http::ResponseHead h{status,           content_type, static_cast<std::size_t>(file.remaining()),
-                             info->keep_alive, info->http10, info->head};
+  const http::ResponseHead h{status, content_type, length, info->keep_alive, info->http10, info->head};
   record(*info, status);
   auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
   if (info->head)
-    c.complete(seq, head);  // the file closes unsent
+    c.complete(seq, head);  // the body is dropped unsent: the file closed, the blob freed
   else
-    c.complete(seq, head, std::move(file));
-}
-
-void Listener::reply_blob(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
-                          transport::BlobLease blob, std::string_view headers) {
-  const auto* info = c.slot(seq);
-  if (!info) return;
-  compose_headers(*info, status, headers);
-  const http::ResponseHead h{status, content_type, blob.view().size(), info->keep_alive, info->http10, info->head};
-  record(*info, status);
-  auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
-  if (info->head)
-    c.complete(seq, head);  // the blob is freed unsent
-  else
-    c.complete(seq, head, std::move(blob));
+    c.complete(seq, head, std::move(body));
 }
 
 void Listener::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
-  if (a.file)
-    reply_file(c, seq, a.status, a.content_type, std::move(a.file), headers);
-  else
-    reply(c, seq, a.status, a.content_type, std::string_view(), headers);
+  if (!a.file) return reply(c, seq, a.status, a.content_type, std::string_view(), headers);
+  const auto length = static_cast<std::size_t>(a.file.remaining());  // before the move
+  reply_body(c, seq, a.status, a.content_type, std::move(a.file), length, headers);
 }
 
 void Listener::record(const Connection::SlotInfo& info, int status) {
@@ -748,7 +735,9 @@ void Listener::on_response(std::span<const std::byte> record) {
   if (blob) {
     // Sent from the blob area's mapping, never copied into this process;
     // freed once the socket took it or when the connection goes.
-    reply_blob(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), extra_headers_);
+    const std::size_t length = blob.view().size();
+    reply_body(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), length,
+               extra_headers_);
     return;
   }
   reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),

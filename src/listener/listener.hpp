@@ -56,12 +56,11 @@ class Listener {
   // adds the headers request-side middleware left in the slot.
   void reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
              std::string_view headers);
-  // The same with a body sent from disk.
-  void reply_file(Connection& c, std::uint32_t seq, int status, std::string_view content_type, FileBody file,
-                  std::string_view headers);
-  // The same with a body in the blob area.
-  void reply_blob(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
-                  transport::BlobLease blob, std::string_view headers);
+  // The same with a body of `length` bytes sent after the head: a
+  // FileBody (from disk) or a BlobLease (from the blob area).
+  template <class Body>
+  void reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+                  std::size_t length, std::string_view headers);
   void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers);
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view extra_headers = {});
