@@ -33,6 +33,9 @@ constexpr std::size_t kMaxBuffer = std::size_t{128} << 20;
 // the server under test may need.
 constexpr auto kRetryDelay = std::chrono::milliseconds(10);
 constexpr auto kStopPollInterval = std::chrono::milliseconds(50);
+// A paced request sent later than this after its scheduled time counts as
+// sent late: the timer's own jitter stays below it.
+constexpr auto kLateThreshold = std::chrono::milliseconds(1);
 
 Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -46,6 +49,11 @@ struct Run {
   const std::optional<std::string>& expected_body;
   Clock::time_point measure_start;
   Clock::time_point measure_end;
+  // With a rate: when connection i's first request is due, and the gap
+  // between two of its requests. Zero interval: closed loop.
+  Clock::time_point schedule_start;
+  Clock::duration interval{0};
+  int concurrency = 1;
   bool stopping = false;
   bool body_checked = false;
   LoadResult& result;
@@ -73,7 +81,14 @@ struct Run {
 class Client {
  public:
   Client(asio::io_context& io, Run& run, std::size_t index)
-      : socket_(io), retry_timer_(io), run_(run), request_(run.requests[index % run.requests.size()]) {
+      : socket_(io),
+        retry_timer_(io),
+        pace_timer_(io),
+        run_(run),
+        request_(run.requests[index % run.requests.size()]),
+        // Connections start a fraction of an interval apart, so that the
+        // load arrives evenly rather than in bursts of `concurrency`.
+        next_due_(run.schedule_start + run.interval * static_cast<Clock::rep>(index) / run.concurrency) {
     buffer_.resize(kInitialBuffer);
   }
 
@@ -83,6 +98,7 @@ class Client {
     error_code ignored;
     socket_.close(ignored);
     retry_timer_.cancel();
+    pace_timer_.cancel();
   }
 
  private:
@@ -109,7 +125,27 @@ class Client {
 
   void send() {
     if (run_.stopping) return;
-    sent_at_ = Clock::now();
+    if (run_.interval.count() == 0) {
+      sent_at_ = Clock::now();
+      return write();
+    }
+    // Open loop: the latency counts from when this request was due, so the
+    // wait behind a slow earlier answer is part of it.
+    sent_at_ = next_due_;
+    next_due_ += run_.interval;
+    const Clock::time_point now = Clock::now();
+    if (now < sent_at_) {
+      pace_timer_.expires_at(sent_at_);
+      pace_timer_.async_wait([this](const error_code& ec) {
+        if (!ec && !run_.stopping) write();
+      });
+      return;
+    }
+    if (now - sent_at_ > kLateThreshold && run_.in_window(now)) ++run_.result.sent_late;
+    write();
+  }
+
+  void write() {
     asio::async_write(socket_, asio::buffer(request_), [this](const error_code& ec, std::size_t) {
       if (run_.stopping) return;
       if (ec) return fail("write: " + ec.message());
@@ -209,8 +245,10 @@ class Client {
 
   tcp::socket socket_;
   asio::steady_timer retry_timer_;
+  asio::steady_timer pace_timer_;
   Run& run_;
   const std::string& request_;
+  Clock::time_point next_due_;  // with a rate: when the next request is due
   std::vector<char> buffer_;
   std::size_t used_ = 0;
   bool upgraded_ = false;
@@ -238,7 +276,13 @@ LoadResult run_load(const LoadOptions& options) {
       .expected_body = options.expected_body,
       .measure_start = start + to_duration(options.warmup_seconds),
       .measure_end = start + to_duration(options.warmup_seconds + options.duration_seconds),
+      .schedule_start = start,
+      .interval = options.rate > 0 ? to_duration(options.concurrency / options.rate) : Clock::duration{0},
+      .concurrency = options.concurrency,
       .result = result};
+  // A rate so high that one connection's interval rounds to nothing is a
+  // closed loop in all but name; a nanosecond keeps it open.
+  if (options.rate > 0 && run.interval.count() == 0) run.interval = Clock::duration{1};
 
   if (options.websocket_path)
     run.requests.push_back(masked_text_frame(options.request.body));

@@ -28,6 +28,15 @@ struct LoadOptions {
   // message that answers it (an answer without "response" counts as non-2xx).
   std::optional<std::string> websocket_path;
   int concurrency = 1;
+  // Requests per second over all connections; 0 is a closed loop (each
+  // connection sends as soon as its previous answer is in). With a rate the
+  // load is open: connection i sends on its own schedule, one request every
+  // concurrency / rate seconds, whether or not the server kept up, and a
+  // request's latency runs from when the schedule meant it to go, not from
+  // when a busy connection could send it. A stall then shows in the
+  // percentiles as the queue it caused for every request behind it, instead
+  // of as one slow sample (coordinated omission).
+  double rate = 0;
   double warmup_seconds = 1.0;
   double duration_seconds = 5.0;
   // Polled while the run is in progress so a signal ends it within ~50 ms.
@@ -44,6 +53,10 @@ struct LoadResult {
   std::uint64_t completed = 0;  // responses received inside the measured window
   std::uint64_t non_2xx = 0;    // of those, the ones whose status was not 2xx
   std::uint64_t errors = 0;     // connect/read/write failures and malformed responses
+  // With a rate: requests in the window that went out more than a
+  // millisecond after their scheduled time, because the connection was
+  // still waiting on an earlier answer (or the client itself was late).
+  std::uint64_t sent_late = 0;
   double measured_seconds = 0;
   bool interrupted = false;
   std::string first_error;   // the first failure seen, to tell the user why
@@ -54,9 +67,11 @@ struct LoadResult {
   }
 };
 
-// Closed-loop keep-alive load: `concurrency` connections on one thread, each
-// sending the next request as soon as the previous response is complete.
-// Requests completing during the warm-up are discarded.
+// Keep-alive load: `concurrency` connections on one thread, each sending
+// the next request as soon as the previous response is complete (closed
+// loop) or, with a rate, at its scheduled time or as soon after it as the
+// previous response allows (open loop). Requests completing during the
+// warm-up are discarded.
 LoadResult run_load(const LoadOptions& options);
 
 // One GET on a fresh connection; true when it answers 200 within the timeout.

@@ -72,6 +72,10 @@ void print_options_help(std::FILE* to) {
                "                       the references (e.g. 0 or 0,1 or 0-3)\n"
                "  --verbose            server logs to stderr\n"
                "  --runs N             run N times; the report shows each cell's range\n"
+               "  --rate R             open loop: R requests/s in all per run, spread over the\n"
+               "                       connections, each request's latency counted from its\n"
+               "                       scheduled send (no coordinated omission); default: closed\n"
+               "                       loop, each connection sends when its answer is in\n"
                "  --record             also append the report to BENCHMARKS.md and draw\n"
                "                       docs/charts/<scenario>.svg (gnuplot); every run but --quick\n"
                "                       ones writes benchmarks/results/<date>-<scenario>.json\n");
@@ -141,6 +145,13 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.verbose = true;
     } else if (arg == "--record") {
       options.record = true;
+    } else if (arg == "--rate") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      double rate = 0;
+      auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), rate);
+      if (ec != std::errc{} || end != v->data() + v->size() || !(rate > 0) || rate > 1e7) return invalid(*v);
+      options.rate = rate;
     } else if (arg == "--runs") {
       const auto v = value();
       if (!v) return std::nullopt;

@@ -20,6 +20,7 @@ struct Options {
   bool verbose = false;
   bool quick = false;   // a smoke run: short, and not recorded
   int runs = 1;         // --runs N: repeated, reported as ranges
+  double rate = 0;      // --rate R: open-loop load at R req/s per run; 0 closed loop
   bool record = false;  // --record: appended to BENCHMARKS.md
 
   const std::vector<int>& concurrencies_or(const std::vector<int>& scenario_default) const {

@@ -104,7 +104,8 @@ RunSummary summarize(const LoadResult& result) {
                     .p99_ms = to_ms(h.percentile(0.99)),
                     .max_ms = to_ms(h.max()),
                     .errors = result.errors,
-                    .non_2xx = result.non_2xx};
+                    .non_2xx = result.non_2xx,
+                    .sent_late = result.sent_late};
 }
 
 std::string context_line(const std::string& command_line) {
@@ -125,7 +126,10 @@ std::string progress_line(const std::string& server, int concurrency, const RunS
                 "errors %llu, non-2xx %llu",
                 server.c_str(), concurrency, s.requests_per_second, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms,
                 static_cast<unsigned long long>(s.errors), static_cast<unsigned long long>(s.non_2xx));
-  return buf;
+  std::string line = buf;
+  if (s.sent_late > 0)
+    line.append(", sent late ").append(std::to_string(s.sent_late)).append(" (server behind the rate)");
+  return line;
 }
 
 void print_noop_table(const std::vector<Row>& rows) {

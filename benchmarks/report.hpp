@@ -19,6 +19,7 @@ struct RunSummary {
   double max_ms = 0;
   std::uint64_t errors = 0;
   std::uint64_t non_2xx = 0;
+  std::uint64_t sent_late = 0;  // open loop only
 };
 
 RunSummary summarize(const LoadResult& result);

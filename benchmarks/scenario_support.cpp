@@ -76,6 +76,7 @@ LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int
   load.concurrency = concurrency;
   load.warmup_seconds = context.options.warmup_seconds;
   load.duration_seconds = context.options.duration_seconds;
+  load.rate = context.options.rate;
   load.stop_requested = context.stop_requested;
   return load;
 }
@@ -102,8 +103,14 @@ void print_report_header(const ScenarioContext& context, std::string_view load_d
     std::printf("%.*s%s\n\n", static_cast<int>(load_description.size()), load_description.data(), pinning.c_str());
     return;
   }
-  std::printf("load: %.*s, warm-up %g s, measured %g s per run%s\n\n", static_cast<int>(load_description.size()),
-              load_description.data(), options.warmup_seconds, options.duration_seconds, pinning.c_str());
+  const std::string pacing = options.rate > 0
+                                 ? ", open loop at " + std::to_string(static_cast<long long>(options.rate)) +
+                                       " req/s per run (latency from each request's scheduled send; req/s is what was "
+                                       "answered, below the rate when the server fell behind)"
+                                 : "";
+  std::printf("load: %.*s, warm-up %g s, measured %g s per run%s%s\n\n", static_cast<int>(load_description.size()),
+              load_description.data(), options.warmup_seconds, options.duration_seconds, pacing.c_str(),
+              pinning.c_str());
 }
 
 }  // namespace edri::bench
