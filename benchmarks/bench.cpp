@@ -136,9 +136,14 @@ ScenarioOutcome run_kept(const Scenario& scenario, const Options& options, const
     if (!path.empty()) std::fprintf(stderr, "bench: recorded %s\n", path.c_str());
   }
   if (options.record && append_to_ledger(info, report)) std::fprintf(stderr, "bench: appended to BENCHMARKS.md\n");
-  if (options.record)
-    if (const auto chart = write_chart(info.scenario, info.reports.front()); !chart.empty())
-      std::fprintf(stderr, "bench: drew %s\n", chart.c_str());
+  if (options.record) {
+    // Under a rate every server that keeps up answers the same req/s: the
+    // tail latency is the figure, and it must not replace the closed-loop
+    // chart the README shows.
+    const auto chart = options.rate > 0 ? write_chart(info.scenario + "-paced", info.reports.front(), {"p99 ms"})
+                                        : write_chart(info.scenario, info.reports.front());
+    if (!chart.empty()) std::fprintf(stderr, "bench: drew %s\n", chart.c_str());
+  }
   return worst;
 }
 

@@ -225,7 +225,8 @@ std::string write_record(const RecordInfo& info) {
   return path.string();
 }
 
-std::string write_chart(const std::string& scenario, const std::string& report) {
+std::string write_chart(const std::string& scenario, const std::string& report,
+                        const std::vector<std::string>& columns) {
   if (run_output("command -v gnuplot").empty()) {
     std::fprintf(stderr, "bench: no chart: gnuplot is not installed\n");
     return {};
@@ -234,13 +235,13 @@ std::string write_chart(const std::string& scenario, const std::string& report) 
   if (tables.empty()) return {};
   const auto& t = tables.front();
   std::size_t value = t.header.size();
-  for (const char* wanted : {"req/s", "ns per", "ms"}) {
+  for (const std::string& wanted : columns) {
     for (std::size_t c = 1; c < t.header.size() && value == t.header.size(); ++c)
       if (t.header[c].find(wanted) != std::string::npos) value = c;
     if (value != t.header.size()) break;
   }
   if (value == t.header.size()) {
-    std::fprintf(stderr, "bench: no chart for %s: no req/s, ns or ms column\n", scenario.c_str());
+    std::fprintf(stderr, "bench: no chart for %s: no %s column\n", scenario.c_str(), columns.front().c_str());
     return {};
   }
   std::error_code ec;
