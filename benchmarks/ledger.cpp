@@ -244,10 +244,21 @@ std::string write_chart(const std::string& scenario, const std::string& report,
     std::fprintf(stderr, "bench: no chart for %s: no %s column\n", scenario.c_str(), columns.front().c_str());
     return {};
   }
+  // A bar's label: the cells before the first figure (server, c), so that
+  // a chart of a later column does not label its bars with the earlier ones.
+  std::size_t label_end = value;
+  for (std::size_t c = 1; c < value; ++c)
+    if (t.header[c].find("req/s") != std::string::npos || t.header[c].find(" ms") != std::string::npos ||
+        t.header[c].find("ns per") != std::string::npos) {
+      label_end = c;
+      break;
+    }
   std::error_code ec;
   const fs::path dir = fs::path(EDRI_SOURCE_DIR) / "docs" / "charts";
   fs::create_directories(dir, ec);
   const fs::path data = fs::temp_directory_path() / ("edri-chart-" + std::to_string(::getpid()) + ".dat");
+  double smallest = 0;
+  double largest = 0;
   {
     std::ofstream d(data);
     for (const auto& row : t.rows) {
@@ -257,13 +268,18 @@ std::string write_chart(const std::string& scenario, const std::string& report,
       if (const auto slash = cell.find(" / "); slash != std::string::npos) cell = cell.substr(slash + 3);
       const auto v = number_of(cell.substr(0, cell.find(" / ")));
       if (!v) continue;
+      smallest = smallest == 0 ? v->first : std::min(smallest, v->first);
+      largest = std::max(largest, v->first);
       std::string label;
-      for (std::size_t c = 0; c < value; ++c) label += (c ? " " : "") + row[c];
+      for (std::size_t c = 0; c < label_end; ++c) label += (c ? " " : "") + row[c];
       for (auto& ch : label)
         if (ch == '"') ch = '\'';
       d << '"' << label << "\" " << v->first << '\n';
     }
   }
+  // Bars that differ a thousandfold (a tail latency beside one that
+  // exploded) are only readable on a log scale.
+  const bool log_scale = smallest > 0 && largest / smallest > 100;
   const fs::path svg = dir / (scenario + ".svg");
   const fs::path script = data.string() + ".gp";
   {
@@ -272,7 +288,8 @@ std::string write_chart(const std::string& scenario, const std::string& report,
       << "set output '" << svg.string() << "'\n"
       << "set title \"bench " << scenario << ": " << t.header[value] << " (" << utc_now("%Y-%m-%d") << ")\"\n"
       << "set style fill solid 0.8\nset boxwidth 0.6\nset xtics rotate by -30 nomirror\nset grid ytics\n"
-      << "set yrange [0:*]\nunset key\nset ylabel \"" << t.header[value] << "\"\n"
+      << (log_scale ? "set logscale y\n" : "set yrange [0:*]\n") << "unset key\nset ylabel \"" << t.header[value]
+      << (log_scale ? " (log scale)" : "") << "\"\n"
       << "plot '" << data.string() << "' using 0:2:xtic(1) with boxes lc rgb '#3b6ea5'\n";
   }
   const std::string status = run_output("gnuplot '" + script.string() + "' >/dev/null 2>&1; echo $?");
