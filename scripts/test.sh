@@ -35,3 +35,5 @@ BENCH_RESULTS_DIR="$results" build/bin/bench startup --runs 2 >"$results/report.
 grep -q "ranges over 2 runs" "$results/report.md"
 python3 -c 'import json,sys,glob; r=json.load(open(glob.glob(sys.argv[1]+"/*-startup.json")[0])); assert len(r["runs"])==2 and r["runs"][0]["tables"][0]["rows"] and r["machine"]["cores"]>0' "$results"
 rm -rf "$results"
+# An open-loop run: the rate is named in the report and kept.
+build/bin/bench noop --quick --rate 2000 --concurrency 4 | grep "open loop at 2000 req/s" >/dev/null
