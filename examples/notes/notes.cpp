@@ -58,7 +58,12 @@ class Db {
   };
 
   sqlite3* db_ = open();  // first: the statements below use it
-  Statement insert{db_, "INSERT INTO notes(title, body, created_at, updated_at) VALUES(?1, ?2, ?3, ?3)"};
+  // A replayed create (its manager died before it answered, maybe after it
+  // committed) finds the note its first run made: one note per request.
+  Statement insert{db_,
+                   "INSERT INTO notes(title, body, created_at, updated_at, request_id) VALUES(?1, ?2, ?3, ?3, ?4)"
+                   " ON CONFLICT(request_id) DO NOTHING"};
+  Statement by_request{db_, "SELECT id FROM notes WHERE request_id = ?1"};
   Statement select{db_, "SELECT id, title, body, created_at, updated_at FROM notes WHERE id = ?1"};
   Statement page{db_, "SELECT id, title, body, created_at, updated_at FROM notes ORDER BY id DESC LIMIT ?1 OFFSET ?2"};
   Statement count{db_, "SELECT count(*) FROM notes"};
@@ -89,7 +94,16 @@ class Db {
          "CREATE TABLE IF NOT EXISTS notes("
          " id INTEGER PRIMARY KEY AUTOINCREMENT,"
          " title TEXT NOT NULL, body TEXT NOT NULL,"
-         " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)");
+         " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, request_id TEXT)");
+    // A database made before request_id was kept.
+    char* err = nullptr;
+    if (sqlite3_exec(db, "ALTER TABLE notes ADD COLUMN request_id TEXT", nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string why = err ? err : "";
+      sqlite3_free(err);
+      if (why.find("duplicate column") == std::string::npos)
+        throw std::runtime_error("cannot add notes.request_id: " + why);
+    }
+    exec(db, "CREATE UNIQUE INDEX IF NOT EXISTS notes_request_id ON notes(request_id)");
     return db;
   }
   static void exec(sqlite3* db, const char* sql) {
@@ -162,10 +176,15 @@ Response create(const Request& req, Context& ctx) {
   bind_text(s, 1, in.at("title").get<std::string>());
   bind_text(s, 2, in.at("body").get<std::string>());
   bind_text(s, 3, now_rfc3339());
+  bind_text(s, 4, std::string(req.id));
   check(sqlite3_step(s), db.handle(), "insert");
-  const auto id = sqlite3_last_insert_rowid(db.handle());
+  const bool inserted = sqlite3_changes(db.handle()) > 0;
+  sqlite3_stmt* q = db.by_request.use();
+  bind_text(q, 1, std::string(req.id));
+  check(sqlite3_step(q), db.handle(), "select by request");
+  const auto id = sqlite3_column_int64(q, 0);
   const json note = find_note(id);
-  changed(ctx, "created", note);
+  if (inserted) changed(ctx, "created", note);
   return Response::json(note, 201).header("Location", "/notes/" + std::to_string(id));
 }
 
@@ -243,7 +262,13 @@ void register_notes(edri::Registry& r) {
   r.put("/notes/{id:int}", "notes.update", update, note_fields());
   r.del("/notes/{id:int}", "notes.delete", remove);
   // WebSocket: the same events as commands, and pushes of every change.
-  for (const char* c : {"notes.create", "notes.get", "notes.list", "notes.update", "notes.delete"}) r.command(c);
+  for (const char* c : {"notes.create", "notes.get", "notes.list", "notes.update", "notes.delete"}) {
+    r.command(c);
+    // Should the manager die while it handles one, its successor runs it
+    // again: creates are deduplicated on Request::id, the rest are
+    // idempotent.
+    r.replay(c);
+  }
   r.push("notes.changed", "notes.subscribe", "notes.unsubscribe");
   // The web page: GET / serves assets/index.html.
   r.assets("/", "notes_assets");

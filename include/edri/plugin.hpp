@@ -28,7 +28,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 6;
+inline constexpr std::uint32_t kPluginAbiVersion = 7;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 
@@ -80,6 +80,10 @@ class Request {
   Method method = Method::Get;
   std::string_view path;   // the request path, without the query
   std::string_view event;  // the event's name (empty in middleware)
+  // Unique to this request within the server's life, across process
+  // restarts, and the same when the request is replayed (Registry::replay):
+  // a key to deduplicate writes on. Empty in middleware.
+  std::string_view id;
   std::vector<Param> path_params;
   std::string_view query;  // raw query string, without '?'
   // Declared query fields, percent-decoded, defaults applied.
@@ -633,6 +637,17 @@ class Registry {
     return *this;
   }
 
+  // When the manager handling a request of `event_name` dies before it
+  // answers, the request is handed once more to its successor instead of
+  // being answered 503. Only for handlers that may run twice for one
+  // request: reads, and writes that are idempotent or that deduplicate on
+  // Request::id (which is the same both times). A request whose second run
+  // kills the manager again is answered 503.
+  Registry& replay(std::string event_name) {
+    replayed.push_back(std::move(event_name));
+    return *this;
+  }
+
   Registry& middleware(MiddlewareDecl m) {
     middlewares.push_back(std::move(m));
     return *this;
@@ -651,6 +666,7 @@ class Registry {
   std::vector<TaskDecl> tasks;
   std::vector<WorkerProcessesDecl> worker_process_pools;
   std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
+  std::vector<std::string> replayed;                                // events declared with replay()
 
  private:
   friend struct PluginBinding;

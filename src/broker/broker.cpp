@@ -18,11 +18,13 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
     : loop_(loop),
       timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
       to_router_(loop.outbox_to(Topology::kRouter)),
-      timer_(loop.events(), [this] {
-        timer_armed_ = false;
-        expire();
-        arm_deadline_timer();
-      }) {
+      timer_(loop.events(),
+             [this] {
+               timer_armed_ = false;
+               expire();
+               arm_deadline_timer();
+             }),
+      lost_timer_(loop.events(), [this] { answer_lost(); }) {
   const auto& topo = loop.topology();
   for (std::uint32_t i = 0; i < topo.listeners(); ++i) {
     const auto slot = topo.listener_slot(i);
@@ -31,6 +33,18 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
                          [this, i](std::span<const std::byte> rec) { on_request(static_cast<std::uint16_t>(i), rec); });
   }
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_response(rec); });
+  loop.on_peer_death([this](std::uint32_t slot) {
+    if (slot != Topology::kRouter) return;
+    router_died_ = std::chrono::steady_clock::now();
+    // What it never took, its successor handles: not lost.
+    left_for_successor_.clear();
+    to_router_.for_each_untaken([&](std::span<const std::byte> rec) {
+      env::EnvelopeHeader h;
+      if (env::peek_header(rec, h) == env::DecodeError::None && h.kind == static_cast<std::uint8_t>(env::Kind::Request))
+        left_for_successor_.insert(h.request_id);
+    });
+    lost_timer_.expires_after(kLostAnswerGrace);
+  });
   pending_.reserve(4096);
 }
 
@@ -62,7 +76,7 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
       spdlog::error("listener {} channel full: a 503 was lost", listener);
     return;
   }
-  pending_.insert_or_assign(h.request_id, Pending{h});
+  pending_.insert_or_assign(h.request_id, Pending{h, now});
   // Skip the ids already answered before queueing this one.
   while (!deadlines_.empty() && !pending_.count(deadlines_.front().second)) deadlines_.pop_front();
   deadlines_.emplace_back(now + timeout_, h.request_id);
@@ -234,6 +248,24 @@ void Broker::arm_deadline_timer() {
   }
   timer_armed_ = true;
   timer_.expires_after(deadlines_.front().first - std::chrono::steady_clock::now());
+}
+
+void Broker::answer_lost() {
+  std::size_t lost = 0;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.sent > router_died_ || left_for_successor_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const env::EnvelopeHeader req = it->second.request;
+    it = pending_.erase(it);
+    ++lost;
+    if (!env::send_problem(*to_listener_[req.origin_listener], req, 503,
+                           "a process this request went through stopped; it is being restarted, retry"))
+      spdlog::error("listener {} channel full: a 503 was lost", req.origin_listener);
+  }
+  left_for_successor_.clear();
+  if (lost) spdlog::warn("the router died: {} requests without an answer since answered 503", lost);
 }
 
 void Broker::expire() {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/config.hpp"
 #include "common/event_loop.hpp"
@@ -37,6 +38,7 @@ class Broker {
 
   struct Pending {
     envelope::EnvelopeHeader request;  // origin, to answer 504 without the handler
+    std::chrono::steady_clock::time_point sent;
   };
 
   void on_request(std::uint16_t listener, std::span<const std::byte> record);
@@ -49,6 +51,9 @@ class Broker {
   static bool matches(const nlohmann::json& filter, const nlohmann::json& payload);
   void arm_deadline_timer();
   void expire();
+  // The router died: what was sent before and is unanswered after
+  // kLostAnswerGrace died with it (or with its overflow): 503.
+  void answer_lost();
 
   ProcessLoop& loop_;
   std::chrono::nanoseconds timeout_;
@@ -62,6 +67,9 @@ class Broker {
   std::vector<std::uint64_t> announced_;                                   // what the router was told
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
+  EventLoop::Timer lost_timer_;
+  std::chrono::steady_clock::time_point router_died_{};
+  std::unordered_set<std::uint64_t> left_for_successor_;  // request ids the dead router never took
 };
 
 }  // namespace edri::broker

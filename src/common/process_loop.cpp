@@ -90,6 +90,37 @@ std::size_t ProcessLoop::drain_inbound() {
   return total;
 }
 
+void ProcessLoop::on_peer_death(std::function<void(std::uint32_t)> hook) {
+  on_peer_death_ = std::move(hook);
+  deaths_seen_ = segment_.header().deaths.load(std::memory_order_acquire);
+  restarts_seen_.resize(topology_.process_slots());
+  for (std::uint32_t s = 0; s < restarts_seen_.size(); ++s)
+    restarts_seen_[s] = segment_.doorbell(s).restarts.load(std::memory_order_relaxed);
+}
+
+void ProcessLoop::check_deaths() {
+  // One load of a line that changes only when a process dies.
+  const auto deaths = segment_.header().deaths.load(std::memory_order_acquire);
+  if (deaths == deaths_seen_) return;
+  deaths_seen_ = deaths;
+  for (std::uint32_t s = 0; s < restarts_seen_.size(); ++s) {
+    const auto r = segment_.doorbell(s).restarts.load(std::memory_order_relaxed);
+    if (r == restarts_seen_[s]) continue;
+    restarts_seen_[s] = r;
+    if (s != slot_) on_peer_death_(s);
+  }
+}
+
+void ProcessLoop::drain_from(std::uint32_t producer_slot) {
+  for (auto& in : inbound_) {
+    if (in.producer_slot != producer_slot) continue;
+    while (!in.consumer.empty()) {
+      const auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); });
+      if (r.records == 0) break;
+    }
+  }
+}
+
 bool ProcessLoop::inbound_empty() const {
   for (const auto& in : inbound_)
     if (!in.consumer.empty()) return false;
@@ -110,6 +141,7 @@ void ProcessLoop::run() {
   std::uint32_t idle = 0;
   std::uint32_t busy = 0;
   while (!stopped_) {
+    if (on_peer_death_) check_deaths();
     std::size_t work = drain_inbound();
     if (after_drain_) after_drain_();
     flush_outboxes();

@@ -8,6 +8,7 @@
 // per message.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -21,6 +22,13 @@
 #include "transport/topology.hpp"
 
 namespace edri {
+
+// How long a process waits, after a process its requests went through died,
+// before it answers 503 for those sent before the death and still
+// unanswered. Most of them are not lost: the dead process had passed them
+// on, and their answers come back through its successor (which starts
+// 50 ms after the death). What is still missing after this is lost.
+inline constexpr std::chrono::milliseconds kLostAnswerGrace{750};
 
 class ProcessLoop {
  public:
@@ -44,6 +52,13 @@ class ProcessLoop {
   void after_drain(std::function<void()> hook) { after_drain_ = std::move(hook); }
   // Called on SIGTERM/SIGINT; the default stops the loop.
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
+  // Called with the slot of another process that died (the supervisor
+  // counted it and rang our doorbell), before anything it handled is
+  // answered by its successor: the caller answers for what died with it.
+  void on_peer_death(std::function<void(std::uint32_t slot)> hook);
+  // Handles every record waiting from `producer_slot` now (a dead
+  // producer's last words, before deciding what it left unanswered).
+  void drain_from(std::uint32_t producer_slot);
 
   void run();
   void stop() { stopped_ = true; }
@@ -61,6 +76,7 @@ class ProcessLoop {
   };
 
   std::size_t drain_inbound();
+  void check_deaths();
   bool inbound_empty() const;
   void flush_outboxes();
 
@@ -77,6 +93,9 @@ class ProcessLoop {
   std::vector<transport::Outbox*> active_outboxes_;
   std::function<void()> after_drain_;
   std::function<void()> on_stop_signal_;
+  std::function<void(std::uint32_t)> on_peer_death_;
+  std::uint32_t deaths_seen_ = 0;
+  std::vector<std::uint32_t> restarts_seen_;  // by slot
   bool stopped_ = false;
   transport::BlobArena* blobs_ = nullptr;
 };

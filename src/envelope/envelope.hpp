@@ -42,6 +42,10 @@ enum Flags : std::uint16_t {
   // With kFlagStreamPiece: the producer failed; the client's response is
   // cut short.
   kFlagStreamAbort = 1u << 4,
+  // On a request: its event is replayed (Registry::replay). When the
+  // manager that took it dies unanswered, the router hands it once more to
+  // the successor instead of answering 503.
+  kFlagReplay = 1u << 5,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.
@@ -97,7 +101,7 @@ struct EnvelopeHeader {
   std::uint16_t section_count;
   std::uint32_t total_length;       // header + sections, bytes
   std::uint32_t origin_generation;  // listener's connection generation
-  std::uint64_t t0_ns;              // CLOCK_MONOTONIC when the listener dispatched
+  std::uint64_t t0_ns;              // CLOCK_MONOTONIC when the listener dispatched (with request_id: Request::id)
   std::array<std::uint32_t, kStampCount> stamps;
 };
 static_assert(sizeof(EnvelopeHeader) == 88);

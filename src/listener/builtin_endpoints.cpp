@@ -55,7 +55,8 @@ std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
   for (std::uint32_t s = 1; s < topology_.process_slots(); ++s) {
     const auto& d = segment_.doorbell(s);
     const auto pid = d.pid.load(std::memory_order_acquire);
-    out.push_back({slot_names_[s], pid, pid_alive(pid), d.restarts.load(std::memory_order_relaxed)});
+    out.push_back({slot_names_[s], pid, pid_alive(pid), d.restarts.load(std::memory_order_relaxed),
+                   d.failures.load(std::memory_order_relaxed), d.restart_delay_ms.load(std::memory_order_relaxed)});
   }
   return out;
 }
@@ -65,7 +66,13 @@ BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
   auto list = nlohmann::json::array();
   for (const auto& p : processes()) {
     all = all && p.alive;
-    list.push_back({{"name", p.name}, {"pid", p.pid}, {"alive", p.alive}, {"restarts", p.restarts}});
+    nlohmann::json entry{{"name", p.name}, {"pid", p.pid}, {"alive", p.alive}, {"restarts", p.restarts}};
+    // A process that keeps dying soon after each start: the supervisor
+    // waits longer before each restart (up to 5 s).
+    if (p.failures >= transport::kCrashLoopFailures) entry["crash_loop"] = true;
+    if (p.failures > 0) entry["quick_deaths"] = p.failures;
+    if (p.restart_delay_ms > 0) entry["restart_delay_ms"] = p.restart_delay_ms;
+    list.push_back(std::move(entry));
   }
   nlohmann::json j{{"status", all ? "ok" : "degraded"}, {"processes", list}};
   return {all ? 200 : 503, "application/json", j.dump()};

@@ -41,6 +41,8 @@ class BuiltinEndpoints {
     std::uint32_t pid;
     bool alive;
     std::uint32_t restarts;
+    std::uint32_t failures = 0;          // quick deaths in a row (a crash loop from 3)
+    std::uint32_t restart_delay_ms = 0;  // until its next start, while it is down
   };
   std::vector<ProcessView> processes() const;
   Answer health() const;

@@ -76,6 +76,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
+      lost_timer_(loop.events(), [this] { answer_lost(); }),
       builtins_(loop.segment(), loop.topology(), plugins,
                 plugin::manager_titles(plugins.manager_domains(config.manager_replicas))),
       unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())),
@@ -105,12 +106,14 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                   static_cast<std::uint32_t>(::getpid());
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
-    targets_.push_back(Target{plugins.events()[r.event].type_id, validators[r.event]});
+    targets_.push_back(
+        Target{plugins.events()[r.event].type_id, validators[r.event], plugins.events()[r.event].replay});
     routes_.add(r.method, r.path, t);
   }
   for (const auto& cmd : plugins.commands()) {
     const auto& ev = plugins.events()[cmd.event];
-    WsCommand w{WsCommand::Kind::Event, ev.type_id, validators[cmd.event], {}, nlohmann::json(cmd.command).dump()};
+    WsCommand w{
+        WsCommand::Kind::Event, ev.type_id, validators[cmd.event], {}, nlohmann::json(cmd.command).dump(), ev.replay};
     for (const auto& r : plugins.routes())
       if (r.event == cmd.event) {
         w.path_params = http::RouteTable::parameters(r.path);
@@ -130,6 +133,17 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
   loop_.after_drain([this] { after_drain(); });
+  loop_.on_peer_death([this](std::uint32_t slot) {
+    if (slot != transport::Topology::kBroker) return;
+    broker_died_ = std::chrono::steady_clock::now();
+    left_for_successor_.clear();
+    to_broker_.for_each_untaken([&](std::span<const std::byte> rec) {
+      env::EnvelopeHeader h;
+      if (env::peek_header(rec, h) == env::DecodeError::None)
+        left_for_successor_.emplace(h.origin_connection, h.origin_generation, h.origin_stream);
+    });
+    lost_timer_.expires_after(kLostAnswerGrace);
+  });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
 }
 
@@ -212,6 +226,28 @@ void Listener::sweep_overdue() {
     c->close();
   }
   sweep_.expires_after(std::chrono::seconds(1));
+}
+
+void Listener::answer_lost() {
+  static constexpr std::string_view kLost = "a process this request went through stopped; it is being restarted, retry";
+  std::size_t lost = 0;
+  std::vector<std::uint32_t> seqs;
+  for (auto& c : connections_) {
+    if (!c || c->closed() || !c->waiting()) continue;
+    seqs.clear();
+    c->for_each_overdue(broker_died_, [&](std::uint32_t seq) {
+      if (!left_for_successor_.count({c->id(), generations_[c->id()], seq})) seqs.push_back(seq);
+    });
+    for (const auto seq : seqs) {
+      ++lost;
+      if (c->websocket())
+        ws_error(*c, seq, 503, kLost);
+      else
+        problem(*c, seq, 503, kLost, {});
+    }
+  }
+  left_for_successor_.clear();
+  if (lost) spdlog::warn("the broker died: {} requests without an answer since answered 503", lost);
 }
 
 void Listener::accept_all() {
@@ -532,10 +568,8 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (auto conditions = StaticFiles::Conditions::of(req); conditions.any())
     c.set_conditions(seq, std::move(conditions));
   auto h = origin_header(c, env::Kind::Request, route.event_type, seq);
-  if (config_.server_timing) {
-    h.flags |= env::kFlagTiming;
-    h.t0_ns = now_ns();
-  }
+  if (route.replay) h.flags |= env::kFlagReplay;
+  if (config_.server_timing) h.flags |= env::kFlagTiming;
   env::EnvelopeWriter w(h);
   const auto params = m.path_params();
   if (!decoded_params_.empty())
@@ -579,6 +613,9 @@ env::EnvelopeHeader Listener::origin_header(const Connection& c, env::Kind kind,
   h.origin_connection = c.id();
   h.origin_generation = c.generation();
   h.origin_stream = seq;
+  // With request_id, unique across listener restarts (which start the
+  // counter over): Request::id.
+  if (kind == env::Kind::Request) h.t0_ns = now_ns();
   return h;
 }
 
@@ -861,6 +898,7 @@ void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd
   }
 
   auto h = origin_header(c, env::Kind::Request, cmd.type, seq);
+  if (cmd.replay) h.flags |= env::kFlagReplay;
   h.flags |= env::kFlagWholeAnswer;  // a message is one body: no stream
   env::EnvelopeWriter w(h);
   if (!decoded_params_.empty())

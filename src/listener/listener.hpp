@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +85,7 @@ class Listener {
   struct Target {
     std::uint64_t event_type;
     std::shared_ptr<const RequestValidator> validator;  // null: no fields declared
+    bool replay = false;                                // Registry::replay
   };
 
   struct WsCommand {
@@ -91,6 +94,7 @@ class Listener {
     std::shared_ptr<const RequestValidator> validator;
     std::vector<std::pair<std::string, http::ParamType>> path_params;  // of the event's first route
     std::string quoted_name;                                           // as JSON, for every answer
+    bool replay = false;                                               // Registry::replay
   };
 
   // The upgrade request at EDRI_WEBSOCKET_PATH.
@@ -127,6 +131,9 @@ class Listener {
   void stream_control(const Connection::StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
   void after_drain();
   void sweep_overdue();
+  // The broker died: requests sent before that and unanswered after
+  // kLostAnswerGrace died with it (those it never took excepted): 503.
+  void answer_lost();
   Connection* find(std::uint32_t id, std::uint32_t generation);
 
   ProcessLoop& loop_;
@@ -145,6 +152,10 @@ class Listener {
   int unix_fd_ = -1;  // and of its Unix domain socket, if any
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
+  EventLoop::Timer lost_timer_;
+  std::chrono::steady_clock::time_point broker_died_{};
+  // (connection, generation, seq) of requests the dead broker never took.
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;
   http::ResponseWriter writer_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::uint32_t> generations_;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -190,6 +191,12 @@ void Manager::on_record(std::span<const std::byte> record) {
 
 bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.event = event;
+  // The listener's request counter and its dispatch time: unique across
+  // listener restarts, and the same in a replay (the same envelope).
+  const int n = std::snprintf(request_id_, sizeof request_id_, "%016llx-%016llx",
+                              static_cast<unsigned long long>(v.header.request_id),
+                              static_cast<unsigned long long>(v.header.t0_ns));
+  request_.id = std::string_view(request_id_, n > 0 ? static_cast<std::size_t>(n) : 0);
   request_.query = v.text(env::SectionType::Query);
   request_.body = v.text(env::SectionType::Body);
   request_.content_type = v.text(env::SectionType::BodyType);

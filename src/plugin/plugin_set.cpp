@@ -160,6 +160,14 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       claim_command(p.unsubscribe);
       set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
     }
+    for (const auto& name : reg.replayed) {
+      auto it = event_by_name.find(name);
+      if (it == event_by_name.end() || set.events_[it->second].plugin != plugin_index)
+        throw PluginError(where + ": replay of " + name + ", which this plugin does not declare");
+      if (set.events_[it->second].notification)
+        throw PluginError(where + ": replay of notification " + name + " (only requests are replayed)");
+      set.events_[it->second].replay = true;
+    }
     for (auto& [domain, n] : reg.replica_counts) {
       if (n == 0 || n > 64)
         throw PluginError(where + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");

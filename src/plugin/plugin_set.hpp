@@ -30,6 +30,7 @@ struct LoadedEvent {
   std::size_t plugin;         // index into paths()
   std::int32_t handler = -1;  // index into handlers(), -1 when none
   bool notification = false;  // published, not routed
+  bool replay = false;        // Registry::replay: handed to a dead manager's successor
 };
 
 struct LoadedSubscriber {

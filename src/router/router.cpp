@@ -29,6 +29,12 @@ Router::Router(ProcessLoop& loop, const Config& config)
     loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
   }
   loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_broker(rec); });
+  loop.on_peer_death([this](std::uint32_t slot) {
+    const auto& t = loop_.topology();
+    if (slot >= t.manager_slot(0) && slot < t.manager_slot(0) + t.managers())
+      on_manager_death(slot - t.manager_slot(0));
+  });
+  unanswered_.reserve(4096);
   // Nobody is subscribed to this (possibly restarted) router yet.
   loop_.segment().header().managers_subscribed.store(0, std::memory_order_release);
   // After a restart of this process the managers are already running:
@@ -106,9 +112,72 @@ void Router::on_request(std::span<const std::byte> record) {
     std::memcpy(p, record.data(), record.size());
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
-  if (sent) ++in_flight_[manager];
-  if (!sent && !env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
+  if (sent) {
+    ++in_flight_[manager];
+    unanswered_.insert_or_assign(key_of(h), Taken{manager, h, to_manager_[manager]->last_position()});
+    return;
+  }
+  if (!env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
     spdlog::error("reply channel full: a 503 was lost");
+}
+
+void Router::on_manager_death(std::uint32_t manager) {
+  const auto slot = loop_.topology().manager_slot(manager);
+  // Its answers already sent count: take them first.
+  loop_.drain_from(slot);
+  // Requests still in its channel were never taken: its successor handles
+  // them. The others it took, and their answers died with it.
+  std::unordered_map<RequestKey, bool, RequestKeyHash> untaken;
+  to_manager_[manager]->for_each_untaken([&](std::span<const std::byte> rec) {
+    env::EnvelopeHeader h;
+    if (env::peek_header(rec, h) == env::DecodeError::None && h.kind == static_cast<std::uint8_t>(env::Kind::Request))
+      untaken.emplace(key_of(h), true);
+  });
+  auto& out = *to_manager_[manager];
+  std::vector<std::pair<std::uint64_t, Taken*>> replays;  // by their first position: in arrival order
+  std::size_t answered = 0;
+  for (auto it = unanswered_.begin(); it != unanswered_.end();) {
+    Taken& t = it->second;
+    if (t.manager != manager || untaken.count(it->first)) {
+      ++it;
+      continue;
+    }
+    if ((t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
+      replays.emplace_back(t.position, &t);
+      ++it;
+      continue;
+    }
+    const env::EnvelopeHeader request = t.request;
+    it = unanswered_.erase(it);
+    if (in_flight_[manager] > 0) --in_flight_[manager];
+    ++answered;
+    if (!env::send_problem(reply_channel(request), request, 503,
+                           "the process handling this request stopped; it is being restarted, retry"))
+      spdlog::error("reply channel full: a 503 was lost");
+  }
+  // Behind what the dead manager never took, in the order they first came.
+  std::sort(replays.begin(), replays.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::byte> copy;
+  std::size_t replayed = 0;
+  for (auto& [position, t] : replays) {
+    const auto rec = out.record_at(position);
+    copy.assign(rec.begin(), rec.end());  // the ring may move under a push
+    t->replayed = true;
+    if (!copy.empty() && out.push(copy)) {
+      t->position = out.last_position();
+      ++replayed;
+      continue;
+    }
+    const env::EnvelopeHeader request = t->request;
+    unanswered_.erase(key_of(request));
+    if (!env::send_problem(reply_channel(request), request, 503,
+                           "the process handling this request stopped; it is being restarted, retry"))
+      spdlog::error("reply channel full: a 503 was lost");
+  }
+  spdlog::warn(
+      "manager {} died: {} requests it had taken answered 503, {} handed to its successor again, {} it "
+      "never took left for it",
+      manager, answered, replayed, untaken.size());
 }
 
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
@@ -152,7 +221,10 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
       // A streamed answer's pieces after its head are not answers.
-      if (!(h.flags & env::kFlagStreamPiece) && in_flight_[manager] > 0) --in_flight_[manager];
+      if (!(h.flags & env::kFlagStreamPiece)) {
+        if (in_flight_[manager] > 0) --in_flight_[manager];
+        unanswered_.erase(key_of(h));
+      }
       const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
         std::memcpy(p, record.data(), record.size());
         env::stamp(*env::header_at(p), env::kStampRouterOut);

@@ -38,13 +38,37 @@ class Router {
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
+  // A manager died: every request it took and did not answer is answered
+  // 503 now, or, if its event is replayed (kFlagReplay) and this is its
+  // first death, handed to the successor; those still waiting in its
+  // channel go to the successor anyway.
+  void on_manager_death(std::uint32_t manager);
+
+  // A request in flight to a manager is known by who asked (reply_to) and
+  // its id: ids are unique per asker.
+  struct RequestKey {
+    std::uint64_t id;
+    std::uint16_t reply_to;
+    bool operator==(const RequestKey&) const = default;
+  };
+  struct RequestKeyHash {
+    std::size_t operator()(const RequestKey& k) const { return k.id * 0x9E3779B97F4A7C15ULL ^ k.reply_to; }
+  };
+  static RequestKey key_of(const envelope::EnvelopeHeader& h) { return {h.request_id, h.reply_to}; }
+  struct Taken {
+    std::uint32_t manager;
+    envelope::EnvelopeHeader request;  // to answer it, should the manager die
+    std::uint64_t position;            // of its record in the manager's channel (Outbox::last_position)
+    bool replayed = false;             // handed to a successor once already
+  };
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;
   std::unordered_map<std::uint64_t, Subscribers> routes_;
-  bool least_loaded_;                       // EDRI_ROUTING=least_loaded
-  std::vector<std::uint32_t> in_flight_;    // per manager: requests sent, not answered
+  bool least_loaded_;                     // EDRI_ROUTING=least_loaded
+  std::vector<std::uint32_t> in_flight_;  // per manager: requests sent, not answered
+  std::unordered_map<RequestKey, Taken, RequestKeyHash> unanswered_;
   std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)

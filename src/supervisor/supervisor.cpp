@@ -182,6 +182,13 @@ void Supervisor::spawn(Child& c) {
   c.pid = pid;
   c.started = std::chrono::steady_clock::now();
   spdlog::debug("started {} (pid {})", c.title, pid);
+  if (c.failures > 0) {
+    // /health stops calling it a crash loop once this start lasts.
+    c.restart_timer->expires_after(kStableAfter);
+    c.restart_timer->async_wait([this, &c, pid](const boost::system::error_code& ec) {
+      if (!ec && c.pid == pid) segment_->doorbell(c.slot).failures.store(0, std::memory_order_relaxed);
+    });
+  }
 }
 
 int Supervisor::run() {
@@ -288,6 +295,16 @@ void Supervisor::prepare_upload_path() {
     spdlog::warn("removed {} upload files in {} left by listeners that died", files, dir);
 }
 
+void Supervisor::announce_death() {
+  // After the slot's restart count: a process that sees the new death count
+  // finds which slot changed.
+  segment_->header().deaths.fetch_add(1, std::memory_order_release);
+  const std::uint64_t one = 1;
+  for (const auto& c : children_)
+    if (c.pid > 0 && ::write(doorbells_[c.slot], &one, sizeof one) < 0)
+      spdlog::debug("cannot ring {}: {}", c.title, std::strerror(errno));
+}
+
 void Supervisor::reap() {
   for (;;) {
     int status = 0;
@@ -305,18 +322,28 @@ void Supervisor::reap() {
       c.pid = -1;
       if (stopping_) break;
       const auto lived = std::chrono::steady_clock::now() - c.started;
-      c.failures = lived > std::chrono::seconds(10) ? 0 : c.failures + 1;
+      c.failures = lived > kStableAfter ? 0 : c.failures + 1;
       const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));
+      const std::string loop = c.failures >= transport::kCrashLoopFailures
+                                   ? fmt::format(" (crash loop: {} deaths in a row, each within {} s of its start)",
+                                                 c.failures, kStableAfter.count())
+                                   : std::string();
       if (WIFSIGNALED(status))
-        spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms", c.title, pid, WTERMSIG(status),
-                      delay.count());
+        spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms{}", c.title, pid, WTERMSIG(status),
+                      delay.count(), loop);
       else
-        spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms", c.title, pid, WEXITSTATUS(status),
-                      delay.count());
-      segment_->doorbell(c.slot).restarts.fetch_add(1, std::memory_order_relaxed);
+        spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms{}", c.title, pid, WEXITSTATUS(status),
+                      delay.count(), loop);
+      auto& d = segment_->doorbell(c.slot);
+      d.failures.store(c.failures, std::memory_order_relaxed);
+      d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
+      d.restarts.fetch_add(1, std::memory_order_relaxed);
+      announce_death();
       c.restart_timer->expires_after(delay);
       c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
-        if (!ec && !stopping_) spawn(c);
+        if (ec || stopping_) return;
+        segment_->doorbell(c.slot).restart_delay_ms.store(0, std::memory_order_relaxed);
+        spawn(c);
       });
       break;
     }

@@ -47,6 +47,10 @@ class Supervisor {
   void spawn(Child& c);
   void on_signal(int sig);
   void reap();
+  // Counts a death in the segment and wakes every child to look at it.
+  void announce_death();
+  // A start that lives this long ends a run of quick deaths.
+  static constexpr std::chrono::seconds kStableAfter{10};
   // Creates EDRI_UPLOAD_FILES_PATH if needed, checks it is writable and
   // removes what listeners that died left in it.
   void prepare_upload_path();

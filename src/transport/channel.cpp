@@ -43,6 +43,7 @@ std::byte* ChannelProducer::reserve(std::size_t n, std::uint32_t tag) {
   const std::uint32_t hdr[2] = {static_cast<std::uint32_t>(n), tag};
   std::memcpy(data_ + at, hdr, sizeof hdr);
   reserved_ = need;
+  last_record_ = tail_;
   return data_ + at + kRecordHeaderBytes;
 }
 
@@ -60,24 +61,41 @@ bool ChannelProducer::try_push(std::span<const std::byte> payload, std::uint32_t
   return true;
 }
 
+std::span<const std::byte> ChannelProducer::record_at(std::uint64_t position) const {
+  // Written over once the tail (with a reservation in progress) passed the
+  // same offset a ring later.
+  if (position >= tail_ || tail_ + reserved_ > position + ring_bytes_) return {};
+  std::uint32_t hdr[2];
+  std::memcpy(hdr, data_ + (position & (ring_bytes_ - 1)), sizeof hdr);
+  if (hdr[1] == kWrapTag || hdr[0] > max_record()) return {};
+  return {data_ + (position & (ring_bytes_ - 1)) + kRecordHeaderBytes, hdr[0]};
+}
+
 std::uint64_t ChannelProducer::depth() const { return tail_ - control_->head.load(std::memory_order_relaxed); }
 
 ChannelConsumer::ChannelConsumer(ChannelControl* control, std::byte* data, std::size_t ring_bytes)
     : control_(control), data_(data), ring_bytes_(ring_bytes) {
   head_ = control_->head.load(std::memory_order_relaxed);
+  const std::uint64_t start = resume_position(*control_, data_, ring_bytes_);
+  if (start == head_) return;
+  finish(start, 0, false);
+  skipped_poison_ = true;
+}
+
+std::uint64_t resume_position(const ChannelControl& control, const std::byte* data, std::size_t ring_bytes) {
+  const std::uint64_t head = control.head.load(std::memory_order_acquire);
   // A predecessor that died while handling a record left its position: the
   // records of its batch before it were handled, that one killed it. Start
   // after it.
-  const std::uint64_t ip = control_->in_progress.load(std::memory_order_relaxed);
-  const std::uint64_t tail = control_->tail.load(std::memory_order_acquire);
-  if (ip == 0 || ip - 1 < head_ || ip - 1 >= tail) return;
+  const std::uint64_t ip = control.in_progress.load(std::memory_order_relaxed);
+  const std::uint64_t tail = control.tail.load(std::memory_order_acquire);
+  if (ip == 0 || ip - 1 < head || ip - 1 >= tail) return head;
   const std::uint64_t at = ip - 1;
   std::uint32_t hdr[2];
-  std::memcpy(hdr, data_ + (at & (ring_bytes_ - 1)), sizeof hdr);
+  std::memcpy(hdr, data + (at & (ring_bytes - 1)), sizeof hdr);
   const std::uint64_t step = align_up(kRecordHeaderBytes + hdr[0], kRecordAlign);
-  if (hdr[1] == kWrapTag || at + step > tail) return;  // not a record start: leave it
-  finish(at + step, 0, false);
-  skipped_poison_ = true;
+  if (hdr[1] == kWrapTag || at + step > tail) return head;  // not a record start: leave it
+  return at + step;
 }
 
 bool ChannelConsumer::empty() const { return control_->tail.load(std::memory_order_acquire) == head_; }

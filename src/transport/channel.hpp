@@ -33,6 +33,20 @@ class ChannelProducer {
   // Bytes written and not yet consumed, as last seen (for metrics).
   std::uint64_t depth() const;
 
+  // With the consumer dead: calls f(payload) for each record it never
+  // took, those its successor will handle (from where the successor will
+  // start, past a record the consumer died on, to the tail). Everything
+  // before them the dead consumer took.
+  template <class F>
+  void for_each_untaken(F&& f) const;
+
+  // Where the last record reserve() placed starts.
+  std::uint64_t last_record() const { return last_record_; }
+  // The payload of the record that starts at `position`, while the ring has
+  // not been written over it since (only this producer writes it: records
+  // are overwritten a whole ring later); empty when it has been.
+  std::span<const std::byte> record_at(std::uint64_t position) const;
+
  private:
   ChannelControl* control_ = nullptr;
   std::byte* data_ = nullptr;
@@ -40,7 +54,32 @@ class ChannelProducer {
   std::uint64_t tail_ = 0;
   std::uint64_t cached_head_ = 0;
   std::size_t reserved_ = 0;  // bytes of the reserved, uncommitted record
+  std::uint64_t last_record_ = 0;
 };
+
+// The header of the record at position `h`. A wrap marker there moves `h`
+// to the ring's start, where the next record is.
+struct RecordHeader {
+  std::uint32_t length;
+  std::uint32_t tag;
+  std::size_t offset;  // of the record in the ring
+};
+inline RecordHeader record_header(const std::byte* data, std::size_t ring_bytes, std::uint64_t& h) {
+  std::size_t off = h & (ring_bytes - 1);
+  std::uint32_t hdr[2];
+  __builtin_memcpy(hdr, data + off, sizeof hdr);
+  if (hdr[1] == kWrapTag) {
+    h += ring_bytes - off;
+    off = 0;
+    __builtin_memcpy(hdr, data, sizeof hdr);
+  }
+  return {hdr[0], hdr[1], off};
+}
+
+// Where a consumer that starts now begins: the published head, or just past
+// the record a dead predecessor was handling (`in_progress`), which is not
+// handled twice.
+std::uint64_t resume_position(const ChannelControl& control, const std::byte* data, std::size_t ring_bytes);
 
 class ChannelConsumer {
  public:
@@ -76,20 +115,14 @@ class ChannelConsumer {
 template <class F>
 ChannelConsumer::DrainResult ChannelConsumer::drain(F&& f, std::size_t max_records) {
   const std::uint64_t tail = control_->tail.load(std::memory_order_acquire);
-  const std::uint64_t mask = ring_bytes_ - 1;
   const std::size_t limit = max_record_bytes(ring_bytes_);
   std::uint64_t h = head_;
   std::size_t n = 0;
   bool corrupt = false;
   while (h != tail && n < max_records) {
-    const std::size_t off = h & mask;
-    std::uint32_t hdr[2];
-    __builtin_memcpy(hdr, data_ + off, sizeof hdr);
-    if (hdr[1] == kWrapTag) {
-      h += ring_bytes_ - off;
-      continue;
-    }
-    const std::size_t len = hdr[0];
+    const RecordHeader hdr = record_header(data_, ring_bytes_, h);
+    const std::size_t off = hdr.offset;
+    const std::size_t len = hdr.length;
     const std::size_t step = align_up(kRecordHeaderBytes + len, kRecordAlign);
     if (len > limit || off + step > ring_bytes_ || h + step > tail) {
       corrupt = true;
@@ -97,11 +130,23 @@ ChannelConsumer::DrainResult ChannelConsumer::drain(F&& f, std::size_t max_recor
       break;
     }
     control_->in_progress.store(h + 1, std::memory_order_relaxed);
-    f(std::span<const std::byte>(data_ + off + kRecordHeaderBytes, len), hdr[1]);
+    f(std::span<const std::byte>(data_ + off + kRecordHeaderBytes, len), hdr.tag);
     h += step;
     ++n;
   }
   return finish(h, n, corrupt);
+}
+
+template <class F>
+void ChannelProducer::for_each_untaken(F&& f) const {
+  std::uint64_t h = resume_position(*control_, data_, ring_bytes_);
+  while (h < tail_) {
+    const RecordHeader hdr = record_header(data_, ring_bytes_, h);
+    const std::size_t step = align_up(kRecordHeaderBytes + hdr.length, kRecordAlign);
+    if (hdr.length > max_record() || hdr.offset + step > ring_bytes_) return;  // we wrote it: cannot happen
+    f(std::span<const std::byte>(data_ + hdr.offset + kRecordHeaderBytes, hdr.length));
+    h += step;
+  }
 }
 
 }  // namespace edri::transport

@@ -7,6 +7,7 @@
 // sleeps.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <span>
@@ -33,9 +34,11 @@ class Outbox {
         fill(p);
         producer_.commit();
         dirty_ = true;
+        last_position_ = producer_.last_record();
         return true;
       }
     }
+    last_position_ = kNotInRing;
     if (overflow_bytes_ + n > overflow_limit_) return false;
     overflow_.emplace_back(n);
     fill(overflow_.back().data());
@@ -70,6 +73,22 @@ class Outbox {
     return true;
   }
 
+  // With the consumer dead: calls f(payload) for each record it never took,
+  // in the ring and then in the local overflow.
+  template <class F>
+  void for_each_untaken(F&& f) const {
+    producer_.for_each_untaken(f);
+    for (const auto& rec : overflow_) f(std::span<const std::byte>(rec));
+  }
+
+  // Where in the ring the last record accepted went, or kNotInRing when it
+  // waits in the overflow: with record_at(), to read a record again.
+  static constexpr std::uint64_t kNotInRing = UINT64_MAX;
+  std::uint64_t last_position() const { return last_position_; }
+  std::span<const std::byte> record_at(std::uint64_t position) const {
+    return position == kNotInRing ? std::span<const std::byte>() : producer_.record_at(position);
+  }
+
   bool has_overflow() const { return !overflow_.empty(); }
   std::size_t overflow_bytes() const { return overflow_bytes_; }
   std::uint64_t depth() const { return producer_.depth(); }
@@ -82,6 +101,7 @@ class Outbox {
   std::deque<std::vector<std::byte>> overflow_;
   std::size_t overflow_bytes_ = 0;
   bool dirty_ = false;
+  std::uint64_t last_position_ = kNotInRing;
 };
 
 }  // namespace edri::transport

@@ -35,7 +35,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -57,7 +57,10 @@ inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
-// One per process slot: the process's eventfd doorbell state.
+// Quick deaths in a row (each within 10 s of its start) from which a
+// process is in a crash loop: logged so, and flagged by /health.
+inline constexpr std::uint32_t kCrashLoopFailures = 3;
+
 // One per process slot: the process's eventfd doorbell state, and what the
 // supervisor and /health need to know of it.
 struct alignas(kCacheLine) DoorbellState {
@@ -65,6 +68,12 @@ struct alignas(kCacheLine) DoorbellState {
   std::atomic<std::uint32_t> pid;       // set by the process when it serves; 0 while (re)starting
   std::atomic<std::uint64_t> rings;     // eventfd writes made to this slot (statistics)
   std::atomic<std::uint32_t> restarts;  // written by the supervisor
+  // Deaths in a row, each within 10 s of its start (a crash loop); 0 once a
+  // start has lived longer. Written by the supervisor, shown by /health.
+  std::atomic<std::uint32_t> failures;
+  // Milliseconds the supervisor waits before the next start; 0 when none is
+  // due. Written by the supervisor, shown by /health.
+  std::atomic<std::uint32_t> restart_delay_ms;
 };
 
 // Control block of one ring. Producer-written and consumer-written fields
@@ -97,6 +106,12 @@ struct alignas(kPage) SegmentHeader {
   std::uint64_t metrics_stride;                    // bytes per listener's block
   std::atomic<std::uint32_t> managers_subscribed;  // written by the router
   std::atomic<std::uint32_t> manager_count;
+  // Child deaths so far. The supervisor adds one after it has reaped a child
+  // and counted it in that slot's `restarts`, then rings every live child's
+  // doorbell: a process that sees this change compares each slot's
+  // `restarts` with what it saw before to learn who died (and answers for
+  // the requests that died with it).
+  std::atomic<std::uint32_t> deaths;
 };
 
 static_assert(sizeof(SegmentHeader) == kPage);

@@ -3,9 +3,14 @@
 // durability across crashes and restarts, and the page.
 #include <signal.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
@@ -237,4 +242,74 @@ TEST_CASE("the notes page is served at /", "[notes]") {
   r = call(s.port(), "GET", "/app.js");
   CHECK(r.status == 200);
   CHECK(r.body.find("notes.subscribe") != std::string::npos);
+}
+
+TEST_CASE("nothing acknowledged is lost, nothing refused is kept, while each process kind is killed under writes",
+          "[notes][crash]") {
+  NotesServer s;
+  const auto port = s.port();
+  struct Outcome {
+    std::string title;
+    int status = 0;  // 0: no answer (the connection died with a listener)
+    long id = 0;
+    std::string body;
+  };
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<Outcome>> outcomes(4);
+  std::vector<std::thread> writers;
+  for (std::size_t w = 0; w < outcomes.size(); ++w)
+    writers.emplace_back([&, w] {
+      std::unique_ptr<HttpClient> c;
+      for (int n = 0; !stop; ++n) {
+        Outcome o{"w" + std::to_string(w) + "-" + std::to_string(n)};
+        try {
+          if (!c) c = std::make_unique<HttpClient>(port, 3000);
+          const auto r = c->request("POST", "/notes", json{{"title", o.title}, {"body", "x"}}.dump());
+          o.status = r.status;
+          o.body = r.body;
+          if (r.status == 201) o.id = json::parse(r.body)["id"].get<long>();
+        } catch (const std::exception&) {
+          c.reset();  // its listener died: a new connection
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        outcomes[w].push_back(o);
+      }
+    });
+  for (const std::string role : {"manager notes", "router", "broker", "manager audit", "listener"}) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const pid_t victim = s.server.child(role);
+    INFO(role);
+    REQUIRE(victim > 0);
+    REQUIRE(::kill(victim, SIGKILL) == 0);
+    CHECK(eventually([&] { return s.server.child(role) > 0 && s.server.child(role) != victim; }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  stop = true;
+  for (auto& t : writers) t.join();
+
+  // Every note in the database, by title.
+  std::map<std::string, long> stored;
+  const auto total = json::parse(call(port, "GET", "/notes?limit=1").body)["total"].get<long>();
+  for (long offset = 0; offset < total; offset += 100) {
+    const auto page = json::parse(call(port, "GET", "/notes?limit=100&offset=" + std::to_string(offset)).body);
+    for (const auto& n : page["items"]) stored[n["title"].get<std::string>()] = n["id"].get<long>();
+  }
+  std::size_t acknowledged = 0, refused = 0, unanswered = 0;
+  for (const auto& list : outcomes)
+    for (const auto& o : list) {
+      INFO(o.title << " answered " << o.status << " " << o.body);
+      if (o.status == 201) {
+        ++acknowledged;
+        CHECK(stored.count(o.title) == 1);
+        CHECK(stored[o.title] == o.id);
+      } else if (o.status != 0) {
+        ++refused;
+        CHECK(stored.count(o.title) == 0);
+      } else {
+        ++unanswered;
+      }
+    }
+  INFO(acknowledged << " acknowledged, " << refused << " refused, " << unanswered << " unanswered");
+  CHECK(acknowledged > 100);
+  WARN(acknowledged << " acknowledged, " << refused << " refused, " << unanswered << " unanswered");
 }

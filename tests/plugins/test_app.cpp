@@ -43,6 +43,20 @@ void reg(edri::Registry& r) {
     std::this_thread::sleep_for(std::chrono::milliseconds(req.int_param("ms")));
     return edri::Response::raw_json(R"({"slept":true})");
   });
+  // Replayed when their manager dies before answering (Registry::replay):
+  // one that sleeps and says who answered and under which id, one that
+  // kills its manager every time.
+  r.get("/replayed/sleep/{ms:int}", "test.replayed_sleep", [](const edri::Request& req, edri::Context&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(req.int_param("ms")));
+    return edri::Response::json({{"pid", ::getpid()}, {"id", std::string(req.id)}});
+  });
+  r.replay("test.replayed_sleep");
+  r.get("/replayed/abort", "test.replayed_abort",
+        [](const edri::Request&, edri::Context&) -> edri::Response { std::abort(); });
+  r.replay("test.replayed_abort");
+  r.get("/own-id", "test.own_id", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"id", std::string(req.id)}});
+  });
   // Declared fields, checked by the listener; `created` counts the calls
   // that reached the manager, so a test can see that bad ones did not.
   static int created = 0;

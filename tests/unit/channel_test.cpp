@@ -152,3 +152,41 @@ TEST_CASE("a corrupted record header is reported, never read past", "[channel]")
   CHECK(calls == 0);
   CHECK(c.empty());
 }
+
+TEST_CASE("with its consumer dead, a producer sees what it never took and reads back what it did", "[channel]") {
+  SegmentFixture f(4096);
+  auto p = f.segment.producer(0);
+  std::vector<std::uint64_t> at;
+  for (std::uint32_t i = 1; i <= 5; ++i) {
+    REQUIRE(p.try_push(pattern(20, i), i));
+    at.push_back(p.last_record());
+  }
+  {
+    auto c = f.segment.consumer(0);
+    // Records 1 and 2 are handled; record 3 kills the consumer.
+    std::uint32_t seen = 0;
+    CHECK_THROWS(c.drain([&](std::span<const std::byte>, std::uint32_t) {
+      if (++seen == 3) throw std::runtime_error("dies on record 3");
+    }));
+  }
+  // Untaken: 4 and 5, where the successor will start.
+  std::vector<std::vector<std::byte>> untaken;
+  p.for_each_untaken([&](std::span<const std::byte> rec) { untaken.emplace_back(rec.begin(), rec.end()); });
+  REQUIRE(untaken.size() == 2);
+  CHECK(untaken[0] == pattern(20, 4));
+  CHECK(untaken[1] == pattern(20, 5));
+  auto successor = f.segment.consumer(0);
+  auto got = drain_all(successor);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == pattern(20, 4));
+  // Taken records can be read again while the ring has not come round.
+  const auto third = p.record_at(at[2]);
+  CHECK(std::vector<std::byte>(third.begin(), third.end()) == pattern(20, 3));
+  // A lap of new records later, they cannot.
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    REQUIRE(p.try_push(pattern(20, 100 + i)));
+    drain_all(successor);
+  }
+  CHECK(p.record_at(at[2]).empty());
+  CHECK(p.record_at(p.last_record()).size() == 20);
+}
