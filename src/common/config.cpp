@@ -135,6 +135,7 @@ Config Config::from_env() {
   if (auto v = env("EDRI_OUTPUT_BUFFER"))
     c.output_buffer = parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER", v, 4096, std::size_t{1} << 30);
   if (auto v = env("EDRI_WRITE_TIMEOUT")) c.write_timeout_s = parse_seconds("EDRI_WRITE_TIMEOUT", v);
+  if (auto v = env("EDRI_SHUTDOWN_TIMEOUT")) c.shutdown_timeout_s = parse_seconds("EDRI_SHUTDOWN_TIMEOUT", v);
   if (auto v = env("EDRI_LOG_LEVEL")) {
     std::string s = v;
     if (s != "trace" && s != "debug" && s != "info" && s != "warn" && s != "warning" && s != "error" &&
@@ -288,6 +289,7 @@ std::string Config::describe() const {
     << "EDRI_UPLOAD_FILES_PATH=" << upload_path << '\n'
     << "EDRI_UPLOAD_THRESHOLD=" << upload_threshold << '\n'
     << "EDRI_WRITE_TIMEOUT=" << write_timeout_s << '\n'
+    << "EDRI_SHUTDOWN_TIMEOUT=" << shutdown_timeout_s << '\n'
     << "EDRI_LOG_LEVEL=" << log_level << '\n'
     << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'
     << "EDRI_RING_BYTES=" << ring_bytes << '\n'

@@ -29,6 +29,7 @@ struct Config {
   std::uint32_t max_pipeline = 64;           // EDRI_MAX_PIPELINE (requests in flight per connection)
   std::size_t output_buffer = 1u << 20;  // EDRI_OUTPUT_BUFFER: unsent bytes a connection holds before it stops reading
   double write_timeout_s = 30.0;         // EDRI_WRITE_TIMEOUT: seconds without write progress before a close
+  double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
   std::string log_level = "info";        // EDRI_LOG_LEVEL
   bool production = false;               // ENVIRONMENT=production
   std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)

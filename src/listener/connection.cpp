@@ -391,6 +391,17 @@ void Connection::on_peer_closed(bool error) {
     close_after_write_ = true;
 }
 
+void Connection::drain() {
+  if (closed_) return;
+  if (ws_) return ws_close(1001, "the server is stopping");
+  read_closed_ = true;
+  pending_input_.clear();
+  if (slots_.empty() && output_empty() && !writing_) return close();
+  if (!slots_.empty()) slots_.back().info.keep_alive = false;
+  close_after_write_ = true;
+  mark_dirty();
+}
+
 void Connection::flush() {
   dirty = false;
   if (closed_ || writing_) return;

@@ -137,6 +137,11 @@ class Connection final : public WebSocketSession::Owner {
   // connections.
   void flush();
   void close();
+  // The server is stopping: nothing more is read; what is in flight is
+  // answered (the last answer says Connection: close) and the connection
+  // closes after it, at once when nothing is. A WebSocket is closed with
+  // 1001 (going away).
+  void drain();
 
   bool closed() const { return closed_; }
   std::uint32_t id() const { return id_; }

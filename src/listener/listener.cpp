@@ -77,6 +77,17 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
       lost_timer_(loop.events(), [this] { answer_lost(); }),
+      drain_deadline_(loop.events(),
+                      [this] {
+                        std::size_t open = 0;
+                        for (auto& c : connections_)
+                          if (c && !c->closed()) {
+                            ++open;
+                            c->close();
+                          }
+                        spdlog::warn("EDRI_SHUTDOWN_TIMEOUT: closed {} connections still open", open);
+                        loop_.stop();
+                      }),
       builtins_(loop.segment(), loop.topology(), plugins,
                 plugin::manager_titles(plugins.manager_domains(config.manager_replicas))),
       unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())),
@@ -133,6 +144,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
   loop_.after_drain([this] { after_drain(); });
+  loop_.on_stop_signal([this] { begin_drain(); });
   loop_.on_peer_death([this](std::uint32_t slot) {
     if (slot != transport::Topology::kBroker) return;
     broker_died_ = std::chrono::steady_clock::now();
@@ -228,6 +240,36 @@ void Listener::sweep_overdue() {
   sweep_.expires_after(std::chrono::seconds(1));
 }
 
+void Listener::begin_drain() {
+  if (draining_) {
+    loop_.stop();  // a second signal: now
+    return;
+  }
+  draining_ = true;
+  // The supervisor stops the shared socket listening; this listener just
+  // takes no more from it.
+  loop_.events().unwatch(listen_fd_);
+  if (unix_fd_ >= 0) loop_.events().unwatch(unix_fd_);
+  accept_retry_.cancel();
+  std::size_t open = 0;
+  for (auto& c : connections_)
+    if (c && !c->closed()) {
+      ++open;
+      c->drain();
+    }
+  spdlog::info("stopping: {} connections to finish, for up to {} s", open, config_.shutdown_timeout_s);
+  drain_deadline_.expires_after(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)));
+  stop_if_drained();
+}
+
+void Listener::stop_if_drained() {
+  for (auto& c : connections_)
+    if (c && !c->closed()) return;
+  spdlog::info("every connection finished");
+  loop_.stop();
+}
+
 void Listener::answer_lost() {
   static constexpr std::string_view kLost = "a process this request went through stopped; it is being restarted, retry";
   std::size_t lost = 0;
@@ -261,6 +303,8 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Another listener took it, or the backlog is empty.
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      // The socket stopped listening: the server is stopping.
+      if (errno == EINVAL) return false;
       // Out of descriptors or memory: back off instead of spinning; the
       // edge is spent, so the retry timer resumes accepting.
       spdlog::warn("accept failed: {}", std::strerror(errno));
@@ -322,6 +366,7 @@ void Listener::after_drain() {
   }
   dirty_.clear();
   graveyard_.clear();
+  if (draining_) stop_if_drained();
 }
 
 void Listener::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,

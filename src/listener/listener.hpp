@@ -134,6 +134,10 @@ class Listener {
   // The broker died: requests sent before that and unanswered after
   // kLostAnswerGrace died with it (those it never took excepted): 503.
   void answer_lost();
+  // SIGTERM: stop accepting, drain every connection, stop the loop when
+  // none is left or at EDRI_SHUTDOWN_TIMEOUT.
+  void begin_drain();
+  void stop_if_drained();
   Connection* find(std::uint32_t id, std::uint32_t generation);
 
   ProcessLoop& loop_;
@@ -153,6 +157,8 @@ class Listener {
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   EventLoop::Timer lost_timer_;
+  EventLoop::Timer drain_deadline_;
+  bool draining_ = false;
   std::chrono::steady_clock::time_point broker_died_{};
   // (connection, generation, seq) of requests the dead broker never took.
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;

@@ -249,26 +249,51 @@ void Supervisor::on_signal(int sig) {
 void Supervisor::stop_children() {
   stopping_ = true;
   blob_sweep_.cancel();
+  // No new connection from now on, in any process: a socket that stops
+  // listening refuses connections (and resets those not yet accepted).
+  ::shutdown(listen_fd_, SHUT_RD);
+  if (unix_fd_ >= 0) ::unlink(config_.unix_socket.c_str());
+  // Listeners first: they finish what is in flight (up to
+  // EDRI_SHUTDOWN_TIMEOUT), which needs the rest of the pipeline.
   for (auto& c : children_) {
     c.restart_timer->cancel();
-    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGTERM);
   }
-  kill_timer_.expires_after(std::chrono::seconds(5));
-  kill_timer_.async_wait([this](const boost::system::error_code& ec) {
+  const auto grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)) +
+      std::chrono::seconds(5);
+  kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this, grace](const boost::system::error_code& ec) {
     if (ec) return;
     for (auto& c : children_)
       if (c.pid > 0) {
-        spdlog::warn("{} (pid {}) did not stop in 5 s: killing it", c.title, c.pid);
+        spdlog::warn("{} (pid {}) did not stop in {} ms: killing it", c.title, c.pid, grace.count());
         ::kill(c.pid, SIGKILL);
       }
   });
   all_children_gone_check();
 }
 
+bool Supervisor::is_listener(const Child& c) const {
+  return c.slot >= topology_.listener_slot(0) && c.slot < topology_.listener_slot(0) + topology_.listeners();
+}
+
 void Supervisor::all_children_gone_check() {
   if (!stopping_) return;
-  for (const auto& c : children_)
-    if (c.pid > 0) return;
+  bool listeners_left = false;
+  bool any_left = false;
+  for (const auto& c : children_) {
+    if (c.pid <= 0) continue;
+    any_left = true;
+    listeners_left = listeners_left || is_listener(c);
+  }
+  if (!listeners_left && !others_stopped_ && any_left) {
+    // Nothing is in flight any more: the rest stop now.
+    others_stopped_ = true;
+    for (auto& c : children_)
+      if (c.pid > 0) ::kill(c.pid, SIGTERM);
+  }
+  if (any_left) return;
   kill_timer_.cancel();
   io_.stop();
 }

@@ -54,7 +54,10 @@ class Supervisor {
   // Creates EDRI_UPLOAD_FILES_PATH if needed, checks it is writable and
   // removes what listeners that died left in it.
   void prepare_upload_path();
+  // SIGTERM: the port stops accepting, listeners finish what is in flight,
+  // then the others stop.
   void stop_children();
+  bool is_listener(const Child& c) const;
   void all_children_gone_check();
   // Prints the "listening" line once every child runs its loop.
   void announce_when_ready(std::chrono::steady_clock::time_point give_up);
@@ -79,6 +82,7 @@ class Supervisor {
   std::unique_ptr<transport::BlobArena> blobs_;
   asio::steady_timer blob_sweep_;
   bool stopping_ = false;
+  bool others_stopped_ = false;  // the non-listeners were sent SIGTERM
 };
 
 }  // namespace edri::supervisor
