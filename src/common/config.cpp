@@ -119,6 +119,12 @@ Config Config::from_env() {
     c.max_header_bytes = parse_integer<std::size_t>("EDRI_MAX_HEADER_SIZE", v, 256, 1u << 20);
   if (auto v = env("EDRI_MAX_URL_SIZE"))
     c.max_url_bytes = parse_integer<std::size_t>("EDRI_MAX_URL_SIZE", v, 16, 1u << 20);
+  if (auto v = env("EDRI_MAX_HEADER_COUNT"))
+    c.max_header_count = parse_integer<std::size_t>("EDRI_MAX_HEADER_COUNT", v, 1, 10000);
+  if (auto v = env("EDRI_HEADER_TIMEOUT")) c.header_timeout_s = parse_seconds("EDRI_HEADER_TIMEOUT", v);
+  if (auto v = env("EDRI_KEEPALIVE_TIMEOUT")) c.keepalive_timeout_s = parse_seconds("EDRI_KEEPALIVE_TIMEOUT", v);
+  if (auto v = env("EDRI_MAX_CONNECTIONS"))
+    c.max_connections = parse_integer<std::uint32_t>("EDRI_MAX_CONNECTIONS", v, 1, 10000000);
   if (auto v = env("EDRI_MAX_PIPELINE")) c.max_pipeline = parse_integer<std::uint32_t>("EDRI_MAX_PIPELINE", v, 1, 4096);
   if (auto v = env("EDRI_BLOB_BYTES"))
     c.blob_bytes = parse_integer<std::size_t>("EDRI_BLOB_BYTES", v, 0, std::size_t{64} << 30);
@@ -281,6 +287,10 @@ std::string Config::describe() const {
     << "EDRI_MAX_BODY_SIZE=" << max_body_size << '\n'
     << "EDRI_MAX_HEADER_SIZE=" << max_header_bytes << '\n'
     << "EDRI_MAX_URL_SIZE=" << max_url_bytes << '\n'
+    << "EDRI_MAX_HEADER_COUNT=" << max_header_count << '\n'
+    << "EDRI_HEADER_TIMEOUT=" << header_timeout_s << '\n'
+    << "EDRI_KEEPALIVE_TIMEOUT=" << keepalive_timeout_s << '\n'
+    << "EDRI_MAX_CONNECTIONS=" << max_connections << '\n'
     << "EDRI_MAX_PIPELINE=" << max_pipeline << '\n'
     << "EDRI_OUTPUT_BUFFER=" << output_buffer << '\n'
     << "EDRI_BLOB_BYTES=" << blob_bytes << '\n'

@@ -26,6 +26,10 @@ struct Config {
   std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
   std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
   std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE
+  std::size_t max_header_count = 100;        // EDRI_MAX_HEADER_COUNT
+  double header_timeout_s = 30.0;            // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
+  double keepalive_timeout_s = 75.0;         // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
+  std::uint32_t max_connections = 10000;     // EDRI_MAX_CONNECTIONS: open client connections, all listeners
   std::uint32_t max_pipeline = 64;           // EDRI_MAX_PIPELINE (requests in flight per connection)
   std::size_t output_buffer = 1u << 20;  // EDRI_OUTPUT_BUFFER: unsent bytes a connection holds before it stops reading
   double write_timeout_s = 30.0;         // EDRI_WRITE_TIMEOUT: seconds without write progress before a close

@@ -99,6 +99,7 @@ int RequestParser::on_message_begin(llhttp_t* p) {
   s.header_bytes_ = 0;
   s.last_was_value_ = false;
   s.in_message_ = true;
+  s.head_done_ = false;
   return 0;
 }
 
@@ -132,6 +133,7 @@ int RequestParser::on_header_value(llhttp_t* p, const char* at, std::size_t n) {
 
 int RequestParser::on_headers_complete(llhttp_t* p) {
   auto& s = self(p);
+  s.head_done_ = true;
   auto& r = s.request_;
   r.method = static_cast<llhttp_method_t>(p->method);
   r.http_major = p->http_major;

@@ -94,6 +94,8 @@ class RequestParser final {
 
   // True between the first byte of a request and its end.
   bool mid_message() const { return in_message_; }
+  // True between the first byte of a request and the end of its headers.
+  bool in_head() const { return in_message_ && !head_done_; }
 
  private:
   static int on_message_begin(llhttp_t* p);
@@ -117,6 +119,7 @@ class RequestParser final {
   std::size_t header_bytes_ = 0;
   bool last_was_value_ = false;
   bool in_message_ = false;
+  bool head_done_ = false;
   bool pause_requested_ = false;
   int error_status_ = 0;
   const char* error_reason_ = "";

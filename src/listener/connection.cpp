@@ -75,6 +75,7 @@ std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std
                                     std::uint32_t route) {
   Slot& s = slots_.emplace_back();
   s.info = SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}};
+  served_ = true;
   return next_seq_++;
 }
 
@@ -251,7 +252,9 @@ bool Connection::consume(const char* data, std::size_t n) {
     listener_.need_poll();
     return !closed_ && !read_closed_;
   }
+  const bool was_in_head = parser_.in_head();
   const auto r = parser_.feed(data, n);
+  if (!was_in_head && parser_.in_head()) head_started_ = last_input_;
   if (!r.ok) {
     // Requests before the error are answered; then the error, then close.
     read_closed_ = true;
@@ -362,6 +365,7 @@ void Connection::read_available() {
     }
     const ssize_t n = read_some(read_buf_.get(), kReadBuffer);
     if (n > 0) {
+      last_input_ = std::chrono::steady_clock::now();
       if (!consume(read_buf_.get(), static_cast<std::size_t>(n))) return;
       // A short read emptied the socket buffer: the next arrival raises a
       // new edge. (TLS keeps records of its own: read until it would block.)
@@ -400,6 +404,24 @@ void Connection::drain() {
   if (!slots_.empty()) slots_.back().info.keep_alive = false;
   close_after_write_ = true;
   mark_dirty();
+}
+
+void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
+  if (closed_ || ws_) return;
+  const auto& config = listener_.config();
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  };
+  if (parser_.in_head()) {
+    if (read_closed_ || now - head_started_ <= seconds(config.header_timeout_s)) return;
+    read_closed_ = true;
+    pending_input_.clear();
+    listener_.answer_locally(*this, false, false, false, 408,
+                             "the request head did not arrive within EDRI_HEADER_TIMEOUT");
+    return;
+  }
+  if (!slots_.empty() || !output_empty() || writing_ || parser_.mid_message()) return;
+  if (now - last_input_ > seconds(served_ ? config.keepalive_timeout_s : config.header_timeout_s)) close();
 }
 
 void Connection::flush() {

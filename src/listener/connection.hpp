@@ -142,6 +142,13 @@ class Connection final : public WebSocketSession::Owner {
   // closes after it, at once when nothing is. A WebSocket is closed with
   // 1001 (going away).
   void drain();
+  // EDRI_HEADER_TIMEOUT and EDRI_KEEPALIVE_TIMEOUT, checked by the
+  // listener's sweep: a request head that is not complete in time is
+  // answered 408 and the connection closes (a slowloris client); a
+  // connection with nothing in flight that stayed quiet too long is closed
+  // (the first request gets the header timeout, later ones the keep-alive
+  // timeout).
+  void apply_idle_limits(std::chrono::steady_clock::time_point now);
 
   bool closed() const { return closed_; }
   std::uint32_t id() const { return id_; }
@@ -237,6 +244,9 @@ class Connection final : public WebSocketSession::Owner {
   // progress); the epoch when it is not stalled.
   std::chrono::steady_clock::time_point stalled_since_{};
   bool read_closed_ = false;  // peer closed, or an error ended reading
+  bool served_ = false;       // a request was read: the keep-alive timeout applies
+  std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point head_started_{};  // of the request head in progress
   bool close_after_write_ = false;
   bool closed_ = false;
   std::shared_ptr<WebSocketSession> ws_;

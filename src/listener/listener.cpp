@@ -157,6 +157,10 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
     lost_timer_.expires_after(kLostAnswerGrace);
   });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
+  // EDRI_MAX_CONNECTIONS is shared evenly by the listeners (the kernel
+  // spreads new connections over them).
+  const auto listeners = loop.topology().listeners();
+  connection_cap_ = std::max<std::size_t>(1, (config.max_connections + listeners - 1) / listeners);
 }
 
 Listener::~Listener() {
@@ -172,6 +176,7 @@ http::ParserLimits Listener::parser_limits() const {
   http::ParserLimits l;
   l.max_header_bytes = config_.max_header_bytes;
   l.max_url_bytes = config_.max_url_bytes;
+  l.max_header_count = config_.max_header_count;
   l.max_body_bytes = config_.max_body_size;
   l.spill_bytes = config_.upload_threshold;
   return l;
@@ -237,6 +242,12 @@ void Listener::sweep_overdue() {
                  config_.write_timeout_s, c->backlog());
     c->close();
   }
+  // Slow request heads (408) and idle connections.
+  const auto now = std::chrono::steady_clock::now();
+  stalled.clear();
+  for (auto& c : connections_)
+    if (c && !c->closed()) stalled.push_back(c.get());
+  for (auto* c : stalled) c->apply_idle_limits(now);
   sweep_.expires_after(std::chrono::seconds(1));
 }
 
@@ -311,6 +322,10 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
       accept_retry_.expires_after(std::chrono::milliseconds(50));
       return false;
     }
+    if (connections_.size() - free_ids_.size() >= connection_cap_) {
+      refuse(fd, tls != nullptr);
+      continue;
+    }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a Unix socket
     std::uint32_t id;
@@ -325,6 +340,34 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
     connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id], tls);
     connections_[id]->start();
   }
+}
+
+void Listener::refuse(int fd, bool tls) {
+  // Over EDRI_MAX_CONNECTIONS: a 503 without reading the request (never
+  // for TLS, which would need a handshake first), and the connection
+  // closes. What the client sent already is read and dropped first, so
+  // that the close does not reset the connection before the 503 is read.
+  if (!tls) {
+    static const std::string kRefusal = [] {
+      const std::string body = http::problem_json(503, "too many connections (EDRI_MAX_CONNECTIONS); retry later");
+      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\n"
+             "Connection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    char sink[4096];
+    while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    }
+    [[maybe_unused]] const auto sent = ::send(fd, kRefusal.data(), kRefusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+  }
+  ::close(fd);
+  Connection::SlotInfo info{};
+  info.route = Connection::kNoRoute;
+  info.opened = std::chrono::steady_clock::now();
+  record(info, 503);
+  if (refusals_++ % 1000 == 0)
+    spdlog::warn("refusing connections: {} open, EDRI_MAX_CONNECTIONS allows {} per listener ({} refused so far)",
+                 connections_.size() - free_ids_.size(), connection_cap_, refusals_);
 }
 
 Connection* Listener::find(std::uint32_t id, std::uint32_t generation) {

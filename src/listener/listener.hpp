@@ -137,6 +137,8 @@ class Listener {
   // SIGTERM: stop accepting, drain every connection, stop the loop when
   // none is left or at EDRI_SHUTDOWN_TIMEOUT.
   void begin_drain();
+  // Answers 503 on a connection past EDRI_MAX_CONNECTIONS and closes it.
+  void refuse(int fd, bool tls);
   void stop_if_drained();
   Connection* find(std::uint32_t id, std::uint32_t generation);
 
@@ -159,6 +161,8 @@ class Listener {
   EventLoop::Timer lost_timer_;
   EventLoop::Timer drain_deadline_;
   bool draining_ = false;
+  std::size_t connection_cap_ = 0;  // this listener's share of EDRI_MAX_CONNECTIONS
+  std::uint64_t refusals_ = 0;
   std::chrono::steady_clock::time_point broker_died_{};
   // (connection, generation, seq) of requests the dead broker never took.
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -54,6 +55,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       kill_timer_(io_),
       ready_timer_(io_),
       blob_sweep_(io_) {
+  raise_descriptor_limit();
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
   segment_ = std::make_unique<transport::Segment>(transport::Segment::create(
@@ -95,6 +97,24 @@ Supervisor::~Supervisor() {
     ::unlink(config_.unix_socket.c_str());
   }
   if (segment_) transport::Segment::remove(segment_->name());
+}
+
+void Supervisor::raise_descriptor_limit() {
+  // Every connection is a descriptor: take all the system allows (the
+  // children inherit it), and say so when that is below what
+  // EDRI_MAX_CONNECTIONS promises.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  const rlim_t per_listener = (config_.max_connections + config_.listener_workers - 1) / config_.listener_workers;
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < per_listener + 256)
+    spdlog::warn(
+        "the descriptor limit ({}) is below EDRI_MAX_CONNECTIONS per listener ({}) plus what a listener "
+        "needs besides: past it, connections wait in the kernel's queue instead of getting a 503",
+        static_cast<unsigned long long>(lim.rlim_cur), static_cast<unsigned long long>(per_listener));
 }
 
 void Supervisor::bind_unix_socket() {

@@ -42,6 +42,7 @@ class Supervisor {
     std::unique_ptr<asio::steady_timer> restart_timer;
   };
 
+  void raise_descriptor_limit();
   void bind_listen_socket();
   void bind_unix_socket();
   void spawn(Child& c);
