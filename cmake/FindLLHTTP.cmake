@@ -41,6 +41,10 @@ if(LLHTTP_FOUND AND NOT TARGET LLHTTP::llhttp)
     C_STANDARD 11 POSITION_INDEPENDENT_CODE ON)
   # Generated code: keep our warning flags away from it.
   target_compile_options(edri_llhttp PRIVATE -w)
+  # The strict parser: what follows chunk data must be CRLF, header values
+  # may not hold bare CR or LF, and so on; the lenient one skips such bytes,
+  # which lets a request be read two ways (smuggling).
+  target_compile_definitions(edri_llhttp PRIVATE LLHTTP_STRICT_MODE=1)
   target_include_directories(edri_llhttp SYSTEM PUBLIC ${LLHTTP_INCLUDE_DIR})
   add_library(LLHTTP::llhttp ALIAS edri_llhttp)
 endif()

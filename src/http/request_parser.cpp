@@ -54,6 +54,8 @@ RequestParser::RequestParser(ParserLimits limits, OnRequest on_request, OnContin
 RequestParser::Result RequestParser::feed(const char* data, std::size_t size) {
   Result r;
   if (error_status_) return Result{false, error_status_, error_reason_, 0};
+  feed_begin_ = data;
+  feed_end_ = data + size;
   const llhttp_errno_t err = llhttp_execute(&parser_, data, size);
   if (err == HPE_OK) {
     r.consumed = size;
@@ -126,8 +128,18 @@ int RequestParser::on_header_field(llhttp_t* p, const char* at, std::size_t n) {
 int RequestParser::on_header_value(llhttp_t* p, const char* at, std::size_t n) {
   auto& s = self(p);
   if (!s.count_header_bytes(n)) return s.fail(431, "request header fields too large");
-  s.request_.headers.back().second.append(at, n);
+  auto& h = s.request_.headers;
+  if (h.empty() || h.back().first.empty()) return s.fail(400, "empty header field name");
+  if (s.last_was_value_ && !(s.value_at_buffer_end_ && at == s.feed_begin_)) {
+    // llhttp reports a value in pieces only where a read ended. Another
+    // piece that does not start the next read came after a line break: a
+    // folded line (obs-fold), which RFC 9112 lets a server refuse, and
+    // which proxies may read otherwise.
+    return s.fail(400, "obsolete line folding in a header field");
+  }
+  h.back().second.append(at, n);
   s.last_was_value_ = true;
+  s.value_at_buffer_end_ = at + n == s.feed_end_;
   return 0;
 }
 
@@ -139,6 +151,14 @@ int RequestParser::on_headers_complete(llhttp_t* p) {
   r.http_major = p->http_major;
   r.http_minor = p->http_minor;
   if (r.http_major != 1) return s.fail(505, "HTTP version not supported");
+  // RFC 9112 3.2: an HTTP/1.1 request has exactly one Host; none or two
+  // is a 400 (HTTP/1.0 may have none).
+  int hosts = 0;
+  for (const auto& [name, value] : r.headers)
+    if (name.size() == 4 && (name[0] | 0x20) == 'h' && (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 's' &&
+        (name[3] | 0x20) == 't')
+      ++hosts;
+  if (hosts > 1 || (hosts == 0 && r.http_minor >= 1)) return s.fail(400, "a request must have exactly one Host header");
   if (p->content_length > s.limits_.max_body_bytes && (p->flags & F_CONTENT_LENGTH))
     return s.fail(413, "request body too large");
   if (const auto expect = r.header("expect"); !expect.empty()) {

@@ -120,6 +120,11 @@ class RequestParser final {
   bool last_was_value_ = false;
   bool in_message_ = false;
   bool head_done_ = false;
+  // The bytes of the feed() in progress, and whether the last header value
+  // piece ended with them (for telling a read boundary from obs-fold).
+  const char* feed_begin_ = nullptr;
+  const char* feed_end_ = nullptr;
+  bool value_at_buffer_end_ = false;
   bool pause_requested_ = false;
   int error_status_ = 0;
   const char* error_reason_ = "";

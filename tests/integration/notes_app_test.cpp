@@ -261,7 +261,8 @@ TEST_CASE("nothing acknowledged is lost, nothing refused is kept, while each pro
     writers.emplace_back([&, w] {
       std::unique_ptr<HttpClient> c;
       for (int n = 0; !stop; ++n) {
-        Outcome o{"w" + std::to_string(w) + "-" + std::to_string(n)};
+        Outcome o;
+        o.title.append("w").append(std::to_string(w)).append("-").append(std::to_string(n));
         try {
           if (!c) c = std::make_unique<HttpClient>(port, 3000);
           const auto r = c->request("POST", "/notes", json{{"title", o.title}, {"body", "x"}}.dump());
