@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Configures and builds one configuration: scripts/build.sh [release|asan]
-# Outputs: build/ (release) or build-asan/ (ASan+UBSan).
+# Configures and builds one configuration: scripts/build.sh [release|asan|tsan|fuzz]
+# Outputs: build/ (release), build-asan/ (ASan+UBSan), build-tsan/ (the
+# unit tests under ThreadSanitizer) or build-fuzz/ (the libFuzzer targets,
+# with clang).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-release}"
+targets=()
 jobs="$(nproc)"
 case "$kind" in
   release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;

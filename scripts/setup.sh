@@ -8,6 +8,8 @@ packages=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev catch2 node-llhttp libsqlite3-dev libkainjow-mustache-dev libssl-dev openssl
   clang-format
+  # the libFuzzer targets (tests/fuzz)
+  clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)
   libbenchmark-dev
   # the notes page is tested in headless Chromium

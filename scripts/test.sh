@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine, builds edri and runs every test:
 # formatting, the suite in a Release build, the suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and a short bench smoke run.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded parts under
+# ThreadSanitizer, every fuzz target for a minute, the soak test, and a
+# short bench smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -26,6 +28,17 @@ echo "== ASan + UBSan build and tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j1
+
+echo "== ThreadSanitizer: the channels and the worker thread pool from threads"
+scripts/build.sh tsan
+TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/unit_tests "[threads],[outbox],[channel]~[stress]"
+
+echo "== fuzzing: each libFuzzer target for 60 s"
+scripts/build.sh fuzz
+scripts/fuzz.sh 60
+
+echo "== soak: 1,000 clients under load and 1,000 idle WebSockets for 60 s"
+build/bin/integration_tests "[soak]"
 
 echo "== bench smoke: every scenario prints its table (speed not asserted)"
 build/bin/bench all --quick

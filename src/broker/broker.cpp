@@ -15,8 +15,7 @@ namespace env = edri::envelope;
 using transport::Topology;
 
 Broker::Broker(ProcessLoop& loop, const Config& config)
-    : loop_(loop),
-      timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
+    : timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
       to_router_(loop.outbox_to(Topology::kRouter)),
       timer_(loop.events(),
              [this] {

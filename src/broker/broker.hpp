@@ -55,7 +55,6 @@ class Broker {
   // kLostAnswerGrace died with it (or with its overflow): 503.
   void answer_lost();
 
-  ProcessLoop& loop_;
   std::chrono::nanoseconds timeout_;
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_listener_;

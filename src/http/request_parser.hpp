@@ -7,10 +7,12 @@
 #pragma once
 
 #include <llhttp.h>
+#include <edri/plugin.hpp>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,6 +52,21 @@ struct ParserLimits {
   // HttpRequest::body (nothing spills when no OnSpill is given).
   std::size_t spill_bytes = SIZE_MAX;
 };
+
+// The plugin API's method for an llhttp one; nullopt for a method no
+// route can name (CONNECT, TRACE, ...).
+inline std::optional<Method> to_method(llhttp_method_t m) {
+  switch (m) {
+    case HTTP_GET: return Method::Get;
+    case HTTP_HEAD: return Method::Head;
+    case HTTP_POST: return Method::Post;
+    case HTTP_PUT: return Method::Put;
+    case HTTP_DELETE: return Method::Delete;
+    case HTTP_PATCH: return Method::Patch;
+    case HTTP_OPTIONS: return Method::Options;
+    default: return std::nullopt;
+  }
+}
 
 class RequestParser final {
  public:

@@ -24,19 +24,6 @@ namespace env = edri::envelope;
 
 namespace {
 
-std::optional<Method> to_method(llhttp_method_t m) {
-  switch (m) {
-    case HTTP_GET: return Method::Get;
-    case HTTP_HEAD: return Method::Head;
-    case HTTP_POST: return Method::Post;
-    case HTTP_PUT: return Method::Put;
-    case HTTP_DELETE: return Method::Delete;
-    case HTTP_PATCH: return Method::Patch;
-    case HTTP_OPTIONS: return Method::Options;
-    default: return std::nullopt;
-  }
-}
-
 std::uint64_t now_ns() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -545,7 +532,7 @@ bool Listener::run_request_middleware(Connection& c, const http::HttpRequest& re
 void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   const bool http10 = req.http_minor == 0;
   const bool keep_alive = req.keep_alive;
-  const auto method = to_method(req.method);
+  const auto method = http::to_method(req.method);
   const bool head = method == Method::Head;
   request_headers_.clear();
   if (!method) {

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <unordered_map>
 
 #include "envelope/envelope.hpp"
@@ -65,6 +67,28 @@ int PluginSet::domain_index(const std::string& name) const {
   return it == domains_.end() ? -1 : static_cast<int>(it - domains_.begin());
 }
 
+namespace {
+
+// Only the file the configuration names is loaded, and only if nobody but
+// its owners could have changed it.
+void check_plugin_file(const std::string& path, const std::string& where) {
+  // dlopen() searches LD_LIBRARY_PATH and the system's library directories
+  // for a name without a slash.
+  if (path.find('/') == std::string::npos)
+    throw PluginError(where + ": not a path; name the file (./" + path +
+                      " or an absolute path), so that no other library of that name is loaded");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw PluginError(where + ": cannot load it: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw PluginError(where + ": not a regular file");
+  if (st.st_mode & S_IWOTH) throw PluginError(where + ": anyone may write it (mode o+w); refusing to load it");
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH))
+    throw PluginError(where + ": its folder " + dir + " may be written by anyone (mode o+w); refusing to load it");
+}
+
+}  // namespace
+
 PluginSet PluginSet::load(const std::vector<std::string>& paths) {
   PluginSet set;
   std::unordered_map<std::string, std::size_t> event_by_name;
@@ -73,6 +97,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
 
   for (const auto& path : paths) {
     const std::string where = "plugin " + path;
+    check_plugin_file(path, where);
     // RTLD_LOCAL: plugins do not see each other's symbols.
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw PluginError(where + ": cannot load: " + ::dlerror());

@@ -48,7 +48,6 @@ std::string join(const std::vector<int>& v) {
 Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     : io_(),
       config_(config),
-      plugins_(plugins),
       topology_(config.listener_workers,
                 static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas).size())),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),

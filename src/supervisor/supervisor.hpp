@@ -67,7 +67,6 @@ class Supervisor {
   // First member: Asio objects below (timers, signals) must die before it.
   asio::io_context io_;
   const Config& config_;
-  const plugin::PluginSet& plugins_;
   transport::Topology topology_;
   std::unique_ptr<transport::Segment> segment_;
   std::vector<int> doorbells_;

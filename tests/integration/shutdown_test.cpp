@@ -22,16 +22,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// True when a TCP connect to the port is refused.
+// True when a TCP connect to the port fails.
 bool refuses(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool refused = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno == ECONNREFUSED;
-  ::close(fd);
-  return refused;
+  try {
+    ::close(connect_loopback(port));
+    return false;
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 }  // namespace

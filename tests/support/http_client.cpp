@@ -13,10 +13,6 @@
 
 namespace edri::test {
 
-namespace {
-
-// A TCP connection to 127.0.0.1:port; `receive_buffer` bytes of window when
-// not 0. Throws when it cannot connect.
 int connect_loopback(std::uint16_t port, int receive_buffer) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (receive_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
@@ -30,8 +26,6 @@ int connect_loopback(std::uint16_t port, int receive_buffer) {
   }
   return fd;
 }
-
-}  // namespace
 
 HttpClient::HttpClient(std::uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
   fd_ = connect_loopback(port, 0);

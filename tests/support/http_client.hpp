@@ -49,6 +49,10 @@ class HttpClient {
   std::string buf_;
 };
 
+// A TCP connection to 127.0.0.1:port; `receive_buffer` bytes of window when
+// not 0. Throws when it cannot connect.
+int connect_loopback(std::uint16_t port, int receive_buffer = 0);
+
 // One request on a fresh connection.
 HttpResponse http_get(std::uint16_t port, const std::string& path);
 
