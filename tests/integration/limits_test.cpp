@@ -103,3 +103,38 @@ TEST_CASE("EDRI_MAX_CONNECTIONS: past it a connection gets a 503 and is closed, 
   CHECK(eventually([&] { return http_get(server.port(), "/hello/room").status == 200; }));
   CHECK(server.log().find("refusing connections") != std::string::npos);
 }
+
+TEST_CASE("EDRI_MAX_URL_SIZE is a 414, EDRI_MAX_HEADER_SIZE a 431, and each closes the connection", "[limits]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_URL_SIZE", "64"}, {"EDRI_MAX_HEADER_SIZE", "512"}});
+  {
+    HttpClient c(server.port());
+    std::string req = "GET /hello/";
+    req.append(80, 'u').append(" HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.send_raw(req);
+    CHECK(c.read_response().status == 414);
+    CHECK(c.closed_by_peer(1000));
+  }
+  {
+    HttpClient c(server.port());
+    std::string req = "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-Big: ";
+    req.append(600, 'h').append("\r\n\r\n");
+    c.send_raw(req);
+    CHECK(c.read_response().status == 431);
+    CHECK(c.closed_by_peer(1000));
+  }
+  CHECK(http_get(server.port(), "/hello/" + std::string(40, 'u')).status == 200);
+}
+
+TEST_CASE("EDRI_MAX_PIPELINE: a connection past it is read later, and every request is answered in order", "[limits]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_PIPELINE", "2"}});
+  HttpClient c(server.port(), 10000);
+  std::string burst;
+  for (int i = 0; i < 8; ++i)
+    burst.append("GET /hello/p").append(std::to_string(i)).append(" HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.send_raw(burst);
+  for (int i = 0; i < 8; ++i) {
+    const auto r = c.read_response();
+    CHECK(r.status == 200);
+    CHECK(r.body.find("\"p" + std::to_string(i) + '"') != std::string::npos);
+  }
+}
