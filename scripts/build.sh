@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds one configuration: scripts/build.sh [release|asan|tsan|fuzz]
-# Outputs: build/ (release), build-asan/ (ASan+UBSan), build-tsan/ (the
+# Outputs: build/ (release), build-asan/ (the server and the test suite
+# under ASan+UBSan), build-tsan/ (the
 # unit tests under ThreadSanitizer) or build-fuzz/ (the libFuzzer targets,
 # with clang).
 set -euo pipefail
@@ -10,7 +11,8 @@ targets=()
 jobs="$(nproc)"
 case "$kind" in
   release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-  asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_SANITIZE=ON) ;;
+  asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_SANITIZE=ON)
+        targets=(--target edri-server unit_tests integration_tests) ;;
   *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null

@@ -14,7 +14,7 @@ clang-format --dry-run --Werror $files
 
 echo "== release build and tests"
 scripts/build.sh release
-ctest --test-dir build --output-on-failure -j1
+ctest --test-dir build --output-on-failure -j2
 
 echo "== a plugin built outside the tree, against the installed CMake package"
 prefix="$(mktemp -d)"

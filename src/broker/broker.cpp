@@ -23,7 +23,7 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
                expire();
                arm_deadline_timer();
              }),
-      lost_timer_(loop.events(), [this] { answer_lost(); }) {
+      lost_watch_(loop, [this] { answer_lost(); }) {
   const auto& topo = loop.topology();
   for (std::uint32_t i = 0; i < topo.listeners(); ++i) {
     const auto slot = topo.listener_slot(i);
@@ -42,7 +42,7 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
       if (env::peek_header(rec, h) == env::DecodeError::None && h.kind == static_cast<std::uint8_t>(env::Kind::Request))
         left_for_successor_.insert(h.request_id);
     });
-    lost_timer_.expires_after(kLostAnswerGrace);
+    lost_watch_.died(slot);
   });
   pending_.reserve(4096);
 }

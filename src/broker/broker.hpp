@@ -18,6 +18,7 @@
 #include "common/config.hpp"
 #include "common/event_loop.hpp"
 #include "common/process_loop.hpp"
+#include "common/successor_watch.hpp"
 #include "envelope/envelope.hpp"
 
 #include <nlohmann/json.hpp>
@@ -51,8 +52,9 @@ class Broker {
   static bool matches(const nlohmann::json& filter, const nlohmann::json& payload);
   void arm_deadline_timer();
   void expire();
-  // The router died: what was sent before and is unanswered after
-  // kLostAnswerGrace died with it (or with its overflow): 503.
+  // The router died: what was sent before and is still unanswered once its
+  // successor has served for kLostAnswerGrace died with it (or with its
+  // overflow): 503.
   void answer_lost();
 
   std::chrono::nanoseconds timeout_;
@@ -66,7 +68,7 @@ class Broker {
   std::vector<std::uint64_t> announced_;                                   // what the router was told
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
-  EventLoop::Timer lost_timer_;
+  SuccessorWatch lost_watch_;
   std::chrono::steady_clock::time_point router_died_{};
   std::unordered_set<std::uint64_t> left_for_successor_;  // request ids the dead router never took
 };

@@ -23,11 +23,11 @@
 
 namespace edri {
 
-// How long a process waits, after a process its requests went through died,
-// before it answers 503 for those sent before the death and still
-// unanswered. Most of them are not lost: the dead process had passed them
-// on, and their answers come back through its successor (which starts
-// 50 ms after the death). What is still missing after this is lost.
+// How long a process waits, after the successor of a process its requests
+// went through has started serving, before it answers 503 for those sent
+// before the death and still unanswered (SuccessorWatch). Most of them are
+// not lost: the dead process had passed them on, and their answers come
+// back through its successor. What is still missing after this is lost.
 inline constexpr std::chrono::milliseconds kLostAnswerGrace{750};
 
 class ProcessLoop {

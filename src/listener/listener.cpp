@@ -63,7 +63,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       listen_fd_(::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0)),
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
-      lost_timer_(loop.events(), [this] { answer_lost(); }),
+      lost_watch_(loop, [this] { answer_lost(); }),
       drain_deadline_(loop.events(),
                       [this] {
                         std::size_t open = 0;
@@ -141,7 +141,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       if (env::peek_header(rec, h) == env::DecodeError::None)
         left_for_successor_.emplace(h.origin_connection, h.origin_generation, h.origin_stream);
     });
-    lost_timer_.expires_after(kLostAnswerGrace);
+    lost_watch_.died(slot);
   });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
   // EDRI_MAX_CONNECTIONS is shared evenly by the listeners (the kernel

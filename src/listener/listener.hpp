@@ -27,6 +27,7 @@
 #include "common/config.hpp"
 #include "common/event_loop.hpp"
 #include "common/process_loop.hpp"
+#include "common/successor_watch.hpp"
 #include "envelope/envelope.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
@@ -131,8 +132,9 @@ class Listener {
   void stream_control(const Connection::StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
   void after_drain();
   void sweep_overdue();
-  // The broker died: requests sent before that and unanswered after
-  // kLostAnswerGrace died with it (those it never took excepted): 503.
+  // The broker died: requests sent before that and still unanswered once
+  // its successor has served for kLostAnswerGrace died with it (those it
+  // never took excepted): 503.
   void answer_lost();
   // SIGTERM: stop accepting, drain every connection, stop the loop when
   // none is left or at EDRI_SHUTDOWN_TIMEOUT.
@@ -158,7 +160,7 @@ class Listener {
   int unix_fd_ = -1;  // and of its Unix domain socket, if any
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
-  EventLoop::Timer lost_timer_;
+  SuccessorWatch lost_watch_;
   EventLoop::Timer drain_deadline_;
   bool draining_ = false;
   std::size_t connection_cap_ = 0;  // this listener's share of EDRI_MAX_CONNECTIONS
