@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds one configuration: scripts/build.sh [release|asan|tsan|fuzz]
 # Outputs: build/ (release), build-asan/ (the server and the test suite
-# under ASan+UBSan), build-tsan/ (the
-# unit tests under ThreadSanitizer) or build-fuzz/ (the libFuzzer targets,
-# with clang).
+# under ASan+UBSan), build-tsan/ (the unit tests under ThreadSanitizer) or
+# build-fuzz/ (the libFuzzer targets, with clang).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-release}"
@@ -13,7 +12,11 @@ case "$kind" in
   release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_SANITIZE=ON)
         targets=(--target edri-server unit_tests integration_tests) ;;
-  *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
+  tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_TSAN=ON)
+        targets=(--target unit_tests) ;;
+  fuzz) dir=build-fuzz
+        flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
+  *) echo "usage: scripts/build.sh [release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-cmake --build "$dir" -j"$jobs"
+cmake --build "$dir" -j"$jobs" "${targets[@]}"
