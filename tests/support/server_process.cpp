@@ -155,7 +155,10 @@ ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::str
   const auto colon = line.rfind(':');
   if (line.find("listening on") == std::string::npos || colon == std::string::npos) {
     stop(5000);
-    throw std::runtime_error("edri-server did not start; its log:\n" + log());
+    // No destructor runs for a constructor that throws: remove the log here.
+    const std::string text = log();
+    ::unlink(log_path_.c_str());
+    throw std::runtime_error("edri-server did not start; its log:\n" + text);
   }
   port_ = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
