@@ -32,6 +32,9 @@ class Chromium {
       ::dup2(null, 1);
       ::dup2(null, 2);
       const std::string data_dir = "--user-data-dir=" + profile_.path.string();
+      // Its scratch files (org.chromium.Chromium.*) go with the profile,
+      // not into /tmp to stay there.
+      ::setenv("TMPDIR", profile_.path.c_str(), 1);
       ::execlp("chromium", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
                "--disable-extensions", "--disable-sync", "--disable-component-update",
