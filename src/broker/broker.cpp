@@ -34,13 +34,9 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_response(rec); });
   loop.on_peer_death([this](std::uint32_t slot) {
     if (slot != Topology::kRouter) return;
-    router_died_ = std::chrono::steady_clock::now();
-    // What it never took, its successor handles: not lost.
     left_for_successor_.clear();
-    to_router_.for_each_untaken([&](std::span<const std::byte> rec) {
-      env::EnvelopeHeader h;
-      if (env::peek_header(rec, h) == env::DecodeError::None && h.kind == static_cast<std::uint8_t>(env::Kind::Request))
-        left_for_successor_.insert(h.request_id);
+    for_each_untaken_envelope(to_router_, [&](const env::EnvelopeHeader& h) {
+      if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) left_for_successor_.insert(h.request_id);
     });
     lost_watch_.died(slot);
   });
@@ -252,15 +248,14 @@ void Broker::arm_deadline_timer() {
 void Broker::answer_lost() {
   std::size_t lost = 0;
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.sent > router_died_ || left_for_successor_.count(it->first)) {
+    if (it->second.sent > lost_watch_.died_at() || left_for_successor_.count(it->first)) {
       ++it;
       continue;
     }
     const env::EnvelopeHeader req = it->second.request;
     it = pending_.erase(it);
     ++lost;
-    if (!env::send_problem(*to_listener_[req.origin_listener], req, 503,
-                           "a process this request went through stopped; it is being restarted, retry"))
+    if (!env::send_problem(*to_listener_[req.origin_listener], req, 503, kLostWithProcess))
       spdlog::error("listener {} channel full: a 503 was lost", req.origin_listener);
   }
   left_for_successor_.clear();

@@ -69,7 +69,6 @@ class Broker {
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
   SuccessorWatch lost_watch_;
-  std::chrono::steady_clock::time_point router_died_{};
   std::unordered_set<std::uint64_t> left_for_successor_;  // request ids the dead router never took
 };
 

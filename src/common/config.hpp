@@ -5,6 +5,7 @@
 // ConfigError naming the variable; start-up then stops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -30,7 +31,12 @@ struct Config {
   double header_timeout_s = 30.0;            // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
   double keepalive_timeout_s = 75.0;         // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
   std::uint32_t max_connections = 10000;     // EDRI_MAX_CONNECTIONS: open client connections, all listeners
-  std::uint32_t max_pipeline = 64;           // EDRI_MAX_PIPELINE (requests in flight per connection)
+  // Each listener's share of max_connections (the kernel spreads new
+  // connections evenly over the listeners).
+  std::uint32_t connections_per_listener() const {
+    return std::max<std::uint32_t>(1, (max_connections + listener_workers - 1) / listener_workers);
+  }
+  std::uint32_t max_pipeline = 64;       // EDRI_MAX_PIPELINE (requests in flight per connection)
   std::size_t output_buffer = 1u << 20;  // EDRI_OUTPUT_BUFFER: unsent bytes a connection holds before it stops reading
   double write_timeout_s = 30.0;         // EDRI_WRITE_TIMEOUT: seconds without write progress before a close
   double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight

@@ -1,3 +1,5 @@
+// Answering for what died with a peer process.
+//
 // SuccessorWatch: after a process died, waits for its successor to serve
 // and then for kLostAnswerGrace more, and only then declares lost what is
 // still unanswered. Answers of requests the dead process had passed on
@@ -9,9 +11,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <string_view>
 #include <utility>
 
 #include "common/process_loop.hpp"
+#include "envelope/envelope.hpp"
+#include "transport/outbox.hpp"
 
 namespace edri {
 
@@ -32,6 +38,8 @@ class SuccessorWatch {
     successor_serving_ = false;
     timer_.expires_after(kPoll);
   }
+  // When the last death came: what was sent after it went to the successor.
+  std::chrono::steady_clock::time_point died_at() const { return died_at_; }
 
  private:
   static constexpr std::chrono::milliseconds kPoll{20};
@@ -62,5 +70,19 @@ class SuccessorWatch {
   std::chrono::steady_clock::time_point died_at_{};
   bool successor_serving_ = false;
 };
+
+// The detail of the 503 for a request that died with a process on its way.
+inline constexpr std::string_view kLostWithProcess =
+    "a process this request went through stopped; it is being restarted, retry";
+
+// Calls f(header) for each envelope in `out` that its dead consumer never
+// took: its successor handles those, so they are not lost with it.
+template <class F>
+void for_each_untaken_envelope(const transport::Outbox& out, F&& f) {
+  out.for_each_untaken([&](std::span<const std::byte> rec) {
+    envelope::EnvelopeHeader h;
+    if (envelope::peek_header(rec, h) == envelope::DecodeError::None) f(h);
+  });
+}
 
 }  // namespace edri

@@ -64,15 +64,12 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep_overdue(); }),
       lost_watch_(loop, [this] { answer_lost(); }),
+      connection_cap_(config.connections_per_listener()),
       drain_deadline_(loop.events(),
                       [this] {
-                        std::size_t open = 0;
+                        spdlog::warn("EDRI_SHUTDOWN_TIMEOUT: closed {} connections still open", open_connections());
                         for (auto& c : connections_)
-                          if (c && !c->closed()) {
-                            ++open;
-                            c->close();
-                          }
-                        spdlog::warn("EDRI_SHUTDOWN_TIMEOUT: closed {} connections still open", open);
+                          if (c && !c->closed()) c->close();
                         loop_.stop();
                       }),
       builtins_(loop.segment(), loop.topology(), plugins,
@@ -134,20 +131,14 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   loop_.on_stop_signal([this] { begin_drain(); });
   loop_.on_peer_death([this](std::uint32_t slot) {
     if (slot != transport::Topology::kBroker) return;
-    broker_died_ = std::chrono::steady_clock::now();
+    // Controls too: a WebSocket subscription the successor takes is answered.
     left_for_successor_.clear();
-    to_broker_.for_each_untaken([&](std::span<const std::byte> rec) {
-      env::EnvelopeHeader h;
-      if (env::peek_header(rec, h) == env::DecodeError::None)
-        left_for_successor_.emplace(h.origin_connection, h.origin_generation, h.origin_stream);
+    for_each_untaken_envelope(to_broker_, [&](const env::EnvelopeHeader& h) {
+      left_for_successor_.emplace(h.origin_connection, h.origin_generation, h.origin_stream);
     });
     lost_watch_.died(slot);
   });
   next_request_ = static_cast<std::uint64_t>(index) << 48;
-  // EDRI_MAX_CONNECTIONS is shared evenly by the listeners (the kernel
-  // spreads new connections over them).
-  const auto listeners = loop.topology().listeners();
-  connection_cap_ = std::max<std::size_t>(1, (config.max_connections + listeners - 1) / listeners);
 }
 
 Listener::~Listener() {
@@ -214,27 +205,22 @@ void Listener::sweep_overdue() {
   // Also closed: a streamed answer whose producer sent nothing for the
   // response timeout (and more) while its client waited; its manager died
   // or hangs, and with the head out no error can be sent.
-  std::vector<Connection*> stalled;
+  // And slow request heads (408) and idle connections. A close here moves
+  // the connection to the graveyard: its slot in connections_ is left empty.
+  const auto now = std::chrono::steady_clock::now();
   for (auto& c : connections_) {
     if (!c || c->closed()) continue;
     if (c->write_stalled_since(write_cutoff)) {
-      stalled.push_back(c.get());
+      spdlog::info("closing connection {}: the client took no output for {} s ({} bytes unsent)", c->id(),
+                   config_.write_timeout_s, c->backlog());
+      c->close();
     } else if (c->stream_stalled_since(cutoff)) {
       spdlog::warn("closing connection {}: its streamed answer stalled", c->id());
       c->close();
+    } else {
+      c->apply_idle_limits(now);
     }
   }
-  for (auto* c : stalled) {
-    spdlog::info("closing connection {}: the client took no output for {} s ({} bytes unsent)", c->id(),
-                 config_.write_timeout_s, c->backlog());
-    c->close();
-  }
-  // Slow request heads (408) and idle connections.
-  const auto now = std::chrono::steady_clock::now();
-  stalled.clear();
-  for (auto& c : connections_)
-    if (c && !c->closed()) stalled.push_back(c.get());
-  for (auto* c : stalled) c->apply_idle_limits(now);
   sweep_.expires_after(std::chrono::seconds(1));
 }
 
@@ -249,41 +235,35 @@ void Listener::begin_drain() {
   loop_.events().unwatch(listen_fd_);
   if (unix_fd_ >= 0) loop_.events().unwatch(unix_fd_);
   accept_retry_.cancel();
-  std::size_t open = 0;
+  spdlog::info("stopping: {} connections to finish, for up to {} s", open_connections(), config_.shutdown_timeout_s);
   for (auto& c : connections_)
-    if (c && !c->closed()) {
-      ++open;
-      c->drain();
-    }
-  spdlog::info("stopping: {} connections to finish, for up to {} s", open, config_.shutdown_timeout_s);
+    if (c && !c->closed()) c->drain();
   drain_deadline_.expires_after(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)));
   stop_if_drained();
 }
 
 void Listener::stop_if_drained() {
-  for (auto& c : connections_)
-    if (c && !c->closed()) return;
+  if (open_connections() > 0) return;
   spdlog::info("every connection finished");
   loop_.stop();
 }
 
 void Listener::answer_lost() {
-  static constexpr std::string_view kLost = "a process this request went through stopped; it is being restarted, retry";
   std::size_t lost = 0;
   std::vector<std::uint32_t> seqs;
   for (auto& c : connections_) {
     if (!c || c->closed() || !c->waiting()) continue;
     seqs.clear();
-    c->for_each_overdue(broker_died_, [&](std::uint32_t seq) {
+    c->for_each_overdue(lost_watch_.died_at(), [&](std::uint32_t seq) {
       if (!left_for_successor_.count({c->id(), generations_[c->id()], seq})) seqs.push_back(seq);
     });
     for (const auto seq : seqs) {
       ++lost;
       if (c->websocket())
-        ws_error(*c, seq, 503, kLost);
+        ws_error(*c, seq, 503, kLostWithProcess);
       else
-        problem(*c, seq, 503, kLost, {});
+        problem(*c, seq, 503, kLostWithProcess, {});
     }
   }
   left_for_successor_.clear();
@@ -309,7 +289,7 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
       accept_retry_.expires_after(std::chrono::milliseconds(50));
       return false;
     }
-    if (connections_.size() - free_ids_.size() >= connection_cap_) {
+    if (open_connections() >= connection_cap_) {
       refuse(fd, tls != nullptr);
       continue;
     }
@@ -354,7 +334,7 @@ void Listener::refuse(int fd, bool tls) {
   record(info, 503);
   if (refusals_++ % 1000 == 0)
     spdlog::warn("refusing connections: {} open, EDRI_MAX_CONNECTIONS allows {} per listener ({} refused so far)",
-                 connections_.size() - free_ids_.size(), connection_cap_, refusals_);
+                 open_connections(), connection_cap_, refusals_);
 }
 
 Connection* Listener::find(std::uint32_t id, std::uint32_t generation) {

@@ -142,6 +142,9 @@ class Listener {
   // Answers 503 on a connection past EDRI_MAX_CONNECTIONS and closes it.
   void refuse(int fd, bool tls);
   void stop_if_drained();
+  // A closed connection gives its id back at once (release), so this is
+  // every connection not closed yet.
+  std::size_t open_connections() const { return connections_.size() - free_ids_.size(); }
   Connection* find(std::uint32_t id, std::uint32_t generation);
 
   ProcessLoop& loop_;
@@ -161,11 +164,10 @@ class Listener {
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   SuccessorWatch lost_watch_;
+  std::size_t connection_cap_;  // this listener's share of EDRI_MAX_CONNECTIONS
   EventLoop::Timer drain_deadline_;
   bool draining_ = false;
-  std::size_t connection_cap_ = 0;  // this listener's share of EDRI_MAX_CONNECTIONS
   std::uint64_t refusals_ = 0;
-  std::chrono::steady_clock::time_point broker_died_{};
   // (connection, generation, seq) of requests the dead broker never took.
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;
   http::ResponseWriter writer_;

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -192,11 +191,15 @@ void Manager::on_record(std::span<const std::byte> record) {
 bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.event = event;
   // The listener's request counter and its dispatch time: unique across
-  // listener restarts, and the same in a replay (the same envelope).
-  const int n = std::snprintf(request_id_, sizeof request_id_, "%016llx-%016llx",
-                              static_cast<unsigned long long>(v.header.request_id),
-                              static_cast<unsigned long long>(v.header.t0_ns));
-  request_.id = std::string_view(request_id_, n > 0 ? static_cast<std::size_t>(n) : 0);
+  // listener restarts, and the same in a replay (the same envelope). Hex
+  // written by hand: this runs for every request, read or not.
+  auto hex = [](char* out, std::uint64_t v) {
+    for (int i = 15; i >= 0; --i, v >>= 4) out[i] = "0123456789abcdef"[v & 15];
+  };
+  hex(request_id_, v.header.request_id);
+  request_id_[16] = '-';
+  hex(request_id_ + 17, v.header.t0_ns);
+  request_.id = std::string_view(request_id_, sizeof request_id_);
   request_.query = v.text(env::SectionType::Query);
   request_.body = v.text(env::SectionType::Body);
   request_.content_type = v.text(env::SectionType::BodyType);

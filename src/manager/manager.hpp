@@ -108,7 +108,7 @@ class Manager final : public Context {
   std::uint64_t next_request_ = 0;
   const envelope::EnvelopeHeader* current_ = nullptr;  // the request whose handler runs now
   Request request_;                                    // reused across calls
-  char request_id_[40] = {};                           // Request::id's text
+  char request_id_[33] = {};                           // Request::id: 16 hex digits, '-', 16 more
   std::vector<http::MultipartPart> parts_;             // reused across calls
   TemplateCache templates_;
   std::vector<int> worker_cpus_;

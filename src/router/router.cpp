@@ -113,12 +113,22 @@ void Router::on_request(std::span<const std::byte> record) {
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
   if (sent) {
+    const Taken taken{manager, h, to_manager_[manager]->last_position()};
+    auto [it, fresh] = unanswered_.try_emplace(key_of(h), taken);
+    if (!fresh) {  // the same id again: the newer one counts
+      --in_flight_[it->second.manager];
+      it->second = taken;
+    }
     ++in_flight_[manager];
-    unanswered_.insert_or_assign(key_of(h), Taken{manager, h, to_manager_[manager]->last_position()});
     return;
   }
   if (!env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
     spdlog::error("reply channel full: a 503 was lost");
+}
+
+Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
+  --in_flight_[it->second.manager];
+  return unanswered_.erase(it);
 }
 
 void Router::on_manager_death(std::uint32_t manager) {
@@ -127,52 +137,48 @@ void Router::on_manager_death(std::uint32_t manager) {
   loop_.drain_from(slot);
   // Requests still in its channel were never taken: its successor handles
   // them. The others it took, and their answers died with it.
-  std::unordered_map<RequestKey, bool, RequestKeyHash> untaken;
-  to_manager_[manager]->for_each_untaken([&](std::span<const std::byte> rec) {
-    env::EnvelopeHeader h;
-    if (env::peek_header(rec, h) == env::DecodeError::None && h.kind == static_cast<std::uint8_t>(env::Kind::Request))
-      untaken.emplace(key_of(h), true);
+  std::unordered_set<RequestKey, RequestKeyHash> untaken;
+  for_each_untaken_envelope(*to_manager_[manager], [&](const env::EnvelopeHeader& h) {
+    if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) untaken.insert(key_of(h));
   });
   auto& out = *to_manager_[manager];
-  std::vector<std::pair<std::uint64_t, Taken*>> replays;  // by their first position: in arrival order
   std::size_t answered = 0;
-  for (auto it = unanswered_.begin(); it != unanswered_.end();) {
-    Taken& t = it->second;
-    if (t.manager != manager || untaken.count(it->first)) {
-      ++it;
-      continue;
-    }
-    if ((t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
-      replays.emplace_back(t.position, &t);
-      ++it;
-      continue;
-    }
-    const env::EnvelopeHeader request = t.request;
-    it = unanswered_.erase(it);
-    if (in_flight_[manager] > 0) --in_flight_[manager];
+  // Answers 503 for the request at `it`, which no process holds any more.
+  auto lost = [&](Unanswered::iterator it) {
+    const env::EnvelopeHeader request = it->second.request;
     ++answered;
     if (!env::send_problem(reply_channel(request), request, 503,
                            "the process handling this request stopped; it is being restarted, retry"))
       spdlog::error("reply channel full: a 503 was lost");
+    return forget(it);
+  };
+  std::vector<std::pair<std::uint64_t, RequestKey>> replays;  // by their first position: in arrival order
+  for (auto it = unanswered_.begin(); it != unanswered_.end();) {
+    const Taken& t = it->second;
+    if (t.manager != manager || untaken.count(it->first)) {
+      ++it;
+    } else if ((t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
+      replays.emplace_back(t.position, it->first);
+      ++it;
+    } else {
+      it = lost(it);
+    }
   }
   // Behind what the dead manager never took, in the order they first came.
   std::sort(replays.begin(), replays.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::byte> copy;
   std::size_t replayed = 0;
-  for (auto& [position, t] : replays) {
+  for (const auto& [position, key] : replays) {
+    const auto it = unanswered_.find(key);
     const auto rec = out.record_at(position);
     copy.assign(rec.begin(), rec.end());  // the ring may move under a push
-    t->replayed = true;
     if (!copy.empty() && out.push(copy)) {
-      t->position = out.last_position();
+      it->second.replayed = true;
+      it->second.position = out.last_position();
       ++replayed;
-      continue;
+    } else {
+      lost(it);
     }
-    const env::EnvelopeHeader request = t->request;
-    unanswered_.erase(key_of(request));
-    if (!env::send_problem(reply_channel(request), request, 503,
-                           "the process handling this request stopped; it is being restarted, retry"))
-      spdlog::error("reply channel full: a 503 was lost");
   }
   spdlog::warn(
       "manager {} died: {} requests it had taken answered 503, {} handed to its successor again, {} it "
@@ -221,10 +227,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
       // A streamed answer's pieces after its head are not answers.
-      if (!(h.flags & env::kFlagStreamPiece)) {
-        if (in_flight_[manager] > 0) --in_flight_[manager];
-        unanswered_.erase(key_of(h));
-      }
+      if (!(h.flags & env::kFlagStreamPiece))
+        if (const auto it = unanswered_.find(key_of(h)); it != unanswered_.end()) forget(it);
       const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
         std::memcpy(p, record.data(), record.size());
         env::stamp(*env::header_at(p), env::kStampRouterOut);
@@ -239,7 +243,6 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
 void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   const std::size_t n = body.size() / sizeof(std::uint64_t);
   if (n > 0) std::memcpy(&group_of_[manager], body.data(), sizeof(std::uint64_t));
-  in_flight_[manager] = 0;  // a (re)started manager holds nothing
   for (std::size_t i = 1; i < n; ++i) {
     std::uint64_t id;
     std::memcpy(&id, body.data() + i * sizeof id, sizeof id);

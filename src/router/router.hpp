@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/config.hpp"
 #include "common/process_loop.hpp"
+#include "common/successor_watch.hpp"
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 
@@ -61,14 +63,19 @@ class Router {
     std::uint64_t position;            // of its record in the manager's channel (Outbox::last_position)
     bool replayed = false;             // handed to a successor once already
   };
+  using Unanswered = std::unordered_map<RequestKey, Taken, RequestKeyHash>;
+  // Drops an answered (or given up) request; the next one.
+  Unanswered::iterator forget(Unanswered::iterator it);
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;
   std::unordered_map<std::uint64_t, Subscribers> routes_;
-  bool least_loaded_;                     // EDRI_ROUTING=least_loaded
-  std::vector<std::uint32_t> in_flight_;  // per manager: requests sent, not answered
-  std::unordered_map<RequestKey, Taken, RequestKeyHash> unanswered_;
+  bool least_loaded_;  // EDRI_ROUTING=least_loaded
+  // Requests sent to a manager and not answered yet; in_flight_ counts
+  // them per manager (for least-loaded routing), kept in step by forget().
+  Unanswered unanswered_;
+  std::vector<std::uint32_t> in_flight_;
   std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)

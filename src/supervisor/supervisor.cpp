@@ -108,7 +108,7 @@ void Supervisor::raise_descriptor_limit() {
     lim.rlim_cur = lim.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::getrlimit(RLIMIT_NOFILE, &lim);
   }
-  const rlim_t per_listener = (config_.max_connections + config_.listener_workers - 1) / config_.listener_workers;
+  const rlim_t per_listener = config_.connections_per_listener();
   if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < per_listener + 256)
     spdlog::warn(
         "the descriptor limit ({}) is below EDRI_MAX_CONNECTIONS per listener ({}) plus what a listener "
