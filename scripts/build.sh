@@ -8,11 +8,15 @@ cd "$(dirname "$0")/.."
 kind="${1:-release}"
 targets=()
 jobs="$(nproc)"
+sanitizer_flags=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 case "$kind" in
   release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-  asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_SANITIZE=ON)
+  # The sanitizer builds: -O1 (what the sanitizers' authors advise) and
+  # -g1 (line tables for the reports, no more) compile in half the time of
+  # RelWithDebInfo's -O2 -g, which is most of CI's time.
+  asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DEDRI_SANITIZE=ON)
         targets=(--target edri-server unit_tests integration_tests) ;;
-  tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_TSAN=ON)
+  tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DEDRI_TSAN=ON)
         targets=(--target unit_tests) ;;
   fuzz) dir=build-fuzz
         flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDRI_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
