@@ -252,6 +252,19 @@ struct StringPairValue {
     return p.second;
   }
 };
+// Name and value of a path parameter (edri::Param), for key_values().
+struct ParamKey {
+  template <class P>
+  std::string_view operator()(const P& p) const {
+    return p.name;
+  }
+};
+struct ParamValue {
+  template <class P>
+  std::string_view operator()(const P& p) const {
+    return p.value;
+  }
+};
 
 // fnv1a-64: the event type id of an event name, stable across processes.
 constexpr std::uint64_t event_type_id(std::string_view name) {

@@ -155,9 +155,7 @@ int RequestParser::on_headers_complete(llhttp_t* p) {
   // is a 400 (HTTP/1.0 may have none).
   int hosts = 0;
   for (const auto& [name, value] : r.headers)
-    if (name.size() == 4 && (name[0] | 0x20) == 'h' && (name[1] | 0x20) == 'o' && (name[2] | 0x20) == 's' &&
-        (name[3] | 0x20) == 't')
-      ++hosts;
+    if (iequals(name, "host")) ++hosts;
   if (hosts > 1 || (hosts == 0 && r.http_minor >= 1)) return s.fail(400, "a request must have exactly one Host header");
   if (p->content_length > s.limits_.max_body_bytes && (p->flags & F_CONTENT_LENGTH))
     return s.fail(413, "request body too large");

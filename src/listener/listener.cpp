@@ -44,13 +44,6 @@ bool read_file(const std::string& path, std::string& out) {
   return n == 0;
 }
 
-struct ParamKey {
-  std::string_view operator()(const Param& p) const { return p.name; }
-};
-struct ParamValue {
-  std::string_view operator()(const Param& p) const { return p.value; }
-};
-
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
@@ -630,7 +623,7 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   if (!decoded_params_.empty())
     w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
   else if (!params.empty())
-    w.key_values(env::SectionType::PathParams, params, ParamKey{}, ParamValue{});
+    w.key_values(env::SectionType::PathParams, params, env::ParamKey{}, env::ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
   add_validated(w);
   if (req.body_size > 0)

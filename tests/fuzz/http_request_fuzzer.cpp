@@ -29,13 +29,6 @@ const http::RouteTable& routes() {
   return table;
 }
 
-struct ParamName {
-  std::string_view operator()(const Param& p) const { return p.name; }
-};
-struct ParamValue {
-  std::string_view operator()(const Param& p) const { return p.value; }
-};
-
 void to_event(http::HttpRequest& req) {
   const std::string_view target = req.target;
   const auto q = target.find('?');
@@ -47,7 +40,8 @@ void to_event(http::HttpRequest& req) {
   if (m.result != http::RouteTable::Match::Result::Found) return;
   envelope::EnvelopeWriter w(envelope::make_header(envelope::Kind::Request, m.target, 1));
   const auto params = m.path_params();
-  if (!params.empty()) w.key_values(envelope::SectionType::PathParams, params, ParamName{}, ParamValue{});
+  if (!params.empty())
+    w.key_values(envelope::SectionType::PathParams, params, envelope::ParamKey{}, envelope::ParamValue{});
   if (!query.empty()) w.text(envelope::SectionType::Query, query);
   if (!req.headers.empty())
     w.key_values(envelope::SectionType::Headers, req.headers, envelope::StringPairKey{}, envelope::StringPairValue{});

@@ -106,22 +106,20 @@ TEST_CASE("EDRI_MAX_CONNECTIONS: past it a connection gets a 503 and is closed, 
 
 TEST_CASE("EDRI_MAX_URL_SIZE is a 414, EDRI_MAX_HEADER_SIZE a 431, and each closes the connection", "[limits]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_URL_SIZE", "64"}, {"EDRI_MAX_HEADER_SIZE", "512"}});
-  {
+  // The status `request` gets on a fresh connection, which must then close.
+  auto status_of = [&](const std::string& request) {
     HttpClient c(server.port());
-    std::string req = "GET /hello/";
-    req.append(80, 'u').append(" HTTP/1.1\r\nHost: x\r\n\r\n");
-    c.send_raw(req);
-    CHECK(c.read_response().status == 414);
+    c.send_raw(request);
+    const int status = c.read_response().status;
     CHECK(c.closed_by_peer(1000));
-  }
-  {
-    HttpClient c(server.port());
-    std::string req = "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-Big: ";
-    req.append(600, 'h').append("\r\n\r\n");
-    c.send_raw(req);
-    CHECK(c.read_response().status == 431);
-    CHECK(c.closed_by_peer(1000));
-  }
+    return status;
+  };
+  std::string long_url = "GET /hello/";
+  long_url.append(80, 'u').append(" HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(status_of(long_url) == 414);
+  std::string big_header = "GET /hello/x HTTP/1.1\r\nHost: x\r\nX-Big: ";
+  big_header.append(600, 'h').append("\r\n\r\n");
+  CHECK(status_of(big_header) == 431);
   CHECK(http_get(server.port(), "/hello/" + std::string(40, 'u')).status == 200);
 }
 
