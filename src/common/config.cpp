@@ -141,6 +141,14 @@ Config Config::from_env() {
   if (auto v = env("EDRI_OUTPUT_BUFFER"))
     c.output_buffer = parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER", v, 4096, std::size_t{1} << 30);
   if (auto v = env("EDRI_WRITE_TIMEOUT")) c.write_timeout_s = parse_seconds("EDRI_WRITE_TIMEOUT", v);
+  if (auto v = env("EDRI_OUTPUT_BUFFER_TOTAL"))
+    c.output_buffer_total =
+        parse_integer<std::size_t>("EDRI_OUTPUT_BUFFER_TOTAL", v, std::size_t{64} << 10, std::size_t{1} << 40);
+  if (auto v = env("EDRI_BODY_TIMEOUT")) c.body_timeout_s = parse_seconds("EDRI_BODY_TIMEOUT", v);
+  if (auto v = env("EDRI_LINGERING_TIME")) c.lingering_time_s = parse_seconds("EDRI_LINGERING_TIME", v);
+  if (auto v = env("EDRI_LINGERING_TIMEOUT")) c.lingering_timeout_s = parse_seconds("EDRI_LINGERING_TIMEOUT", v);
+  if (auto v = env("EDRI_MAX_JSON_DEPTH"))
+    c.max_json_depth = parse_integer<std::uint32_t>("EDRI_MAX_JSON_DEPTH", v, 1, 10000);
   if (auto v = env("EDRI_SHUTDOWN_TIMEOUT")) c.shutdown_timeout_s = parse_seconds("EDRI_SHUTDOWN_TIMEOUT", v);
   if (auto v = env("EDRI_LOG_LEVEL")) {
     std::string s = v;
@@ -253,6 +261,9 @@ Config Config::from_env() {
     throw ConfigError("EDRI_WEBSOCKET_MAX_MESSAGE=" + std::to_string(c.websocket_max_message) +
                       ": too large for EDRI_RING_BYTES=" + std::to_string(c.ring_bytes) +
                       " (a message must fit a quarter of a ring, less 4096 bytes)");
+  if (c.output_buffer_total < c.output_buffer)
+    throw ConfigError("EDRI_OUTPUT_BUFFER_TOTAL=" + std::to_string(c.output_buffer_total) +
+                      ": smaller than one connection's EDRI_OUTPUT_BUFFER=" + std::to_string(c.output_buffer));
   // A request body up to EDRI_UPLOAD_THRESHOLD travels in the blob area
   // when there is one, else in a channel record; a larger one in its file.
   const std::size_t in_memory = std::min(c.max_body_size, c.upload_threshold);
@@ -299,6 +310,11 @@ std::string Config::describe() const {
     << "EDRI_UPLOAD_FILES_PATH=" << upload_path << '\n'
     << "EDRI_UPLOAD_THRESHOLD=" << upload_threshold << '\n'
     << "EDRI_WRITE_TIMEOUT=" << write_timeout_s << '\n'
+    << "EDRI_OUTPUT_BUFFER_TOTAL=" << output_buffer_total << '\n'
+    << "EDRI_BODY_TIMEOUT=" << body_timeout_s << '\n'
+    << "EDRI_LINGERING_TIME=" << lingering_time_s << '\n'
+    << "EDRI_LINGERING_TIMEOUT=" << lingering_timeout_s << '\n'
+    << "EDRI_MAX_JSON_DEPTH=" << max_json_depth << '\n'
     << "EDRI_SHUTDOWN_TIMEOUT=" << shutdown_timeout_s << '\n'
     << "EDRI_LOG_LEVEL=" << log_level << '\n'
     << "ENVIRONMENT=" << (production ? "production" : "development") << '\n'

@@ -39,6 +39,16 @@ struct Config {
   std::uint32_t max_pipeline = 64;       // EDRI_MAX_PIPELINE (requests in flight per connection)
   std::size_t output_buffer = 1u << 20;  // EDRI_OUTPUT_BUFFER: unsent bytes a connection holds before it stops reading
   double write_timeout_s = 30.0;         // EDRI_WRITE_TIMEOUT: seconds without write progress before a close
+  // EDRI_OUTPUT_BUFFER_TOTAL: unsent bytes one listener holds for all its
+  // clients together; past it the clients furthest behind are closed.
+  std::size_t output_buffer_total = 256u << 20;
+  double body_timeout_s = 60.0;  // EDRI_BODY_TIMEOUT: a request body that stops arriving this long: 408
+  // EDRI_LINGERING_TIME, EDRI_LINGERING_TIMEOUT: after an answer that ends
+  // a connection early, what the client still sends is read and dropped
+  // for at most this long in all, and until it pauses this long.
+  double lingering_time_s = 30.0;
+  double lingering_timeout_s = 5.0;
+  std::uint32_t max_json_depth = 128;  // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
   double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
   std::string log_level = "info";        // EDRI_LOG_LEVEL
   bool production = false;               // ENVIRONMENT=production
