@@ -53,6 +53,13 @@ struct ParserLimits {
   std::size_t spill_bytes = SIZE_MAX;
 };
 
+// RFC 9112 3.2 / RFC 3986 3.2.2: Host = uri-host [ ":" port ], where
+// uri-host is an IP-literal ("[v6]"), an IPv4 address or a reg-name
+// (unreserved, pct-encoded, sub-delims) and port = *DIGIT. Empty is valid
+// (a target without authority); userinfo ("a@b") and spaces are not.
+// Surrounding OWS is ignored.
+bool is_valid_host(std::string_view value);
+
 // The plugin API's method for an llhttp one; nullopt for a method no
 // route can name (CONNECT, TRACE, ...).
 inline std::optional<Method> to_method(llhttp_method_t m) {
@@ -80,6 +87,13 @@ class RequestParser final {
   // HttpRequest::spill. False: they could not be kept (the request fails
   // with 500).
   using OnSpill = std::function<bool(HttpRequest& req, std::string_view bytes)>;
+
+  // A chunk-size line (size, extensions, CRLF) longer than this, or a size
+  // of more digits (leading zeros count), is refused with 400, as Go's
+  // net/http does: llhttp itself bounds neither, so a client could make
+  // the server read an endless line.
+  static constexpr std::size_t kMaxChunkLineBytes = 4096;
+  static constexpr std::size_t kMaxChunkSizeDigits = 16;
 
   struct Result {
     bool ok = true;
@@ -122,9 +136,19 @@ class RequestParser final {
   static int on_headers_complete(llhttp_t* p);
   static int on_body(llhttp_t* p, const char* at, std::size_t n);
   static int on_message_complete(llhttp_t* p);
+  static int on_chunk_header(llhttp_t* p);
+  static int on_chunk_extension_name(llhttp_t* p, const char* at, std::size_t n);
 
   int fail(int status, const char* reason);
+  Result failed(const char* data, const char* at);
   bool count_header_bytes(std::size_t n);
+  // Where `at` (in the feed() in progress) is in the whole stream.
+  std::uint64_t offset(const char* at) const { return feed_offset_ + static_cast<std::uint64_t>(at - feed_begin_); }
+  // Called where llhttp paused for a chunk-line mark, `at` being where.
+  // False: the line broke a limit (the parser failed).
+  bool mark_chunk_line(const char* at);
+  void expect_chunk_line(std::uint64_t start);
+  bool chunk_line_too_long(std::uint64_t end) const;
 
   llhttp_t parser_;
   llhttp_settings_t settings_;
@@ -143,6 +167,18 @@ class RequestParser final {
   const char* feed_end_ = nullptr;
   bool value_at_buffer_end_ = false;
   bool pause_requested_ = false;
+  // Chunk-size lines: llhttp reports no position for the size digits or the
+  // line's end, so in a chunked body it is paused where each line starts
+  // (end of the headers) and ends (on_chunk_header), and stream offsets
+  // measure the line. The next line starts a known distance after the end
+  // of the last: the chunk's size plus its CRLF.
+  enum class ChunkMark : std::uint8_t { None, LineStart, LineEnd };
+  ChunkMark chunk_mark_ = ChunkMark::None;
+  std::uint64_t feed_offset_ = 0;       // the stream offset of feed_begin_
+  bool in_chunked_body_ = false;        // a chunk-size line is being read, or comes next
+  std::uint64_t chunk_line_start_ = 0;  // the stream offset where it starts
+  bool chunk_extension_seen_ = false;   // its first extension began: the size digits are known
+  std::uint64_t chunk_size_ = 0;        // the size the line just read declared
   int error_status_ = 0;
   const char* error_reason_ = "";
 };

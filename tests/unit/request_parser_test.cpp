@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -233,4 +235,168 @@ TEST_CASE("a body past the spill size goes to OnSpill as it arrives, and the lim
   const auto r = p.feed(big.data(), big.size());
   CHECK_FALSE(r.ok);
   CHECK(r.status == 413);
+}
+
+TEST_CASE("the Host header must be a valid uri-host [ \":\" port ]", "[parser]") {
+  using edri::http::is_valid_host;
+  for (const char* ok :
+       {"", "example.com", "example.com:8080", "x:", "127.0.0.1:80", "[::1]", "[::1]:8080", "[2001:db8::7]",
+        "[::ffff:192.0.2.1]", "[v1.fe80::a+en1]", "a%2Fb", "a-b_c~d!$&'()*+,;=", " h ", "h\t"})
+    CHECK(is_valid_host(ok));
+  for (const char* bad :
+       {"a b",  "a@b",  "user:pw@host", "a/b",    "a?b",     "a#b",   "h:8o",   "h:80:90", "a%zz",  "a%2",
+        "[::1", "[zz]", "[]",           "[::1]x", "[::1]:x", "[v1.]", "[vz.a]", "a[b]",    "\"h\"", "caf\xc3\xa9"})
+    CHECK_FALSE(is_valid_host(bad));
+
+  for (const char* bad : {"a b", "a@b"}) {
+    Collected c;
+    const auto r = c.feed(std::string("GET / HTTP/1.1\r\nHost: ") + bad + "\r\n\r\n");
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 400);
+    CHECK(c.requests.empty());
+  }
+  // HTTP/1.0 may leave it out, but one it sends is checked too.
+  Collected ten;
+  CHECK(ten.feed("GET / HTTP/1.0\r\nHost: a@b\r\n\r\n").status == 400);
+  // Empty: allowed (RFC 9112 3.2, a target without authority).
+  Collected empty;
+  REQUIRE(empty.feed("GET / HTTP/1.1\r\nHost:\r\n\r\nGET / HTTP/1.1\r\nHost: [::1]:80 \r\n\r\n").ok);
+  CHECK(empty.requests.size() == 2);
+}
+
+TEST_CASE("HTTP/1.2 and later 1.x minors are served as HTTP/1.1, other majors are 505", "[parser]") {
+  for (const char* version : {"1.2", "1.9"}) {
+    Collected c;
+    const auto r =
+        c.feed(std::string("GET / HTTP/") + version + "\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n");
+    REQUIRE(r.ok);
+    REQUIRE(c.requests.size() == 2);
+    CHECK(c.requests[0].http_major == 1);
+    CHECK(c.requests[0].http_minor == 1);
+    CHECK(c.requests[0].keep_alive);  // 1.1's default
+  }
+  Collected closes;
+  REQUIRE(closes.feed("GET / HTTP/1.2\r\nHost: h\r\nConnection: close\r\n\r\n").ok);
+  CHECK_FALSE(closes.requests.at(0).keep_alive);
+  // Still one Host, as in 1.1.
+  Collected no_host;
+  CHECK(no_host.feed("GET / HTTP/1.2\r\n\r\n").status == 400);
+  for (const char* version : {"2.0", "3.0", "0.9", "0.1", "9.9"}) {
+    Collected c;
+    CHECK(c.feed(std::string("GET / HTTP/") + version + "\r\nHost: h\r\n\r\n").status == 505);
+  }
+  for (const char* version : {"1.10", "11.1", "1", "1.", "a.1", "1.1.1"}) {
+    Collected c;
+    CHECK(c.feed(std::string("GET / HTTP/") + version + "\r\nHost: h\r\n\r\n").status == 400);
+  }
+}
+
+namespace {
+std::string chunked_request(const std::string& chunks) {
+  return "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks;
+}
+
+// A chunk-size line of exactly `length` bytes (CRLF included) for a
+// 5-byte chunk: "5;e=xxx...\r\n".
+std::string chunk_line(std::size_t length) { return "5;e=" + std::string(length - 6, 'x') + "\r\n"; }
+
+// Feeds `bytes` split in two at `cut`: the first failure, or the last result.
+RequestParser::Result feed_split(Collected& c, const std::string& bytes, std::size_t cut) {
+  auto r = c.parser.feed(bytes.data(), cut);
+  if (!r.ok) return r;
+  return c.parser.feed(bytes.data() + cut, bytes.size() - cut);
+}
+}  // namespace
+
+TEST_CASE("a chunk-size line is at most 4096 bytes and a chunk size at most 16 hex digits", "[parser]") {
+  const std::size_t max_line = RequestParser::kMaxChunkLineBytes;
+  SECTION("the line limit, extensions included, at every split of the stream") {
+    const std::string ok = chunked_request(chunk_line(max_line) + "hello\r\n0\r\n\r\n");
+    const std::string bad = chunked_request(chunk_line(max_line + 1) + "hello\r\n0\r\n\r\n");
+    for (std::size_t cut = 0; cut <= ok.size(); cut += (cut > 60 && cut < ok.size() - 60) ? 97 : 1) {
+      INFO("cut at " << cut);
+      Collected c;
+      REQUIRE(feed_split(c, ok, cut).ok);
+      REQUIRE(c.requests.size() == 1);
+      CHECK(c.requests[0].body == "hello");
+      Collected d;
+      const auto r = feed_split(d, bad, std::min(cut, bad.size()));
+      CHECK_FALSE(r.ok);
+      CHECK(r.status == 400);
+      CHECK(d.requests.empty());
+    }
+  }
+  SECTION("a line that never ends is refused once it is too long, not when it ends") {
+    Collected c;
+    REQUIRE(c.feed(chunked_request("5;e=" + std::string(max_line - 10, 'x'))).ok);
+    const auto r = c.feed(std::string(100, 'x'));
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 400);
+    CHECK(std::string(r.reason) == "chunk-size line too long");
+    Collected big;  // 1 MB of extension in one read
+    CHECK(big.feed(chunked_request("5;e=" + std::string(1 << 20, 'x'))).status == 400);
+  }
+  SECTION("16 digits, leading zeros counted") {
+    Collected c;
+    REQUIRE(c.feed(chunked_request("0000000000000005\r\nhello\r\n000000000000000\r\n\r\n")).ok);
+    REQUIRE(c.requests.size() == 1);
+    CHECK(c.requests[0].body == "hello");
+    for (const std::string& bad :
+         {std::string("00000000000000005\r\nhello\r\n0\r\n\r\n"),
+          std::string("5\r\nhello\r\n00000000000000000\r\n\r\n"), std::string(1000, '0') + "5\r\nhello\r\n0\r\n\r\n",
+          std::string("00000000000000005;a=b\r\nhello\r\n0\r\n\r\n")}) {
+      INFO(bad.substr(0, 40));
+      for (std::size_t cut = 0; cut <= bad.size(); ++cut) {
+        Collected d;
+        const auto all = chunked_request(bad);
+        const auto r = feed_split(d, all, all.size() - bad.size() + cut);
+        CHECK_FALSE(r.ok);
+        CHECK(r.status == 400);
+      }
+    }
+    Collected ext;
+    REQUIRE(ext.feed(chunked_request("0000000000000005;a;b=c\r\nhello\r\n0;z\r\n\r\n")).ok);
+    CHECK(ext.requests.at(0).body == "hello");
+  }
+  SECTION("many chunks, pipelined, a byte at a time") {
+    std::string chunks;
+    std::string body;
+    for (int i = 1; i <= 20; ++i) {
+      const std::string data(static_cast<std::size_t>(i), static_cast<char>('a' + i));
+      char size[8];
+      std::snprintf(size, sizeof size, "%x", i);
+      chunks += std::string(size) + (i % 3 ? "" : ";n=v") + "\r\n" + data + "\r\n";
+      body += data;
+    }
+    const std::string one = chunked_request(chunks + "0\r\nTrailer: t\r\n\r\n");
+    const std::string two = one + one + "GET /after HTTP/1.1\r\nHost: h\r\n\r\n";
+    Collected c;
+    REQUIRE(c.feed(two).ok);
+    Collected d;
+    for (char ch : two) REQUIRE(d.parser.feed(&ch, 1).ok);
+    for (const auto* got : {&c, &d}) {
+      REQUIRE(got->requests.size() == 3);
+      CHECK(got->requests[0].body == body);
+      CHECK(got->requests[1].body == body);
+      CHECK(got->requests[2].target == "/after");
+    }
+  }
+  SECTION("a chunked request paused after, then the rest") {
+    std::vector<std::string> bodies;
+    RequestParser* self = nullptr;
+    RequestParser p({}, [&](HttpRequest& r) {
+      bodies.push_back(r.body);
+      self->pause();
+    });
+    self = &p;
+    const std::string one = chunked_request("3\r\nabc\r\n0\r\n\r\n");
+    const std::string all = one + one;
+    auto r = p.feed(all.data(), all.size());
+    REQUIRE(r.ok);
+    CHECK(r.paused);
+    CHECK(r.consumed == one.size());
+    r = p.feed(all.data() + r.consumed, all.size() - r.consumed);
+    REQUIRE(r.ok);
+    CHECK(bodies == std::vector<std::string>{"abc", "abc"});
+  }
 }
