@@ -26,9 +26,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <edri/json_depth.hpp>
+
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 7;
+inline constexpr std::uint32_t kPluginAbiVersion = 8;
 
 enum class Method : std::uint8_t { Get, Head, Post, Put, Delete, Patch, Options };
 
@@ -72,6 +74,20 @@ struct FormPart {
   bool save(const std::string& path) const { return write_file(path, data); }
 };
 
+// The client's request cannot be served as sent. Request::json() throws it;
+// a handler may too. The manager answers it as a problem with this status
+// (a 4xx; another is answered 400) and what() as the detail, even with
+// ENVIRONMENT=production (it is about the request, not the server), where
+// any other exception is a 500.
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(int status, const std::string& detail) : std::runtime_error(detail), status_(status) {}
+  int status() const noexcept { return status_; }
+
+ private:
+  int status_;
+};
+
 // What a handler sees of a request. The views point into the shared-memory
 // envelope the manager is reading; copy what must outlive the call.
 class Request {
@@ -102,6 +118,9 @@ class Request {
   // multipart/form-data: the parts, in order (a malformed one was answered
   // 400 before the handler ran).
   std::vector<FormPart> form;
+  // json() refuses a body nesting deeper: EDRI_MAX_JSON_DEPTH for a
+  // client's request, kJsonDepthCeiling for JSON another manager made.
+  std::size_t max_json_depth = kDefaultMaxJsonDepth;
 
   // Keeps the body as the file `path`: the upload file is renamed there
   // (no copy on the same file system), a body in memory written. False on
@@ -151,8 +170,19 @@ class Request {
     return std::nullopt;
   }
 
-  // The body parsed as JSON; throws nlohmann::json::parse_error if invalid.
-  nlohmann::json json() const { return nlohmann::json::parse(body); }
+  // The body parsed as JSON. Throws RequestError: 422 when it nests deeper
+  // than max_json_depth (a document that deep could overflow the stack of
+  // whatever copies, compares or serializes it), 400 when it is not JSON.
+  nlohmann::json json() const {
+    if (json_nests_deeper_than(body, max_json_depth))
+      throw RequestError(
+          422, "the body nests deeper than " + std::to_string(max_json_depth) + " levels (EDRI_MAX_JSON_DEPTH)");
+    try {
+      return nlohmann::json::parse(body);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw RequestError(400, "the body is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    }
+  }
 
  private:
   static std::optional<std::string_view> find(const std::vector<Param>& v, std::string_view name) {

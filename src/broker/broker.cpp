@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <edri/json_depth.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -16,6 +18,7 @@ using transport::Topology;
 
 Broker::Broker(ProcessLoop& loop, const Config& config)
     : timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
+      max_json_depth_(config.max_json_depth),
       to_router_(loop.outbox_to(Topology::kRouter)),
       timer_(loop.events(),
              [this] {
@@ -52,7 +55,8 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && h.origin_listener == listener) {
     // Credits and cancels of streamed answers go on to their manager.
     if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
-      if (!to_router_.push(record)) spdlog::error("router channel full: a stream credit was lost");
+      if (!to_router_.push(record, transport::Admission::Answer))
+        spdlog::error("a stream credit larger than a record was dropped");
       return;
     }
     return on_control(h, record);
@@ -87,6 +91,15 @@ void Broker::on_response(std::span<const std::byte> record) {
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) return push(h, record);
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Control)) {
     if (h.event_type == env::kControlResubscribe) announce_push_events(true);
+    if (h.event_type == env::kControlPushesLost) {
+      env::EnvelopeView v;
+      const auto payload = env::decode(record, v) == env::DecodeError::None ? v.section(env::SectionType::Control)
+                                                                            : std::span<const std::byte>();
+      std::uint64_t type = 0;
+      if (payload.size() != sizeof type) return;
+      std::memcpy(&type, payload.data(), sizeof type);
+      close_subscribers(type);
+    }
     return;
   }
   // A response whose request this broker does not know (it was answered 504
@@ -99,11 +112,14 @@ void Broker::on_response(std::span<const std::byte> record) {
     spdlog::error("dropping a response for unknown listener {}", listener);
     return;
   }
-  const bool sent = to_listener_[listener]->emplace(record.size(), [&](std::byte* p) {
-    std::memcpy(p, record.data(), record.size());
-    env::stamp(*env::header_at(p), env::kStampBrokerOut);
-  });
-  if (!sent) spdlog::error("listener {} channel full: response {} lost", listener, h.request_id);
+  const bool sent = to_listener_[listener]->emplace(
+      record.size(),
+      [&](std::byte* p) {
+        std::memcpy(p, record.data(), record.size());
+        env::stamp(*env::header_at(p), env::kStampBrokerOut);
+      },
+      transport::Admission::Answer);
+  if (!sent) spdlog::error("response {} is larger than a record: dropped", h.request_id);
 }
 
 void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
@@ -127,6 +143,9 @@ void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte>
                                   payload.size() - sizeof type);
       nlohmann::json filter;
       if (!text.empty()) {
+        // The listener measured the message it came in; measured again so
+        // that matches() stays bounded whatever sent this record.
+        if (json_nests_deeper_than(text, max_json_depth_)) return answer_control(h, 400);
         filter = nlohmann::json::parse(text, nullptr, false);
         if (filter.is_discarded() || !filter.is_object()) return answer_control(h, 400);
       }
@@ -166,8 +185,9 @@ void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte>
 void Broker::answer_control(const env::EnvelopeHeader& h, int status) {
   if (h.origin_listener >= to_listener_.size()) return;
   env::EnvelopeWriter w(env::response_header_for(h, status));
-  if (!to_listener_[h.origin_listener]->emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    spdlog::error("listener {} channel full: a subscription answer was lost", h.origin_listener);
+  if (!to_listener_[h.origin_listener]->emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("listener {}: a subscription answer did not fit a record", h.origin_listener);
 }
 
 void Broker::announce_push_events(bool force) {
@@ -181,10 +201,19 @@ void Broker::announce_push_events(bool force) {
   auto h = env::make_header(env::Kind::Control, env::kControlPushEvents, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(announced_)));
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    spdlog::error("router channel full: the push event list was not sent");
+  if (!to_router_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("the push event list does not fit a record: not sent");
 }
 
+// No recursion over unbounded data here. The payload is a handler's JSON,
+// parsed and destroyed by nlohmann without recursion whatever its depth.
+// `*at != want` recurses only while both sides hold an array (or both an
+// object) at the same place: std::vector/std::map == compare sizes, then
+// elements; a scalar against a structure, or two of different types, is
+// unequal at once. So it goes no deeper than `want`, which is part of a
+// filter no deeper than EDRI_MAX_JSON_DEPTH (checked in the listener and
+// on_control), however deep the payload is.
 bool Broker::matches(const nlohmann::json& filter, const nlohmann::json& payload) {
   for (const auto& [path, want] : filter.items()) {
     // "a.b" looks inside objects.
@@ -210,29 +239,86 @@ bool Broker::matches(const nlohmann::json& filter, const nlohmann::json& payload
 void Broker::push(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   auto it = push_.find(h.event_type);
   if (it == push_.end()) return;
-  // The payload is parsed once, and only when a subscriber filters.
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None) {
+    spdlog::error("dropping a malformed notification from the router");
+    return;
+  }
+  // The matching connections, by listener. The payload is parsed once,
+  // and only when a subscriber filters.
+  targets_.resize(to_listener_.size());
+  for (auto& t : targets_) t.clear();
   nlohmann::json payload;
   bool parsed = false;
   for (const auto& s : it->second) {
     if (!s.filter.is_null()) {
       if (!parsed) {
-        env::EnvelopeView v;
-        if (env::decode(record, v) != env::DecodeError::None) return;
         payload = nlohmann::json::parse(v.text(env::SectionType::Body), nullptr, false);
         parsed = true;
       }
       if (payload.is_discarded() || !matches(s.filter, payload)) continue;
     }
-    if (s.listener >= to_listener_.size()) continue;
-    const bool sent = to_listener_[s.listener]->emplace(record.size(), [&](std::byte* p) {
-      std::memcpy(p, record.data(), record.size());
-      auto* out = env::header_at(p);
-      out->origin_listener = s.listener;
-      out->origin_connection = s.connection;
-      out->origin_generation = s.generation;
-    });
-    if (!sent) spdlog::error("listener {} channel full: a push was dropped", s.listener);
+    if (s.listener < targets_.size()) targets_[s.listener].push_back(env::PushTarget{s.connection, s.generation});
   }
+  for (std::uint16_t l = 0; l < targets_.size(); ++l)
+    if (!targets_[l].empty()) push_to(l, v, targets_[l]);
+}
+
+void Broker::push_to(std::uint16_t listener, const env::EnvelopeView& v, std::span<const env::PushTarget> targets) {
+  auto h = v.header;
+  h.origin_listener = listener;
+  env::EnvelopeWriter base(h);
+  for (std::size_t i = 0; i < v.section_count; ++i) base.raw(v.sections[i].type, v.sections[i].data);
+  // As many targets per record as a record holds beside the payload.
+  auto& out = *to_listener_[listener];
+  const std::size_t room = out.max_record() - std::min(out.max_record(), base.size() + sizeof(env::SectionHeader));
+  const std::size_t per_record = std::max<std::size_t>(1, room / sizeof(env::PushTarget));
+  while (!targets.empty()) {
+    const auto batch = targets.first(std::min(per_record, targets.size()));
+    targets = targets.subspan(batch.size());
+    env::EnvelopeWriter w = base;
+    w.raw(env::SectionType::Targets, std::as_bytes(batch));
+    // New work: refused once the listener is EDRI_OUTBOX_LIMIT behind. The
+    // connections that would miss it are closed instead.
+    if (!out.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+      spdlog::warn("listener {} is too far behind: {} WebSocket connections missed a push and are closed", listener,
+                   batch.size());
+      close_targets(listener, batch);
+    }
+  }
+}
+
+void Broker::close_subscribers(std::uint64_t type) {
+  auto it = push_.find(type);
+  if (it == push_.end()) return;
+  spdlog::warn("a push was lost on its way here: closing its {} subscribers", it->second.size());
+  targets_.resize(to_listener_.size());
+  for (auto& t : targets_) t.clear();
+  for (const auto& s : it->second)
+    if (s.listener < targets_.size()) targets_[s.listener].push_back(env::PushTarget{s.connection, s.generation});
+  for (std::uint16_t l = 0; l < targets_.size(); ++l)
+    if (!targets_[l].empty()) close_targets(l, targets_[l]);
+}
+
+void Broker::close_targets(std::uint16_t listener, std::span<const env::PushTarget> targets) {
+  auto h = env::make_header(env::Kind::Control, env::kControlPushClose, 0);
+  h.origin_listener = listener;
+  env::EnvelopeWriter w(h);
+  w.raw(env::SectionType::Control, std::as_bytes(targets));
+  if (!to_listener_[listener]->emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("listener {}: a close of {} connections does not fit a record", listener, targets.size());
+  // They get nothing more: their subscriptions end here, before the
+  // listener's unsubscribe arrives.
+  std::unordered_set<std::uint64_t> closed;
+  for (const auto& t : targets) closed.insert(std::uint64_t{t.connection} << 32 | t.generation);
+  for (auto it = push_.begin(); it != push_.end();) {
+    std::erase_if(it->second, [&](const PushSubscription& s) {
+      return s.listener == listener && closed.count(std::uint64_t{s.connection} << 32 | s.generation);
+    });
+    it = it->second.empty() ? push_.erase(it) : std::next(it);
+  }
+  announce_push_events(false);
 }
 
 void Broker::arm_deadline_timer() {

@@ -4,8 +4,11 @@
 // listener that holds the connection. It reads envelope headers only,
 // except for WebSocket pushes: it keeps which connections subscribed to
 // which notifications (with their filters), asks the router for those
-// notifications, and sends each to the listener of every matching
-// connection.
+// notifications, and sends each once to every listener with matching
+// connections, naming them (the listener frames it once for all of them).
+// Answers are never refused for room; a push that cannot be queued closes
+// the connections that would miss it (kControlPushClose), never a silent
+// gap.
 #pragma once
 
 #include <chrono>
@@ -46,6 +49,13 @@ class Broker {
   void on_response(std::span<const std::byte> record);
   void on_control(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void push(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // Sends notification `v` to `listener` for `targets`, in as many records
+  // as they need; what cannot be queued is closed instead.
+  void push_to(std::uint16_t listener, const envelope::EnvelopeView& v, std::span<const envelope::PushTarget> targets);
+  // Every subscriber of notification `type` missed one: close them all.
+  void close_subscribers(std::uint64_t type);
+  // Tells `listener` to close `targets` and forgets their subscriptions.
+  void close_targets(std::uint16_t listener, std::span<const envelope::PushTarget> targets);
   // Tells the router which notifications to send here, if that changed.
   void announce_push_events(bool force);
   void answer_control(const envelope::EnvelopeHeader& h, int status);
@@ -58,6 +68,7 @@ class Broker {
   void answer_lost();
 
   std::chrono::nanoseconds timeout_;
+  std::size_t max_json_depth_;  // EDRI_MAX_JSON_DEPTH, for subscription filters
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_listener_;
   std::unordered_map<std::uint64_t, Pending> pending_;
@@ -69,7 +80,8 @@ class Broker {
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
   SuccessorWatch lost_watch_;
-  std::unordered_set<std::uint64_t> left_for_successor_;  // request ids the dead router never took
+  std::unordered_set<std::uint64_t> left_for_successor_;    // request ids the dead router never took
+  std::vector<std::vector<envelope::PushTarget>> targets_;  // scratch of push(), by listener
 };
 
 }  // namespace edri::broker

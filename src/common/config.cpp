@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <edri/json_depth.hpp>
+
 namespace edri {
 namespace {
 
@@ -148,7 +150,7 @@ Config Config::from_env() {
   if (auto v = env("EDRI_LINGERING_TIME")) c.lingering_time_s = parse_seconds("EDRI_LINGERING_TIME", v);
   if (auto v = env("EDRI_LINGERING_TIMEOUT")) c.lingering_timeout_s = parse_seconds("EDRI_LINGERING_TIMEOUT", v);
   if (auto v = env("EDRI_MAX_JSON_DEPTH"))
-    c.max_json_depth = parse_integer<std::uint32_t>("EDRI_MAX_JSON_DEPTH", v, 1, 10000);
+    c.max_json_depth = parse_integer<std::uint32_t>("EDRI_MAX_JSON_DEPTH", v, 1, kJsonDepthCeiling);
   if (auto v = env("EDRI_SHUTDOWN_TIMEOUT")) c.shutdown_timeout_s = parse_seconds("EDRI_SHUTDOWN_TIMEOUT", v);
   if (auto v = env("EDRI_LOG_LEVEL")) {
     std::string s = v;

@@ -48,14 +48,14 @@ struct Config {
   // for at most this long in all, and until it pauses this long.
   double lingering_time_s = 30.0;
   double lingering_timeout_s = 5.0;
-  std::uint32_t max_json_depth = 128;  // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
-  double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
-  std::string log_level = "info";        // EDRI_LOG_LEVEL
-  bool production = false;               // ENVIRONMENT=production
-  std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
-  std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
-  std::uint32_t spin = 0;                // EDRI_SPIN (idle polls before sleeping)
-  std::size_t blob_bytes = 256u << 20;   // EDRI_BLOB_BYTES: the blob area (0: none)
+  std::uint32_t max_json_depth = 128;      // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
+  double shutdown_timeout_s = 30.0;        // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
+  std::string log_level = "info";          // EDRI_LOG_LEVEL
+  bool production = false;                 // ENVIRONMENT=production
+  std::size_t ring_bytes = 4u << 20;       // EDRI_RING_BYTES (power of two)
+  std::size_t outbox_limit = 16u << 20;    // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
+  std::uint32_t spin = 0;                  // EDRI_SPIN (idle polls before sleeping)
+  std::size_t blob_bytes = 256u << 20;     // EDRI_BLOB_BYTES: the blob area (0: none)
   std::size_t blob_threshold = 64u << 10;  // EDRI_BLOB_THRESHOLD: bodies this large travel in the blob area
   // EDRI_STREAM_WINDOW: bytes of a streamed answer made ahead of what its
   // client has taken (docs/decisions/0011).

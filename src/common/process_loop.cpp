@@ -143,7 +143,7 @@ void ProcessLoop::run() {
   while (!stopped_) {
     if (on_peer_death_) check_deaths();
     std::size_t work = drain_inbound();
-    if (after_drain_) after_drain_();
+    if (after_drain_ && after_drain_()) ++work;
     flush_outboxes();
     if (stopped_) break;
     if (work) {

@@ -48,8 +48,9 @@ class ProcessLoop {
   // The outbox towards `consumer_slot`; throws if there is no such channel.
   transport::Outbox& outbox_to(std::uint32_t consumer_slot);
   // Called once per turn after inbound channels were drained, before the
-  // outboxes are flushed (listeners write their sockets here).
-  void after_drain(std::function<void()> hook) { after_drain_ = std::move(hook); }
+  // outboxes are flushed (listeners write their sockets here). True: it
+  // left work for the next turn, which then comes before any sleep.
+  void after_drain(std::function<bool()> hook) { after_drain_ = std::move(hook); }
   // Called on SIGTERM/SIGINT; the default stops the loop.
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
   // Called with the slot of another process that died (the supervisor
@@ -91,7 +92,7 @@ class ProcessLoop {
   std::vector<Inbound> inbound_;
   std::vector<std::unique_ptr<transport::Outbox>> outboxes_;  // by consumer slot
   std::vector<transport::Outbox*> active_outboxes_;
-  std::function<void()> after_drain_;
+  std::function<bool()> after_drain_;
   std::function<void()> on_stop_signal_;
   std::function<void(std::uint32_t)> on_peer_death_;
   std::uint32_t deaths_seen_ = 0;

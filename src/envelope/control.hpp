@@ -43,6 +43,15 @@ inline constexpr std::uint64_t kControlStreamCredit = 20;
 // payload.
 inline constexpr std::uint64_t kControlStreamCancel = 21;
 
+// router -> broker: a notification that WebSocket clients want could not
+// be queued for the broker (its channel is far behind): every subscriber
+// of it missed it. Payload: u64 notification type.
+inline constexpr std::uint64_t kControlPushesLost = 22;
+// broker -> listener: these connections of the listener missed a push
+// (it could not be queued for the listener): close them (1013), never
+// leave a silent gap. Payload: PushTarget array.
+inline constexpr std::uint64_t kControlPushClose = 23;
+
 // origin_stream of a control that expects no answer.
 inline constexpr std::uint32_t kNoAnswer = UINT32_MAX;
 

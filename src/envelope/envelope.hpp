@@ -72,6 +72,7 @@ enum class SectionType : std::uint16_t {
   Stream = 11,      // response: the head of a streamed body (a StreamHead)
   BodyType = 12,    // request: the body's Content-Type
   Upload = 13,      // request: the body is in this file (u64 size, then the path)
+  Targets = 14,     // notification to a listener: the connections it goes to (PushTarget each)
 };
 
 // The Stream section of a streamed response's head. Its pieces follow as
@@ -85,6 +86,14 @@ struct StreamHead {
   std::int64_t length;  // Content-Length, or -1: chunked
 };
 static_assert(sizeof(StreamHead) == 16);
+
+// One WebSocket connection of a listener that a push goes to (a Targets
+// section, or the payload of kControlPushClose, is an array of them).
+struct PushTarget {
+  std::uint32_t connection;
+  std::uint32_t generation;
+};
+static_assert(sizeof(PushTarget) == 8);
 
 struct EnvelopeHeader {
   std::uint32_t magic;

@@ -20,7 +20,8 @@ bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int sta
   EnvelopeWriter w(response_header_for(request, status));
   w.text(SectionType::ContentType, "application/problem+json");
   w.text(SectionType::Body, body);
-  return out.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+  return out.emplace(
+      w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer);
 }
 
 void stamp(EnvelopeHeader& h, Stamp which) {

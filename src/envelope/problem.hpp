@@ -14,8 +14,8 @@ namespace edri::envelope {
 // The response header for `request`: same id and origin, kind Response.
 EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status);
 
-// Queues a problem response for `request` into `out`. Returns false if the
-// outbox refused it.
+// Queues a problem response for `request` into `out`, as an answer (never
+// refused for room). Returns false only if it cannot fit a record.
 [[nodiscard]] bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status,
                                 std::string_view detail);
 

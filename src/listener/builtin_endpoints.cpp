@@ -129,6 +129,18 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   o << "edri_request_duration_seconds_sum " << static_cast<double>(sum_us) / 1e6 << '\n'
     << "edri_request_duration_seconds_count " << count << '\n';
 
+  o << "# HELP edri_client_output_bytes Bytes a listener holds unsent for its clients (EDRI_OUTPUT_BUFFER_TOTAL).\n"
+       "# TYPE edri_client_output_bytes gauge\n";
+  for (std::uint32_t l = 0; l < h.listener_count; ++l)
+    o << "edri_client_output_bytes{listener=\"" << l << "\"} "
+      << segment_.listener_metrics(l).output_held_bytes.load(std::memory_order_relaxed) << '\n';
+  o << "# HELP edri_clients_shed_total Clients closed for falling too far behind their output.\n"
+       "# TYPE edri_clients_shed_total counter\n";
+  std::uint64_t shed = 0;
+  for (std::uint32_t l = 0; l < h.listener_count; ++l)
+    shed += segment_.listener_metrics(l).clients_shed.load(std::memory_order_relaxed);
+  o << "edri_clients_shed_total " << shed << '\n';
+
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";
   const auto& specs = topology_.channels();

@@ -1,6 +1,5 @@
 #include "listener/connection.hpp"
 
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 
 #include <sys/epoll.h>
@@ -24,6 +23,14 @@ constexpr std::size_t kReadBuffer = 16 * 1024;
 // cannot wait for it: one publish goes to every subscriber, and the others
 // must not wait for the slowest.
 constexpr std::size_t kWebSocketBacklogFactor = 8;
+// Bytes read from a WebSocket client and not yet taken by Beast before the
+// connection stops reading: enough for Beast to always have the next bytes
+// of a message, never a pile of commands the client sent ahead.
+constexpr std::size_t kWebSocketInputAhead = 4 * kReadBuffer;
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
 }  // namespace
 
 Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls)
@@ -76,7 +83,18 @@ std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std
   Slot& s = slots_.emplace_back();
   s.info = SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}};
   served_ = true;
+  if (!keep_alive) stop_input();
   return next_seq_++;
+}
+
+void Connection::stop_input() {
+  if (read_closed_) return;
+  // What follows the request being answered is never read as a request;
+  // if the client sent some, the close lingers so that it gets the answer.
+  read_closed_ = true;
+  if (!pending_input_.empty() || parser_.mid_message()) input_refused_ = true;
+  pending_input_.clear();
+  parser_.pause();
 }
 
 void Connection::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
@@ -105,7 +123,7 @@ void Connection::promote_ready() {
       s.bytes.clear();
     }
     if (s.file) append_file(std::move(s.file));
-    if (s.blob) append_piece(Piece{{}, 0, {}, std::move(s.blob), 0, {}});
+    if (s.blob) append_piece(Piece{std::move(s.blob)});
     for (auto& p : s.pieces) append_piece(std::move(p));
     s.pieces.clear();
     // An open stream holds its place until its last piece.
@@ -117,7 +135,7 @@ void Connection::promote_ready() {
       // Nothing after a response that closes the connection is answered.
       close_after_write_ = true;
       drop_slots();
-      read_closed_ = true;
+      stop_input();
       break;
     }
   }
@@ -140,13 +158,13 @@ bool Connection::stream_piece(std::uint32_t seq, std::string_view bytes, transpo
       head.assign(buf, static_cast<std::size_t>(n));
     }
     if (blob) {
-      if (!head.empty()) s.pieces.push_back(Piece{std::move(head), 0, {}, {}, 0, {}});
-      s.pieces.push_back(Piece{{}, 0, {}, std::move(blob), credit, s.stream});
-      if (s.stream.chunked) s.pieces.push_back(Piece{"\r\n", 0, {}, {}, 0, {}});
+      if (!head.empty()) s.pieces.push_back(Piece{std::move(head)});
+      s.pieces.push_back(Piece{std::move(blob), 0, credit, s.stream});
+      if (s.stream.chunked) s.pieces.push_back(Piece{std::string("\r\n")});
     } else {
       head.append(bytes);
       if (s.stream.chunked) head.append("\r\n");
-      s.pieces.push_back(Piece{std::move(head), 0, {}, {}, credit, s.stream});
+      s.pieces.push_back(Piece{std::move(head), 0, credit, s.stream});
     }
   }
   if (abort) {
@@ -156,7 +174,7 @@ bool Connection::stream_piece(std::uint32_t seq, std::string_view bytes, transpo
     s.info.keep_alive = false;
   } else if (end) {
     s.stream_done = true;
-    if (s.stream.chunked) s.pieces.push_back(Piece{"0\r\n\r\n", 0, {}, {}, 0, {}});
+    if (s.stream.chunked) s.pieces.push_back(Piece{std::string("0\r\n\r\n")});
   }
   if (idx == 0) promote_ready();
   return true;
@@ -166,21 +184,6 @@ bool Connection::stream_stalled_since(std::chrono::steady_clock::time_point cuto
   if (slots_.empty() || !output_empty()) return false;
   const Slot& s = slots_.front();
   return s.streaming && !s.stream_done && s.last_piece < cutoff;
-}
-
-void Connection::append_piece(Piece p) {
-  if (!p.file && !p.blob && p.credit == 0) {
-    out_ += p.bytes;
-    return;
-  }
-  if (out_off_ < out_.size()) {
-    queued_bytes_ += out_.size() - out_off_;
-    queue_.push_back(Piece{std::move(out_), out_off_, {}, {}, 0, {}});
-  }
-  out_.clear();
-  out_off_ = 0;
-  queued_bytes_ += p.blob ? p.blob.view().size() : p.bytes.size();
-  queue_.push_back(std::move(p));
 }
 
 void Connection::drop_slots() {
@@ -214,6 +217,7 @@ ssize_t Connection::write_some(const char* buf, std::size_t n) {
 }
 
 void Connection::on_events(std::uint32_t events) {
+  if (lingering_) return discard_input();
   // TLS: a handshake or a write may wait for either direction.
   if (tls_ && (!tls_->handshake_done() || writing_)) events |= EPOLLIN | EPOLLOUT;
   if ((events & EPOLLOUT) && writing_) {
@@ -229,13 +233,17 @@ void Connection::on_events(std::uint32_t events) {
 
 bool Connection::must_pause() const {
   const auto& config = listener_.config();
-  return slots_.size() >= config.max_pipeline || backlog() + (ws_ ? ws_->queued_bytes() : 0) > config.output_buffer ||
-         (ws_ && ws_->paused() && ws_->input_backlog() > config.websocket_max_message);
+  // A WebSocket's commands and output are held back by pausing its session
+  // (update_ws_flow); what is read meanwhile stays in its pipe.
+  if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
+  return slots_.size() >= config.max_pipeline || backlog() > config.output_buffer;
 }
 
 void Connection::resume_reading() {
-  if (!read_paused_ || read_closed_ || closed_) return;
+  if (!read_paused_ || read_closed_ || closed_ || must_pause()) return;
   read_paused_ = false;
+  // The client was not read meanwhile: the body timeout counts from now.
+  last_input_ = std::chrono::steady_clock::now();
   if (!pending_input_.empty()) {
     // First what was read past the request the parser paused after.
     const std::string input = std::move(pending_input_);
@@ -257,7 +265,7 @@ bool Connection::consume(const char* data, std::size_t n) {
   if (!was_in_head && parser_.in_head()) head_started_ = last_input_;
   if (!r.ok) {
     // Requests before the error are answered; then the error, then close.
-    read_closed_ = true;
+    input_refused_ = true;
     listener_.answer_locally(*this, false, false, false, r.status, r.reason);
     return false;
   }
@@ -266,11 +274,13 @@ bool Connection::consume(const char* data, std::size_t n) {
     read_paused_ = true;
     return false;
   }
+  if (read_closed_ && r.consumed < n) input_refused_ = true;  // bytes after the last request read
   if (r.upgrade && !closed_) {
     // The listener saw the upgrade request: it either switched this
     // connection to WebSocket (the rest is frames) or answered it as plain
     // HTTP (the rest is the next request).
     if (ws_) return consume(data + r.consumed, n - r.consumed);
+    if (read_closed_) return false;
     parser_.resume_after_upgrade();
     return consume(data + r.consumed, n - r.consumed);
   }
@@ -289,7 +299,7 @@ bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers)
 
 std::uint32_t Connection::ws_open_slot(std::string command) {
   ws_slots_.push_back(WsSlot{std::move(command), std::chrono::steady_clock::now(), false, {}});
-  if (ws_ && ws_slots_.size() >= listener_.config().max_pipeline) ws_->pause();
+  update_ws_flow();
   return ws_next_seq_++;
 }
 
@@ -305,35 +315,55 @@ void Connection::ws_complete(std::uint32_t seq, std::string message) {
   ws_slots_[idx].ready = true;
   ws_slots_[idx].message = std::move(message);
   while (!ws_slots_.empty() && ws_slots_.front().ready) {
-    if (ws_) ws_->send(std::move(ws_slots_.front().message));
+    if (ws_ && ws_->can_send()) append_message(ws_slots_.front().message);
     ws_slots_.pop_front();
     ++ws_base_seq_;
   }
-  if (ws_ && ws_->paused() && ws_slots_.size() < listener_.config().max_pipeline) {
-    ws_->resume();
-    resume_reading();
-  }
-  listener_.need_poll();
+  update_ws_flow();
 }
 
-void Connection::ws_send(std::string message) {
-  if (!ws_ || !ws_->open()) return;
-  if (backlog() + ws_->queued_bytes() + message.size() > kWebSocketBacklogFactor * listener_.config().output_buffer) {
-    spdlog::info("closing WebSocket connection {}: it does not read its messages ({} bytes unsent)", id_,
-                 backlog() + ws_->queued_bytes());
-    // A close frame would wait behind what it does not read: the
-    // connection goes now, and its output with it.
-    close();
-    return;
+void Connection::ws_send(const SharedFrame& frame) {
+  if (!ws_ || !ws_->can_send() || closed_) return;
+  if (backlog() + frame->size() > kWebSocketBacklogFactor * listener_.config().output_buffer) {
+    spdlog::info("closing WebSocket connection {}: it does not read its messages ({} bytes unsent)", id_, backlog());
+    return close_lagging(1008, "too far behind: pushes piled up unread (8 x EDRI_OUTPUT_BUFFER)");
   }
-  ws_->send(std::move(message));
-  listener_.need_poll();
+  // A small frame is copied next to the others; a large one is the shared
+  // buffer itself.
+  if (frame->size() < 4096)
+    append_frame(*frame);
+  else
+    append_piece(Piece{frame});
+  mark_dirty();
+  update_ws_flow();
 }
 
 void Connection::ws_close(std::uint16_t code, std::string reason) {
   if (!ws_) return;
   ws_->close(code, std::move(reason));
   listener_.need_poll();
+}
+
+void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
+  if (closed_) return;
+  listener_.client_shed();
+  drop_unsent();
+  report_held();
+  if (!ws_ || !ws_->open()) return close();
+  stop_input();
+  ws_close(code, std::string(reason));
+  mark_dirty();
+}
+
+void Connection::update_ws_flow() {
+  if (!ws_) return;
+  const auto& config = listener_.config();
+  if (ws_slots_.size() >= config.max_pipeline || backlog() > config.output_buffer) {
+    ws_->pause();
+  } else if (ws_->paused()) {
+    ws_->resume();
+    listener_.need_poll();
+  }
 }
 
 void Connection::ws_output(std::string_view bytes) {
@@ -343,6 +373,12 @@ void Connection::ws_output(std::string_view bytes) {
 }
 
 void Connection::ws_message(std::string_view text) { listener_.ws_message(*this, text); }
+
+void Connection::ws_starved() {
+  // Beast took what was read: flush() reads again (never from inside
+  // Beast's own call).
+  if (read_paused_) mark_dirty();
+}
 
 void Connection::ws_ended() {
   read_closed_ = true;
@@ -389,6 +425,7 @@ void Connection::send_continue() {
 
 void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
+  peer_closed_ = true;
   if (error || (slots_.empty() && output_empty()))
     close();
   else
@@ -397,6 +434,7 @@ void Connection::on_peer_closed(bool error) {
 
 void Connection::drain() {
   if (closed_) return;
+  if (lingering_) return close();
   if (ws_) return ws_close(1001, "the server is stopping");
   read_closed_ = true;
   pending_input_.clear();
@@ -407,147 +445,91 @@ void Connection::drain() {
 }
 
 void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
-  if (closed_ || ws_) return;
+  if (closed_) return;
   const auto& config = listener_.config();
-  auto seconds = [](double s) {
-    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-  };
+  if (lingering_) {
+    if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
+    return;
+  }
+  if (ws_) {
+    // This side closed: once its close frame is out (until then
+    // EDRI_WRITE_TIMEOUT applies), the client has EDRI_LINGERING_TIMEOUT
+    // to answer it (RFC 6455 7.1.1: the server ends the TCP connection).
+    if (ws_->close_sent_at() == std::chrono::steady_clock::time_point{} || !output_empty()) return;
+    if (close_out_at_ == std::chrono::steady_clock::time_point{}) close_out_at_ = now;
+    if (now - close_out_at_ > seconds(config.lingering_timeout_s)) {
+      spdlog::debug("closing WebSocket connection {}: its client did not answer the close", id_);
+      close();
+    }
+    return;
+  }
   if (parser_.in_head()) {
     if (read_closed_ || now - head_started_ <= seconds(config.header_timeout_s)) return;
-    read_closed_ = true;
-    pending_input_.clear();
+    timed_out_ = true;
     listener_.answer_locally(*this, false, false, false, 408,
                              "the request head did not arrive within EDRI_HEADER_TIMEOUT");
     return;
   }
-  if (!slots_.empty() || !output_empty() || writing_ || parser_.mid_message()) return;
+  if (parser_.mid_message()) {
+    // A body in progress. Not while this side stopped reading: then the
+    // client waits for us.
+    if (read_closed_ || read_paused_ || now - last_input_ <= seconds(config.body_timeout_s)) return;
+    timed_out_ = true;
+    listener_.answer_locally(*this, false, false, false, 408,
+                             "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+    return;
+  }
+  if (!slots_.empty() || !output_empty() || writing_) return;
   if (now - last_input_ > seconds(served_ ? config.keepalive_timeout_s : config.header_timeout_s)) close();
 }
 
-void Connection::flush() {
-  dirty = false;
-  if (closed_ || writing_) return;
-  bool progress = false;
-  while (!queue_.empty()) {
-    if (!write_piece(queue_.front(), progress)) {
-      if (closed_) return;
-      writing_ = true;  // EPOLLOUT will say when to go on
-      if (progress || stalled_since_ == std::chrono::steady_clock::time_point{})
-        stalled_since_ = std::chrono::steady_clock::now();
-      return;
-    }
-    // The client took a piece of a stream: its producer may make more.
-    if (queue_.front().credit) listener_.stream_credit(queue_.front().stream, queue_.front().credit);
-    queue_.pop_front();
-  }
-  while (out_off_ < out_.size()) {
-    const ssize_t n = write_some(out_.data() + out_off_, out_.size() - out_off_);
-    if (n > 0) {
-      out_off_ += static_cast<std::size_t>(n);
-      progress = true;
-      continue;
-    }
-    if (n == TlsSession::kWouldBlock) {
-      writing_ = true;  // EPOLLOUT will say when to go on
-      if (progress || stalled_since_ == std::chrono::steady_clock::time_point{})
-        stalled_since_ = std::chrono::steady_clock::now();
-      return;
-    }
-    close();
-    return;
-  }
-  stalled_since_ = {};
-  out_.clear();
-  out_off_ = 0;
-  if (close_after_write_ && slots_.empty()) {
-    ::shutdown(fd_, SHUT_WR);
-    close();
-    return;
-  }
-  if (slots_.size() < listener_.config().max_pipeline) resume_reading();
+bool Connection::client_may_still_send() {
+  // A client that timed out gets no more of our time (nginx does not
+  // linger after a timeout either): a slow one would hold the connection.
+  if (peer_closed_ || timed_out_ || tls_ || listener_.draining()) return false;
+  if (input_refused_ || parser_.mid_message()) return true;
+  // Unread bytes in the socket: a close now would reset the connection,
+  // and the client could lose the answer with it.
+  char probe;
+  return ::recv(fd_, &probe, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
-void Connection::append_file(FileBody file) {
-  if (out_off_ < out_.size()) {
-    queued_bytes_ += out_.size() - out_off_;
-    queue_.push_back(Piece{std::move(out_), out_off_, {}, {}, 0, {}});
-  }
-  out_.clear();
-  out_off_ = 0;
-  queue_.push_back(Piece{{}, 0, std::move(file), {}, 0, {}});
-  mark_dirty();
+void Connection::finish() {
+  ::shutdown(fd_, SHUT_WR);
+  if (!client_may_still_send()) return close();
+  // Lingering close: the answer is out; what the client still sends is
+  // read and dropped until it stops (EDRI_LINGERING_TIMEOUT) or for
+  // EDRI_LINGERING_TIME in all, then the connection closes.
+  lingering_ = true;
+  read_closed_ = true;
+  linger_until_ = std::chrono::steady_clock::now() + seconds(listener_.config().lingering_time_s);
+  last_input_ = std::chrono::steady_clock::now();
+  discard_input();
 }
 
-bool Connection::write_piece(Piece& p, bool& progress) {
-  if (!p.file) {
-    // A blob goes out with send() from the mapping: copied into the socket,
-    // so it can be freed as soon as it is written (see file_body.hpp).
-    const std::string_view data = p.blob ? p.blob.view() : std::string_view(p.bytes);
-    while (p.off < data.size()) {
-      const ssize_t n = write_some(data.data() + p.off, data.size() - p.off);
-      if (n == TlsSession::kWouldBlock) return false;
-      if (n <= 0) {
-        close();
-        return false;
-      }
-      p.off += static_cast<std::size_t>(n);
-      queued_bytes_ -= static_cast<std::size_t>(n);
-      progress = true;
-    }
-    return true;
-  }
-  FileBody& f = p.file;
-  while (f.remaining() > 0) {
-    if (tls_) {
-      // TLS encrypts in user space: read a bounded chunk, write it whole
-      // (SSL_write retries with the same bytes) before reading the next.
-      if (file_chunk_off_ == file_chunk_.size()) {
-        file_chunk_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 64 * 1024)));
-        const ssize_t r = ::pread(f.fd(), file_chunk_.data(), file_chunk_.size(), static_cast<off_t>(f.offset()));
-        if (r <= 0) {  // the file shrank or failed: the promised length cannot be sent
-          close();
-          return false;
-        }
-        file_chunk_.resize(static_cast<std::size_t>(r));
-        file_chunk_off_ = 0;
-      }
-      const ssize_t n = write_some(file_chunk_.data() + file_chunk_off_, file_chunk_.size() - file_chunk_off_);
-      if (n == TlsSession::kWouldBlock) return false;
-      if (n <= 0) {
-        close();
-        return false;
-      }
-      file_chunk_off_ += static_cast<std::size_t>(n);
-      progress = true;
-      if (file_chunk_off_ == file_chunk_.size()) {
-        f.advance(file_chunk_.size());
-        file_chunk_.clear();
-        file_chunk_off_ = 0;
-      }
-      continue;
-    }
-    off_t offset = static_cast<off_t>(f.offset());
-    const ssize_t n =
-        ::sendfile(fd_, f.fd(), &offset, static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 1u << 30)));
+void Connection::discard_input() {
+  for (;;) {
+    const ssize_t n = ::recv(fd_, read_buf_.get(), kReadBuffer, 0);
     if (n > 0) {
-      f.advance(static_cast<std::uint64_t>(n));
-      progress = true;
+      last_input_ = std::chrono::steady_clock::now();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    close();  // 0: the file shrank; the promised length cannot be sent
-    return false;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    return close();  // the client closed its side, or the socket failed
   }
-  f.reset();
-  return true;
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  lingering_ = false;
   queue_.clear();
   queued_bytes_ = 0;
+  queued_blob_bytes_ = 0;
+  out_.clear();
+  out_off_ = 0;
+  report_held();
   drop_slots();
   if (ws_) {
     ws_->detach();

@@ -8,7 +8,14 @@
 // its client (who then makes no more work), and a client that takes no byte
 // for EDRI_WRITE_TIMEOUT is closed (Listener's sweep). After a WebSocket
 // upgrade the same holds for commands: each gets a slot, answers leave in
-// order, and pushes go out between them as they come.
+// order, and pushes go out between them as they come; the connection frames
+// them itself (Beast keeps the handshake, the reading and the control
+// frames), so a push shared by many subscribers is one buffer.
+//
+// A connection that ends early (a refused request, a 413 while the body
+// still comes) shuts its sending side and reads and drops what the client
+// still sends for a bounded time (lingering close, as nginx does), so the
+// client reads its answer instead of a reset.
 #pragma once
 
 #include <chrono>
@@ -16,12 +23,14 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "http/request_parser.hpp"
 #include "listener/file_body.hpp"
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
+#include "listener/websocket_frame.hpp"
 #include "listener/websocket_session.hpp"
 #include "transport/blob_arena.hpp"
 
@@ -119,12 +128,22 @@ class Connection final : public WebSocketSession::Owner {
   // The command of a pending slot, or nullptr (stale answer).
   const std::string* ws_slot(std::uint32_t seq) const;
   void ws_complete(std::uint32_t seq, std::string message);
-  // A message outside the command order (a push).
-  void ws_send(std::string message);
+  // A message outside the command order (a push), already framed
+  // (websocket_frame.hpp) and shared by every subscriber it goes to. A
+  // subscriber that lets pushes pile up past 8 x EDRI_OUTPUT_BUFFER is
+  // closed with 1008.
+  void ws_send(const SharedFrame& frame);
   void ws_close(std::uint16_t code, std::string reason);
+  // Closes the connection because its client is too far behind: what it
+  // has not started to take is dropped at once, then a WebSocket gets
+  // `code` and `reason` (a plain connection just closes).
+  void close_lagging(std::uint16_t code, std::string_view reason);
   // Output bytes queued for the client but not yet written (file bodies
   // are on disk, not counted).
   std::size_t backlog() const { return queued_bytes_ + out_.size() - out_off_; }
+  // What the listener counts towards EDRI_OUTPUT_BUFFER_TOTAL: the backlog
+  // less the blob area's bytes (shared memory with its own bound).
+  std::size_t held_bytes() const { return backlog() - queued_blob_bytes_; }
   // True when output has waited for the client since before `cutoff`
   // without a byte taken (EDRI_WRITE_TIMEOUT).
   bool write_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
@@ -133,8 +152,8 @@ class Connection final : public WebSocketSession::Owner {
   // Notification types this connection subscribed to.
   std::vector<std::uint64_t> subscriptions;
 
-  // Writes whatever is ready; called once per loop turn for dirty
-  // connections.
+  // Writes whatever is ready, then resumes reading if the client may send
+  // again; called once per loop turn for dirty connections.
   void flush();
   void close();
   // The server is stopping: nothing more is read; what is in flight is
@@ -142,30 +161,34 @@ class Connection final : public WebSocketSession::Owner {
   // closes after it, at once when nothing is. A WebSocket is closed with
   // 1001 (going away).
   void drain();
-  // EDRI_HEADER_TIMEOUT and EDRI_KEEPALIVE_TIMEOUT, checked by the
-  // listener's sweep: a request head that is not complete in time is
-  // answered 408 and the connection closes (a slowloris client); a
-  // connection with nothing in flight that stayed quiet too long is closed
-  // (the first request gets the header timeout, later ones the keep-alive
-  // timeout).
+  // EDRI_HEADER_TIMEOUT, EDRI_BODY_TIMEOUT and EDRI_KEEPALIVE_TIMEOUT,
+  // checked by the listener's sweep: a request head that is not complete in
+  // time, or a body that stopped arriving, is answered 408 and the
+  // connection closes (a slowloris client); a connection with nothing in
+  // flight that stayed quiet too long is closed (the first request gets
+  // the header timeout, later ones the keep-alive timeout); a lingering
+  // close ends at EDRI_LINGERING_TIME or after EDRI_LINGERING_TIMEOUT of
+  // silence.
   void apply_idle_limits(std::chrono::steady_clock::time_point now);
 
   bool closed() const { return closed_; }
+  bool lingering() const { return lingering_; }
   std::uint32_t id() const { return id_; }
   std::uint32_t generation() const { return generation_; }
   bool dirty = false;
 
  private:
-  // Output before out_: bytes, a blob, or a file range, in order. A piece
-  // of a streamed answer grants `credit` bytes to its producer once
-  // written.
+  // Output before out_, in order: bytes, a frame shared with other
+  // connections, a blob, or a file range. A piece of a streamed answer
+  // grants `credit` bytes to its producer once written.
   struct Piece {
-    std::string bytes;
-    std::size_t off = 0;  // of bytes, or of blob
-    FileBody file;
-    transport::BlobLease blob;
+    std::variant<std::string, SharedFrame, transport::BlobLease, FileBody> body;
+    std::size_t off = 0;  // bytes of an in-memory body already written (a file keeps its own offset)
     std::uint32_t credit = 0;
     StreamRef stream{};
+    // The bytes of an in-memory body (empty for a file).
+    std::string_view data() const;
+    std::size_t unsent() const { return data().size() - off; }
   };
   struct Slot {
     SlotInfo info;
@@ -193,13 +216,36 @@ class Connection final : public WebSocketSession::Owner {
   // WebSocketSession::Owner
   void ws_output(std::string_view bytes) override;
   void ws_message(std::string_view text) override;
+  void ws_starved() override;
   void ws_ended() override;
 
   void on_events(std::uint32_t events);
   void read_available();
   void resume_reading();
-  // Too much in flight or unsent for this client: read nothing more.
+  // Too much in flight or unsent for this client (or, on a WebSocket, read
+  // and not yet taken): read nothing more.
   bool must_pause() const;
+  // A WebSocket takes no more messages while its commands in flight or its
+  // unsent output are over their bounds, and takes them again below.
+  void update_ws_flow();
+  // The answer is out and the connection ends: close now, or linger when
+  // the client may still be sending.
+  void finish();
+  bool client_may_still_send();
+  // Lingering: reads and drops what arrives; closes at its end.
+  void discard_input();
+  // Stops reading requests after the one being answered (a refused one, or
+  // one that asked to close): RFC 9112 9.6.
+  void stop_input();
+  // Drops the output the client has not started to take (whole pieces and
+  // frames only: a piece begun is finished).
+  void drop_unsent();
+  // Tells the listener how much this connection holds now.
+  void report_held();
+  // Appends a whole WebSocket frame to the output, or a text message
+  // framed as it goes.
+  void append_frame(std::string_view frame);
+  void append_message(std::string_view text);
   bool consume(const char* data, std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);
   void send_continue();
@@ -214,12 +260,19 @@ class Connection final : public WebSocketSession::Owner {
   void append_file(FileBody file);
   // Queues `p` after everything written so far.
   void append_piece(Piece p);
+  // Moves out_ into the queue when it holds more than a piece's worth, so
+  // that drop_unsent() can drop most of it.
+  void seal_out();
+  // Writes the queue, then out_, until the socket is full; ends the
+  // connection when its last answer is out.
+  void write_out();
   // Drops the slots (the connection closes, or a response closed it):
   // their open streams are cancelled at their producers.
   void drop_slots();
   // Writes the front piece; false when the socket is full or the
   // connection failed (closed_ then tells which).
   bool write_piece(Piece& p, bool& progress);
+  bool write_file(FileBody& f, bool& progress);
 
   Listener& listener_;
   int fd_;
@@ -228,10 +281,12 @@ class Connection final : public WebSocketSession::Owner {
   std::uint32_t generation_;
   http::RequestParser parser_;
   std::unique_ptr<char[]> read_buf_;
-  std::string pending_input_;     // bytes read past the request the parser paused after
-  std::deque<Piece> queue_;       // written before out_
-  std::size_t queued_bytes_ = 0;  // unsent bytes in queue_
-  std::string file_chunk_;        // TLS: a file's bytes read for SSL_write
+  std::string pending_input_;          // bytes read past the request the parser paused after
+  std::deque<Piece> queue_;            // written before out_
+  std::size_t queued_bytes_ = 0;       // unsent bytes in queue_
+  std::size_t queued_blob_bytes_ = 0;  // of which in the blob area
+  std::size_t reported_held_ = 0;      // held_bytes() as the listener last heard it
+  std::string file_chunk_;             // TLS: a file's bytes read for SSL_write
   std::size_t file_chunk_off_ = 0;
   std::string out_;
   std::size_t out_off_ = 0;
@@ -243,15 +298,21 @@ class Connection final : public WebSocketSession::Owner {
   // When the client last stopped taking bytes (writing_ since then, and no
   // progress); the epoch when it is not stalled.
   std::chrono::steady_clock::time_point stalled_since_{};
-  bool read_closed_ = false;  // peer closed, or an error ended reading
-  bool served_ = false;       // a request was read: the keep-alive timeout applies
+  bool read_closed_ = false;    // peer closed, or an error ended reading
+  bool peer_closed_ = false;    // the client ended its side (or the socket failed)
+  bool input_refused_ = false;  // we stopped reading before the client's input ended
+  bool timed_out_ = false;      // a 408: the client was too slow
+  bool lingering_ = false;
+  std::chrono::steady_clock::time_point linger_until_{};
+  std::chrono::steady_clock::time_point close_out_at_{};  // a WebSocket close of ours was written
+  bool served_ = false;                                   // a request was read: the keep-alive timeout applies
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point head_started_{};  // of the request head in progress
   bool close_after_write_ = false;
   bool closed_ = false;
   std::shared_ptr<WebSocketSession> ws_;
   http::HttpRequest upgrade_request_;
-  std::deque<WsSlot> ws_slots_;
+  std::deque<WsSlot> ws_slots_;  // answers of commands in flight, in order
   std::uint32_t ws_base_seq_ = 0;
   std::uint32_t ws_next_seq_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -80,11 +81,12 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
     if (!plugins.events()[e].fields.empty())
-      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields);
+      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields, config.max_json_depth);
   if (!config.ssl_certificate.empty()) tls_ = std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key);
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
   middlewares_ = plugins.middlewares();
+  view_.max_json_depth = config.max_json_depth;  // a middleware's req.json() too
   for (const auto& mw : middlewares_)
     if (mw.on_response) has_response_middleware_ = true;
   if (!config.cors_origins.empty())
@@ -120,7 +122,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
     push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
   }
   loop_.on_records_from(transport::Topology::kBroker, [this](std::span<const std::byte> rec) { on_response(rec); });
-  loop_.after_drain([this] { after_drain(); });
+  loop_.after_drain([this] { return after_drain(); });
   loop_.on_stop_signal([this] { begin_drain(); });
   loop_.on_peer_death([this](std::uint32_t slot) {
     if (slot != transport::Topology::kBroker) return;
@@ -160,7 +162,8 @@ void Listener::start() {
   auto h = env::make_header(env::Kind::Control, env::kControlListenerReset, 0);
   h.origin_listener = index_;
   env::EnvelopeWriter w(h);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  if (!to_broker_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
     spdlog::error("cannot tell the broker this listener restarted");
   loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_from(listen_fd_, tls_.get()); });
   // Behind a reverse proxy on the same host: plain HTTP, never TLS.
@@ -360,16 +363,50 @@ void Listener::poll_io() {
   }
 }
 
-void Listener::after_drain() {
-  // WebSocket work first: it may add output to the connections flushed next.
-  poll_io();
-  for (std::size_t i = 0; i < dirty_.size(); ++i) {
-    Connection* c = dirty_[i];
-    if (c->dirty) c->flush();
+bool Listener::after_drain() {
+  // WebSocket work first: it may add output to the connections flushed
+  // next, and a flush may let a session take its next message.
+  for (int round = 0; round < 4; ++round) {
+    poll_io();
+    for (std::size_t i = 0; i < dirty_.size(); ++i) {
+      Connection* c = dirty_[i];
+      if (c->dirty) c->flush();
+    }
+    dirty_.clear();
+    if (held_total_ > config_.output_buffer_total) shed_output();
+    if (!poll_needed_ && dirty_.empty()) break;
   }
-  dirty_.clear();
+  // What is still dirty is flushed next turn; the closed go now.
+  std::erase_if(dirty_, [](const Connection* c) { return c->closed(); });
   graveyard_.clear();
   if (draining_) stop_if_drained();
+  return poll_needed_ || !dirty_.empty();
+}
+
+void Listener::held_changed(std::size_t before, std::size_t after) {
+  held_total_ = held_total_ - before + after;
+  metrics_.output_held_bytes.store(held_total_, std::memory_order_relaxed);
+}
+
+void Listener::client_shed() {
+  metrics_.clients_shed.store(metrics_.clients_shed.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void Listener::shed_output() {
+  std::vector<Connection*> behind;
+  for (auto& c : connections_)
+    if (c && !c->closed() && c->held_bytes() > 0) behind.push_back(c.get());
+  std::sort(behind.begin(), behind.end(),
+            [](const Connection* a, const Connection* b) { return a->held_bytes() > b->held_bytes(); });
+  const std::size_t before = held_total_;
+  std::size_t shed = 0;
+  for (auto* c : behind) {
+    if (held_total_ <= config_.output_buffer_total) break;
+    c->close_lagging(1008, "too far behind: the server holds too much unsent output (EDRI_OUTPUT_BUFFER_TOTAL)");
+    ++shed;
+  }
+  spdlog::warn("{} bytes unsent held for clients, over EDRI_OUTPUT_BUFFER_TOTAL={}: closed the {} furthest behind",
+               before, config_.output_buffer_total, shed);
 }
 
 void Listener::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,
@@ -693,8 +730,9 @@ void Listener::stream_control(const Connection::StreamRef& s, std::uint64_t code
   h.reply_to = s.manager_slot;
   env::EnvelopeWriter w(h);
   if (!payload.empty()) w.raw(env::SectionType::Control, payload);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    spdlog::error("broker channel full: a stream credit was lost");
+  if (!to_broker_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("a stream credit did not fit a record");
 }
 
 void Listener::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
@@ -732,6 +770,11 @@ void Listener::on_response(std::span<const std::byte> record) {
   }
   const auto& h = v.header;
   if (h.flags & env::kFlagStreamPiece) return on_stream_piece(v);
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) return on_push(v);
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control)) {
+    if (h.event_type == env::kControlPushClose) close_pushed(v);
+    return;
+  }
   // A body in the blob area is this listener's to free from here on: when
   // this returns, unless the connection takes it to send.
   transport::BlobLease blob;
@@ -741,17 +784,6 @@ void Listener::on_response(std::span<const std::byte> record) {
   Connection* c = find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
   if (c->websocket()) {
-    if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) {
-      auto name = push_names_.find(h.event_type);
-      if (name == push_names_.end()) return;
-      const std::string_view payload = v.text(env::SectionType::Body);
-      std::string msg;
-      msg.reserve(32 + name->second.size() + payload.size());
-      msg.append(R"({"command":)").append(name->second).append(R"(,"event":)");
-      msg.append(payload.empty() ? std::string_view("null") : payload).append("}");
-      c->ws_send(std::move(msg));
-      return;
-    }
     if (!c->ws_slot(h.origin_stream)) return;
     if (v.has(env::SectionType::File))
       return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
@@ -859,6 +891,14 @@ void Listener::ws_upgrade(Connection& c, const http::HttpRequest& req, bool http
 }
 
 void Listener::ws_message(Connection& c, std::string_view text) {
+  // Measured before it is parsed: the message is re-serialized below, and
+  // serializing recurses once per level (edri/json_depth.hpp). Its command
+  // is unknown until it is parsed, so the answer names none.
+  if (!RequestValidator::depth_ok(text, config_.max_json_depth, "message", validated_)) {
+    const auto seq = c.ws_open_slot("null");
+    ws_answer(c, seq, 422, "application/problem+json", RequestValidator::problem_body(validated_));
+    return;
+  }
   nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
   const bool object = !msg.is_discarded() && msg.is_object();
   auto name = object ? msg.find("command") : msg.end();
@@ -963,7 +1003,11 @@ bool Listener::send_control(Connection& c, std::uint64_t code, std::uint32_t seq
   auto h = origin_header(c, env::Kind::Control, code, seq);
   env::EnvelopeWriter w(h);
   if (!payload.empty()) w.raw(env::SectionType::Control, payload);
-  return to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+  // A subscription is new work (refused when the broker is far behind); an
+  // unsubscription must arrive, or the broker keeps pushing to nobody.
+  const auto admission = code == env::kControlPushSubscribe ? transport::Admission::Work : transport::Admission::Answer;
+  return to_broker_.emplace(
+      w.size(), [&](std::byte* p) { w.write(p); }, admission);
 }
 
 void Listener::ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
@@ -999,6 +1043,37 @@ void Listener::ws_error(Connection& c, std::uint32_t seq, int status, std::strin
 }  // namespace edri::listener
 
 namespace edri::listener {
+
+void Listener::on_push(const env::EnvelopeView& v) {
+  auto name = push_names_.find(v.header.event_type);
+  if (name == push_names_.end()) return;
+  // One frame for every subscriber here.
+  std::string_view payload = v.text(env::SectionType::Body);
+  if (payload.empty()) payload = "null";
+  static constexpr std::string_view kHead = R"({"command":)", kEvent = R"(,"event":)";
+  const std::size_t size = kHead.size() + name->second.size() + kEvent.size() + payload.size() + 1;
+  std::string frame;
+  frame.reserve(size + 10);
+  append_text_frame_header(frame, size);
+  frame.append(kHead).append(name->second).append(kEvent).append(payload).append("}");
+  const auto shared = std::make_shared<const std::string>(std::move(frame));
+  const auto targets = v.section(env::SectionType::Targets);
+  for (std::size_t off = 0; off + sizeof(env::PushTarget) <= targets.size(); off += sizeof(env::PushTarget)) {
+    env::PushTarget t;
+    std::memcpy(&t, targets.data() + off, sizeof t);
+    if (Connection* c = find(t.connection, t.generation); c && c->websocket()) c->ws_send(shared);
+  }
+}
+
+void Listener::close_pushed(const env::EnvelopeView& v) {
+  const auto targets = v.section(env::SectionType::Control);
+  for (std::size_t off = 0; off + sizeof(env::PushTarget) <= targets.size(); off += sizeof(env::PushTarget)) {
+    env::PushTarget t;
+    std::memcpy(&t, targets.data() + off, sizeof t);
+    if (Connection* c = find(t.connection, t.generation))
+      c->close_lagging(1013, "a push could not be delivered: the server is overloaded; reconnect");
+  }
+}
 
 void Listener::on_stream_piece(const env::EnvelopeView& v) {
   const auto& h = v.header;

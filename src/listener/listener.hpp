@@ -69,6 +69,11 @@ class Listener {
                       std::string_view extra_headers = {});
   void mark_dirty(Connection& c);
   void release(Connection& c);
+  // A connection's held_bytes() changed from `before` to `after`.
+  void held_changed(std::size_t before, std::size_t after);
+  // A connection was closed for falling too far behind (metrics).
+  void client_shed();
+  bool draining() const { return draining_; }
   const Config& config() const { return config_; }
   EventLoop& events() { return loop_.events(); }
   http::ParserLimits parser_limits() const;
@@ -106,6 +111,14 @@ class Listener {
   void ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail);
   bool send_control(Connection& c, std::uint64_t code, std::uint32_t seq, std::span<const std::byte> payload);
   void poll_io();
+  // Over EDRI_OUTPUT_BUFFER_TOTAL: closes the clients furthest behind until
+  // the listener is under it again.
+  void shed_output();
+  // A notification for some WebSocket connections of this listener
+  // (its Targets section): framed once, sent to each.
+  void on_push(const envelope::EnvelopeView& v);
+  // The broker could not queue a push for these connections: they close.
+  void close_pushed(const envelope::EnvelopeView& v);
   // A header addressed back to slot `seq` of connection `c`.
   envelope::EnvelopeHeader origin_header(const Connection& c, envelope::Kind kind, std::uint64_t type,
                                          std::uint32_t seq);
@@ -130,7 +143,8 @@ class Listener {
   void reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
                     const envelope::StreamHead& sh, std::uint64_t id, std::string_view headers);
   void stream_control(const Connection::StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
-  void after_drain();
+  // True: work is left for the next turn (a WebSocket session to poll).
+  bool after_drain();
   void sweep_overdue();
   // The broker died: requests sent before that and still unanswered once
   // its successor has served for kLostAnswerGrace died with it (those it
@@ -175,6 +189,7 @@ class Listener {
   std::vector<std::uint32_t> generations_;
   std::vector<std::uint32_t> free_ids_;
   std::vector<Connection*> dirty_;
+  std::size_t held_total_ = 0;  // sum of the connections' held_bytes()
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::uint64_t next_request_ = 0;
   std::unique_ptr<TlsContext> tls_;  // null: plain HTTP

@@ -36,6 +36,8 @@ struct Pipe {
   bool eof = false;     // the client is gone: reads fail
   bool broken = false;  // the connection is gone: writes fail
   std::function<void(std::string_view)> write;
+  // A read found nothing to take and waits: the owner may read more.
+  std::function<void()> starved;
   std::unique_ptr<PendingRead> pending;
 
   bool has_input() const { return in_off < in.size(); }
@@ -73,10 +75,12 @@ class LoopStream {
         [this](auto handler, const MutableBuffers& b) {
           using H = std::decay_t<decltype(handler)>;
           auto op = std::make_unique<ReadOp<MutableBuffers, H>>(b, std::move(handler), ex_);
-          if (pipe_->has_input() || pipe_->eof || asio::buffer_size(b) == 0)
+          if (pipe_->has_input() || pipe_->eof || asio::buffer_size(b) == 0) {
             op->finish(*pipe_);
-          else
+          } else {
             pipe_->pending = std::move(op);
+            if (pipe_->starved) pipe_->starved();
+          }
         },
         token, buffers);
   }

@@ -133,14 +133,45 @@ bool find_cookie(std::string_view header, std::string_view name, std::string& va
   return false;
 }
 
+char lower_char(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
 std::string lower(std::string_view s) {
   std::string out(s);
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  for (auto& c : out) c = lower_char(c);
   return out;
 }
 
+// RFC 9110 5.6.2 token characters.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower_char(a[i]) != lower_char(b[i])) return false;
+  return true;
+}
+
 }  // namespace
+
+bool is_json_content_type(std::string_view type) {
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  const auto slash = type.find('/');
+  if (slash == std::string_view::npos) return false;
+  const auto subtype = type.substr(slash + 1);
+  if (!is_token(type.substr(0, slash)) || !is_token(subtype)) return false;
+  if (iequals(type, "application/json")) return true;
+  constexpr std::string_view suffix = "+json";
+  return subtype.size() > suffix.size() && iequals(subtype.substr(subtype.size() - suffix.size()), suffix);
+}
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   out.clear();
@@ -167,7 +198,8 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   return true;
 }
 
-RequestValidator::RequestValidator(std::vector<FieldDecl> fields) : fields_(std::move(fields)) {
+RequestValidator::RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth)
+    : fields_(std::move(fields)), max_json_depth_(max_json_depth) {
   for (const auto& f : fields_) {
     if (f.source != FieldSource::Body) continue;
     has_body_fields_ = true;
@@ -179,6 +211,15 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
   out.clear();
   nlohmann::json body;
   if (has_body_fields_) {
+    // A body the client did not call JSON is refused before it is read as
+    // JSON: text/plain (or a form type) is what a cross-site page can send
+    // without a CORS preflight.
+    const bool has_body = req.body_size > 0 || !req.body.empty();
+    if (has_body && !is_json_content_type(req.header("content-type"))) {
+      out.status = 415;
+      return;
+    }
+    if (!depth_ok(req.body, max_json_depth_, "body", out)) return;
     body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded()) {
       out.status = 400;
@@ -287,8 +328,23 @@ void RequestValidator::check_message(const nlohmann::json& msg, const http::Http
       out);
 }
 
+bool RequestValidator::depth_ok(std::string_view text, std::size_t limit, std::string_view field,
+                                ValidatedFields& out) {
+  if (!json_nests_deeper_than(text, limit)) return true;
+  out.clear();
+  out.status = 422;
+  out.errors.push_back(
+      {std::string(field), "nests deeper than " + std::to_string(limit) + " levels (EDRI_MAX_JSON_DEPTH)"});
+  return false;
+}
+
 std::string RequestValidator::problem_body(const ValidatedFields& out) {
   nlohmann::json j{{"type", "about:blank"}, {"status", out.status}};
+  if (out.status == 415) {
+    j["title"] = "Unsupported Media Type";
+    j["detail"] = "a JSON body needs Content-Type application/json";
+    return j.dump();
+  }
   if (out.status == 400) {
     j["title"] = "Bad Request";
     j["detail"] = "the body is not valid JSON";

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <edri/json_depth.hpp>
 #include <edri/plugin.hpp>
 
 #include "http/request_parser.hpp"
@@ -27,7 +28,7 @@ struct ValidatedFields {
   std::vector<std::pair<std::string, std::string>> headers;  // declared headers, names lower-case
   std::vector<std::pair<std::string, std::string>> cookies;  // declared cookies
   std::vector<FieldError> errors;
-  int status = 0;  // 0: valid; 400: body is not JSON; 422: see errors
+  int status = 0;  // 0: valid; 400: body is not JSON; 415: body is not declared JSON; 422: see errors
   void clear() {
     query.clear();
     headers.clear();
@@ -39,7 +40,9 @@ struct ValidatedFields {
 
 class RequestValidator {
  public:
-  explicit RequestValidator(std::vector<FieldDecl> fields);
+  // A JSON body nesting deeper than `max_json_depth` is refused before it
+  // is parsed (EDRI_MAX_JSON_DEPTH; see edri/json_depth.hpp).
+  explicit RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth = kDefaultMaxJsonDepth);
 
   bool empty() const { return fields_.empty(); }
   // Whether check() reads the body (a JSON body or body fields).
@@ -53,11 +56,16 @@ class RequestValidator {
   // upgrade request.
   void check_message(const nlohmann::json& msg, const http::HttpRequest& upgrade, ValidatedFields& out) const;
 
-  // The 422/400 problem+json body for `out`.
+  // The 422/415/400 problem+json body for `out`.
   static std::string problem_body(const ValidatedFields& out);
+
+  // Whether `text` nests at most `limit` levels deep; if not, `out` is the
+  // 422 naming `field`. Checked before any client JSON is parsed.
+  static bool depth_ok(std::string_view text, std::size_t limit, std::string_view field, ValidatedFields& out);
 
  private:
   std::vector<FieldDecl> fields_;
+  std::size_t max_json_depth_;
   bool has_body_fields_ = false;
   bool has_named_body_fields_ = false;
   void check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out, bool& present) const;
@@ -68,6 +76,10 @@ class RequestValidator {
   void check_fields(const nlohmann::json& body, const http::HttpRequest& req, std::string_view whole_body_label,
                     FindQuery&& find_query_value, ValidatedFields& out) const;
 };
+
+// Whether a Content-Type names JSON: application/json or any type/x+json
+// (RFC 6839), parameters allowed, case-insensitive.
+bool is_json_content_type(std::string_view content_type);
 
 // "a%20b+c" -> "a b c". Returns false on a malformed escape.
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "listener/websocket_frame.hpp"
+
 namespace edri::listener {
 
 namespace websocket = beast::websocket;
@@ -16,8 +18,14 @@ WebSocketSession::WebSocketSession(asio::io_context& io, Owner& owner, std::size
   pipe_.write = [this](std::string_view bytes) {
     if (owner_) owner_->ws_output(bytes);
   };
+  pipe_.starved = [this] {
+    if (owner_) owner_->ws_starved();
+  };
   ws_.read_message_max(max_message);
   ws_.auto_fragment(false);
+  ws_.control_callback([this](websocket::frame_type kind, beast::string_view) {
+    if (kind == websocket::frame_type::close) on_close_frame();
+  });
 }
 
 void WebSocketSession::accept(const http::HttpRequest& req, std::string_view headers) {
@@ -41,6 +49,8 @@ void WebSocketSession::accept(const http::HttpRequest& req, std::string_view hea
   ws_.set_option(websocket::stream_base::decorator([extra = std::move(extra)](websocket::response_type& res) {
     res.set(bhttp::field::server, "edri");
     for (const auto& [k, v] : extra) res.insert(k, v);
+    // A refused handshake ends the connection: say so (RFC 9112 9.6).
+    if (res.result() != bhttp::status::switching_protocols) res.set(bhttp::field::connection, "close");
   }));
   ws_.async_accept(r, [self = shared_from_this()](beast::error_code ec) {
     if (!self->owner_) return;
@@ -51,7 +61,6 @@ void WebSocketSession::accept(const http::HttpRequest& req, std::string_view hea
     }
     self->opened_ = true;
     self->read();
-    if (!self->queue_.empty()) self->write();
   });
 }
 
@@ -82,29 +91,17 @@ void WebSocketSession::on_read(beast::error_code ec) {
   read();
 }
 
-void WebSocketSession::send(std::string text) {
-  if (ended_ || closing_ || !owner_) return;
-  queued_bytes_ += text.size();
-  queue_.push_back(std::move(text));
-  if (opened_ && !writing_) write();
-}
-
-void WebSocketSession::write() {
-  if (writing_ || queue_.empty() || ended_) return;
-  writing_ = true;
-  ws_.text(true);
-  ws_.async_write(asio::buffer(queue_.front()),
-                  [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
-}
-
-void WebSocketSession::on_write(beast::error_code ec) {
-  writing_ = false;
-  queued_bytes_ -= queue_.front().size();
-  queue_.pop_front();
-  if (!owner_) return;
-  if (ec) return end();
-  if (!queue_.empty()) return write();
-  if (closing_) start_close();
+void WebSocketSession::on_close_frame() {
+  // Beast 1.74 takes any code from 3000 up, but RFC 6455 7.4.2 defines
+  // none from 5000 on (Autobahn 7.9: fail with 1002). Beast is about to
+  // echo the code: our 1002 goes first, and Beast's echo finds the stream
+  // broken, which ends the read.
+  const auto code = ws_.reason().code;
+  if (code < 5000 || !owner_) return;
+  closing_ = close_sent_ = true;
+  close_sent_at_ = std::chrono::steady_clock::now();
+  owner_->ws_output(close_frame(1002, "invalid close code"));
+  pipe_.broken = true;
 }
 
 void WebSocketSession::close(std::uint16_t code, std::string reason) {
@@ -114,13 +111,15 @@ void WebSocketSession::close(std::uint16_t code, std::string reason) {
       static_cast<websocket::close_code>(code),
       beast::string_view(reason.data(), std::min<std::size_t>(reason.size(), 123)));  // a close frame holds 125 bytes
   if (!opened_) return end();
-  if (!writing_ && queue_.empty()) start_close();
+  start_close();
 }
 
 void WebSocketSession::start_close() {
   if (close_sent_) return;
   close_sent_ = true;
-  // Sends the close frame, waits for the client's, then tears down.
+  close_sent_at_ = std::chrono::steady_clock::now();
+  // Sends the close frame after everything written so far, waits for the
+  // client's, then tears down.
   ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
     if (self->owner_) self->end();
   });

@@ -14,6 +14,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "http/multipart.hpp"
+#include "http/response_writer.hpp"
 #include "router/router.hpp"
 
 namespace edri::manager {
@@ -160,8 +161,9 @@ void Manager::subscribe() {
   auto h = env::make_header(env::Kind::Control, env::kControlSubscribe, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    spdlog::error("cannot subscribe: the router channel is full");
+  if (!to_router_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("cannot subscribe: the subscription does not fit a record");
   spdlog::debug("domain {}: subscribed {} events", domain_, ids.size() - 1);
 }
 
@@ -240,6 +242,9 @@ void Manager::on_request(env::EnvelopeView& v) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
+  // A client's JSON is limited; another manager's was made by a handler
+  // (from client JSON within the limit, perhaps wrapped a level or two).
+  request_.max_json_depth = h.reply_to != 0 ? kJsonDepthCeiling : config_.max_json_depth;
   if (body) request_.body = body.view();
   if (v.has(env::SectionType::Upload)) {
     request_.body = upload.bytes();
@@ -257,6 +262,12 @@ void Manager::on_request(env::EnvelopeView& v) {
   current_ = &h;
   try {
     resp = (*it->second.handler)(request_, *this);
+  } catch (const RequestError& e) {
+    // The client's mistake (Request::json() refused the body, say): its
+    // status, and the detail is for the client.
+    const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
+    spdlog::debug("handler for {} refused the request: {} {}", it->second.event, status, e.what());
+    resp = Response::problem(status, http::ResponseWriter::reason(status), e.what());
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", it->second.event, e.what());
     resp = Response::problem(500, "Internal Server Error",
@@ -304,15 +315,20 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
-  if (to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  // An answer: never refused for room (transport/outbox.hpp); its size
+  // was checked above.
+  if (to_router_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
     (void)blob.take();  // its reader frees it now
-  else
-    spdlog::error("router channel full: response {} lost", request.request_id);
 }
 
 void Manager::on_notification(env::EnvelopeView& v) {
   auto it = subscribers_.find(v.header.event_type);
   if (it == subscribers_.end() || !fill_request(v, it->second.event)) return;
+  // A payload is a handler's JSON, serialized by its manager: not a
+  // client's, though it may wrap one (within EDRI_MAX_JSON_DEPTH) a few
+  // levels deeper.
+  request_.max_json_depth = kJsonDepthCeiling;
   for (const auto* s : it->second.list) {
     try {
       (*s)(request_, *this);
@@ -445,8 +461,9 @@ void Manager::open_stream(const env::EnvelopeHeader& request, Response& resp) {
                              static_cast<std::uint32_t>(config_.stream_window),
                              resp.stream_length ? static_cast<std::int64_t>(*resp.stream_length) : -1};
   w.raw(env::SectionType::Stream, std::as_bytes(std::span<const env::StreamHead>(&head, 1)));
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
-    spdlog::error("router channel full: streamed response {} lost", request.request_id);
+  if (!to_router_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer)) {
+    (void)env::send_problem(to_router_, request, 500, "the streamed answer's head does not fit a record");
     return;
   }
   // The listener may take a window's worth before its first credit.
@@ -523,7 +540,10 @@ bool Manager::send_piece(const OpenStream& s, std::string_view bytes, std::uint1
   }
   if (!blob && !bytes.empty()) w.text(env::SectionType::Body, bytes);
   if (w.size() > to_router_.max_record()) return false;
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) return false;
+  // Pieces are answers, bounded by the stream window.
+  if (!to_router_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    return false;
   (void)blob.take();  // the listener frees it
   return true;
 }

@@ -42,9 +42,11 @@ Router::Router(ProcessLoop& loop, const Config& config)
   const auto hello = env::make_header(env::Kind::Control, env::kControlResubscribe, 0);
   env::EnvelopeWriter w(hello);
   for (auto* out : to_manager_)
-    if (!out->emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+    if (!out->emplace(
+            w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
       spdlog::error("cannot ask a manager to resubscribe: its channel is full");
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  if (!to_broker_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
     spdlog::error("cannot ask the broker for its push events: its channel is full");
 }
 
@@ -62,7 +64,7 @@ void Router::on_broker(std::span<const std::byte> record) {
       spdlog::error("dropping a stream credit for slot {}, not a manager", h.reply_to);
       return;
     }
-    if (!to_manager_[h.reply_to - topo.manager_slot(0)]->push(record))
+    if (!to_manager_[h.reply_to - topo.manager_slot(0)]->push(record, transport::Admission::Answer))
       spdlog::error("manager channel full: a stream credit was lost");
     return;
   }
@@ -172,7 +174,7 @@ void Router::on_manager_death(std::uint32_t manager) {
     const auto it = unanswered_.find(key);
     const auto rec = out.record_at(position);
     copy.assign(rec.begin(), rec.end());  // the ring may move under a push
-    if (!copy.empty() && out.push(copy)) {
+    if (!copy.empty() && out.push(copy, transport::Admission::Answer)) {
       it->second.replayed = true;
       it->second.position = out.last_position();
       ++replayed;
@@ -188,8 +190,16 @@ void Router::on_manager_death(std::uint32_t manager) {
 
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-      !to_broker_.push(record))
-    spdlog::error("broker channel full: a notification for WebSocket clients was dropped");
+      !to_broker_.push(record)) {
+    // Its subscribers would miss it without knowing: the broker closes them.
+    spdlog::warn("the broker is too far behind: a push is lost, its subscribers are closed");
+    auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
+    env::EnvelopeWriter w(lost);
+    w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&h.event_type, 1)));
+    if (!to_broker_.emplace(
+            w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+      spdlog::error("cannot tell the broker a push was lost");
+  }
   auto it = routes_.find(h.event_type);
   if (it == routes_.end()) return;  // no manager listens
   // One replica of each domain, taking turns.
@@ -229,10 +239,13 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       // A streamed answer's pieces after its head are not answers.
       if (!(h.flags & env::kFlagStreamPiece))
         if (const auto it = unanswered_.find(key_of(h)); it != unanswered_.end()) forget(it);
-      const bool sent = reply_channel(h).emplace(record.size(), [&](std::byte* p) {
-        std::memcpy(p, record.data(), record.size());
-        env::stamp(*env::header_at(p), env::kStampRouterOut);
-      });
+      const bool sent = reply_channel(h).emplace(
+          record.size(),
+          [&](std::byte* p) {
+            std::memcpy(p, record.data(), record.size());
+            env::stamp(*env::header_at(p), env::kStampRouterOut);
+          },
+          transport::Admission::Answer);
       if (!sent) spdlog::error("broker channel full: response {} lost", h.request_id);
       return;
     }

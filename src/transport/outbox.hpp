@@ -1,9 +1,13 @@
 // Outbox: the producing end of one channel as a process uses it.
 //
-// A full ring never blocks the caller: records queue in a local overflow,
-// bounded in bytes, and move into the ring as the consumer frees room. When
-// the bound is reached the record is refused and the caller answers 503.
-// The consumer's doorbell is rung once per batch (notify), and only if it
+// A full ring never blocks the caller: records queue in a local overflow
+// and move into the ring, in order, as the consumer frees room. What may
+// wait there depends on what the record is (Admission): new work (requests,
+// notifications) is refused past a bound in bytes and the caller answers
+// 503 or says the push was lost; an answer (a response, a problem, a control
+// that must arrive) is never refused for room, since it belongs to work the
+// pipeline already admitted and the bound on that work bounds it. The
+// consumer's doorbell is rung once per batch (notify), and only if it
 // sleeps.
 #pragma once
 
@@ -18,16 +22,23 @@
 
 namespace edri::transport {
 
+// What a record is, for the overflow bound (see above).
+enum class Admission : std::uint8_t {
+  Work,    // refused once the overflow holds EDRI_OUTBOX_LIMIT bytes
+  Answer,  // queued whatever the overflow holds
+};
+
 class Outbox {
  public:
   Outbox(ChannelProducer producer, Doorbell consumer, std::size_t overflow_limit_bytes)
       : producer_(producer), consumer_(consumer), overflow_limit_(overflow_limit_bytes) {}
 
   // Appends a record of `n` bytes written by fill(std::byte*). Returns false
-  // when the record cannot be queued (too large, or the overflow bound is
-  // reached): the caller must answer the request itself.
+  // when the record cannot be queued (larger than a ring allows, or, for
+  // work, the overflow bound is reached): the caller must answer the
+  // request itself.
   template <class Fill>
-  [[nodiscard]] bool emplace(std::size_t n, Fill&& fill) {
+  [[nodiscard]] bool emplace(std::size_t n, Fill&& fill, Admission admission = Admission::Work) {
     if (n > producer_.max_record()) return false;
     if (overflow_.empty()) {
       if (std::byte* p = producer_.reserve(n)) {
@@ -39,17 +50,20 @@ class Outbox {
       }
     }
     last_position_ = kNotInRing;
-    if (overflow_bytes_ + n > overflow_limit_) return false;
+    if (admission == Admission::Work && overflow_bytes_ + n > overflow_limit_) return false;
     overflow_.emplace_back(n);
     fill(overflow_.back().data());
     overflow_bytes_ += n;
     return true;
   }
 
-  [[nodiscard]] bool push(std::span<const std::byte> bytes) {
-    return emplace(bytes.size(), [&](std::byte* p) {
-      if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
-    });
+  [[nodiscard]] bool push(std::span<const std::byte> bytes, Admission admission = Admission::Work) {
+    return emplace(
+        bytes.size(),
+        [&](std::byte* p) {
+          if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+        },
+        admission);
   }
 
   // Moves queued records into the ring as far as room allows.

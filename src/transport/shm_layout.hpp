@@ -140,6 +140,11 @@ struct ListenerMetricsHeader {
   std::atomic<std::uint64_t> latency[kLatencyBuckets];  // not cumulative; the reader sums
   std::atomic<std::uint64_t> latency_sum_us;
   std::atomic<std::uint64_t> latency_count;
+  // Bytes the listener holds unsent for its clients now
+  // (EDRI_OUTPUT_BUFFER_TOTAL bounds it), and the clients it closed for
+  // falling too far behind.
+  std::atomic<std::uint64_t> output_held_bytes;
+  std::atomic<std::uint64_t> clients_shed;
   // followed by (route_count + 1) * kStatusColumns counters
 };
 

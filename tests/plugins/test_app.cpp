@@ -30,6 +30,10 @@ void reg(edri::Registry& r) {
   r.post("/json-echo", "test.json_echo",
          [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },
          {edri::JsonBody()});
+  // No declared fields: the listener passes the body as it came, and
+  // req.json() in the manager is what parses (and limits) it.
+  r.post("/raw-json", "test.raw_json",
+         [](const edri::Request& req, edri::Context&) { return edri::Response::json(req.json()); });
   r.get("/throw", "test.throw", [](const edri::Request&, edri::Context&) -> edri::Response {
     throw std::runtime_error("secret internal detail");
   });
@@ -303,6 +307,13 @@ void reg(edri::Registry& r) {
     for (int i = 1; i <= n; ++i)
       if (!ctx.publish("test.happened", {{"i", i}})) return edri::Response::problem(503, "Unavailable", "full");
     return edri::Response::json({{"published", n}});
+  });
+  // A client's JSON (within EDRI_MAX_JSON_DEPTH) wrapped one level deeper:
+  // the subscriber must still read it.
+  r.post("/other/publish-json", "other.publish_json", [](const edri::Request& req, edri::Context& ctx) {
+    if (!ctx.publish("test.happened", {{"i", 1}, {"doc", req.json()}}))
+      return edri::Response::problem(503, "Unavailable", "full");
+    return edri::Response::json({{"published", 1}});
   });
 }
 

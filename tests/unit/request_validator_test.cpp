@@ -3,12 +3,15 @@
 #include "listener/request_validator.hpp"
 
 using edri::Field;
+using edri::listener::is_json_content_type;
 using edri::listener::percent_decode;
 using edri::listener::RequestValidator;
 using edri::listener::ValidatedFields;
 
 namespace {
-edri::http::HttpRequest request(std::string body, std::vector<std::pair<std::string, std::string>> headers = {}) {
+// A body declared JSON must say so (415 otherwise): the requests here do.
+edri::http::HttpRequest request(std::string body, std::vector<std::pair<std::string, std::string>> headers = {
+                                                      {"Content-Type", "application/json"}}) {
   edri::http::HttpRequest r;
   r.body = std::move(body);
   r.headers = std::move(headers);
@@ -108,4 +111,92 @@ TEST_CASE("a WebSocket message is checked like a request", "[validator]") {
   RequestValidator whole({edri::JsonBody().object()});
   whole.check_message(nlohmann::json{{"command", "c"}, {"value", 1}}, request(""), out);
   CHECK(out.status == 0);
+}
+
+TEST_CASE("a body declared JSON must come with a JSON Content-Type, else 415", "[validator]") {
+  for (const char* type : {"application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8",
+                           " application/json ", "application/merge-patch+json", "application/vnd.api+JSON"})
+    CHECK(is_json_content_type(type));
+  for (const char* type : {"", "text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded",
+                           "multipart/form-data; boundary=x", "application/jsonx", "application/json-seq", "json",
+                           "/json", "application/+json", "application/ json", "application/a b+json"})
+    CHECK_FALSE(is_json_content_type(type));
+
+  RequestValidator named({Field("title").string()});
+  RequestValidator whole({edri::JsonBody()});
+  ValidatedFields out;
+  for (const RequestValidator* v : {&named, &whole}) {
+    // The browser's "simple request" types, and none at all.
+    v->check("", request(R"({"title":"a"})", {{"Content-Type", "text/plain"}}), out);
+    CHECK(out.status == 415);
+    v->check("", request(R"({"title":"a"})", {{"content-type", "application/x-www-form-urlencoded"}}), out);
+    CHECK(out.status == 415);
+    v->check("", request(R"({"title":"a"})", {}), out);
+    CHECK(out.status == 415);
+    v->check("", request(R"({"title":"a"})", {{"Content-Type", "application/json; charset=utf-8"}}), out);
+    CHECK(out.status == 0);
+    v->check("", request(R"({"title":"a"})", {{"Content-Type", "application/merge-patch+json"}}), out);
+    CHECK(out.status == 0);
+    // No body: nothing to type; an empty body is still not JSON.
+    v->check("", request("", {}), out);
+    CHECK(out.status == 400);
+  }
+  // A body that went to a file is typed the same way.
+  auto spilled = request("", {{"Content-Type", "text/plain"}});
+  spilled.body_size = 5000;
+  whole.check("", spilled, out);
+  CHECK(out.status == 415);
+  auto problem = nlohmann::json::parse(RequestValidator::problem_body(out));
+  CHECK(problem["status"] == 415);
+  CHECK(problem["title"] == "Unsupported Media Type");
+  CHECK(problem["detail"] == "a JSON body needs Content-Type application/json");
+
+  // A route that declares no body field does not look at the type.
+  RequestValidator query_only({Field("q").in_query().optional()});
+  query_only.check("q=1", request("plain words", {{"Content-Type", "text/plain"}}), out);
+  CHECK(out.status == 0);
+}
+
+TEST_CASE("a JSON body nesting deeper than the limit is 422 before it is parsed", "[validator][json_depth]") {
+  const auto deep = [](std::size_t n) { return std::string(n, '[') + std::string(n, ']'); };
+  const auto json_request = [](std::string body) {
+    return request(std::move(body), {{"Content-Type", "application/json"}});
+  };
+  RequestValidator v({edri::JsonBody()}, 4);
+  ValidatedFields out;
+  v.check("", json_request(deep(4)), out);
+  CHECK(out.status == 0);
+  v.check("", json_request(deep(5)), out);
+  CHECK(out.status == 422);
+  CHECK(fields(out) == std::vector<std::string>{"body: nests deeper than 4 levels (EDRI_MAX_JSON_DEPTH)"});
+  // Measured first: deep and invalid is 422, like deep and valid.
+  v.check("", json_request(std::string(70000, '[')), out);
+  CHECK(out.status == 422);
+  // Named fields too; the message names the body, not a field.
+  RequestValidator named({Field("title").string()}, 2);
+  named.check("", json_request(R"({"title":"t","x":[[1]]})"), out);
+  CHECK(fields(out) == std::vector<std::string>{"body: nests deeper than 2 levels (EDRI_MAX_JSON_DEPTH)"});
+  // The default limit is EDRI_MAX_JSON_DEPTH's.
+  RequestValidator dflt({edri::JsonBody()});
+  dflt.check("", json_request(deep(edri::kDefaultMaxJsonDepth)), out);
+  CHECK(out.status == 0);
+  dflt.check("", json_request(deep(edri::kDefaultMaxJsonDepth + 1)), out);
+  CHECK(out.status == 422);
+  // A route without body fields does not read the body here: the manager's
+  // Request::json() limits it.
+  RequestValidator query_only({Field("q").in_query().optional()}, 1);
+  query_only.check("", json_request(deep(50)), out);
+  CHECK(out.status == 0);
+}
+
+TEST_CASE("a WebSocket message is measured as text, with the 422 naming it", "[validator][json_depth]") {
+  ValidatedFields out;
+  CHECK(RequestValidator::depth_ok(R"({"command":"echo","value":[[1]]})", 3, "message", out));
+  CHECK(out.status == 0);
+  CHECK_FALSE(RequestValidator::depth_ok(R"({"command":"echo","value":[[[1]]]})", 3, "message", out));
+  CHECK(out.status == 422);
+  CHECK(fields(out) == std::vector<std::string>{"message: nests deeper than 3 levels (EDRI_MAX_JSON_DEPTH)"});
+  const auto body = nlohmann::json::parse(RequestValidator::problem_body(out));
+  CHECK(body["status"] == 422);
+  CHECK(body["errors"][0]["field"] == "message");
 }
