@@ -43,9 +43,9 @@ inline constexpr std::uint64_t kControlStreamCredit = 20;
 // payload.
 inline constexpr std::uint64_t kControlStreamCancel = 21;
 
-// router -> broker: a notification that WebSocket clients want could not
-// be queued for the broker (its channel is far behind): every subscriber
-// of it missed it. Payload: u64 notification type.
+// manager -> router -> broker: a notification that WebSocket clients may
+// want could not be queued on its way (a channel far behind): every
+// subscriber of it missed it. Payload: u64 notification type.
 inline constexpr std::uint64_t kControlPushesLost = 22;
 // broker -> listener: these connections of the listener missed a push
 // (it could not be queued for the listener): close them (1013), never

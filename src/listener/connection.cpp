@@ -346,11 +346,12 @@ void Connection::ws_close(std::uint16_t code, std::string reason) {
 
 void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
   if (closed_) return;
-  listener_.client_shed();
+  if (!shed_) listener_.client_shed();  // once, though its close may be hurried
+  shed_ = true;
   drop_unsent();
   report_held();
   if (!ws_ || !ws_->open()) return close();
-  stop_input();
+  // Still read: Beast's close takes the client's close frame from there.
   ws_close(code, std::string(reason));
   mark_dirty();
 }

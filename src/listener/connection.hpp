@@ -302,6 +302,7 @@ class Connection final : public WebSocketSession::Owner {
   bool peer_closed_ = false;    // the client ended its side (or the socket failed)
   bool input_refused_ = false;  // we stopped reading before the client's input ended
   bool timed_out_ = false;      // a 408: the client was too slow
+  bool shed_ = false;           // closed for falling too far behind
   bool lingering_ = false;
   std::chrono::steady_clock::time_point linger_until_{};
   std::chrono::steady_clock::time_point close_out_at_{};  // a WebSocket close of ours was written

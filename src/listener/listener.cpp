@@ -405,8 +405,9 @@ void Listener::shed_output() {
     c->close_lagging(1008, "too far behind: the server holds too much unsent output (EDRI_OUTPUT_BUFFER_TOTAL)");
     ++shed;
   }
-  spdlog::warn("{} bytes unsent held for clients, over EDRI_OUTPUT_BUFFER_TOTAL={}: closed the {} furthest behind",
-               before, config_.output_buffer_total, shed);
+  if (shed)
+    spdlog::warn("{} bytes unsent held for clients, over EDRI_OUTPUT_BUFFER_TOTAL={}: closed the {} furthest behind",
+                 before, config_.output_buffer_total, shed);
 }
 
 void Listener::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,

@@ -376,7 +376,15 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::ContentType, "application/json");
   w.text(env::SectionType::Body, body);
-  return to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); });
+  if (to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) return true;
+  // Not queued (the router is far behind): WebSocket subscribers of it
+  // must not miss it in silence; the router has the broker close them.
+  auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
+  env::EnvelopeWriter l(lost);
+  l.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&h.event_type, 1)));
+  (void)to_router_.emplace(
+      l.size(), [&](std::byte* p) { l.write(p); }, transport::Admission::Answer);
+  return false;
 }
 
 bool Manager::request(std::string_view event, const nlohmann::json& body,

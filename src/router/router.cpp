@@ -188,18 +188,21 @@ void Router::on_manager_death(std::uint32_t manager) {
       manager, answered, replayed, untaken.size());
 }
 
+void Router::pushes_lost(std::uint64_t type) {
+  // Its subscribers would miss it without knowing: the broker closes them.
+  spdlog::warn("a push could not be queued: its WebSocket subscribers are closed");
+  auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
+  env::EnvelopeWriter w(lost);
+  w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&type, 1)));
+  if (!to_broker_.emplace(
+          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    spdlog::error("cannot tell the broker a push was lost");
+}
+
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-      !to_broker_.push(record)) {
-    // Its subscribers would miss it without knowing: the broker closes them.
-    spdlog::warn("the broker is too far behind: a push is lost, its subscribers are closed");
-    auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
-    env::EnvelopeWriter w(lost);
-    w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&h.event_type, 1)));
-    if (!to_broker_.emplace(
-            w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
-      spdlog::error("cannot tell the broker a push was lost");
-  }
+      !to_broker_.push(record))
+    pushes_lost(h.event_type);
   auto it = routes_.find(h.event_type);
   if (it == routes_.end()) return;  // no manager listens
   // One replica of each domain, taking turns.
@@ -226,11 +229,18 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
   switch (static_cast<env::Kind>(h.kind)) {
     case env::Kind::Control: {
       env::EnvelopeView v;
-      if (env::decode(record, v) != env::DecodeError::None || h.event_type != env::kControlSubscribe) {
+      if (env::decode(record, v) != env::DecodeError::None) {
+        spdlog::error("dropping a malformed control envelope from manager {}", manager);
+      } else if (h.event_type == env::kControlSubscribe) {
+        subscribe(manager, v.section(env::SectionType::Control));
+      } else if (h.event_type == env::kControlPushesLost) {
+        const auto body = v.section(env::SectionType::Control);
+        std::uint64_t type = 0;
+        if (body.size() == sizeof type) std::memcpy(&type, body.data(), sizeof type);
+        if (std::find(push_events_.begin(), push_events_.end(), type) != push_events_.end()) pushes_lost(type);
+      } else {
         spdlog::error("dropping an unknown control envelope from manager {}", manager);
-        return;
       }
-      subscribe(manager, v.section(env::SectionType::Control));
       return;
     }
     case env::Kind::Request: return on_request(record);

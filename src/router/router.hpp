@@ -37,6 +37,9 @@ class Router {
   void on_broker(std::span<const std::byte> record);
   void on_request(std::span<const std::byte> record);
   void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // A notification of `type` that WebSocket clients want did not reach the
+  // broker: it closes their connections (kControlPushesLost).
+  void pushes_lost(std::uint64_t type);
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);

@@ -7,6 +7,7 @@
 // refused one, close code 5000 echoed.
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -303,6 +304,52 @@ TEST_CASE("under push fan-out every committed note is answered 201 and no subscr
   CHECK(complete > 0);
   CHECK(server.log().find("lost") == std::string::npos);
   for (const int fd : fds) ::close(fd);
+}
+
+TEST_CASE("a push that cannot be queued closes its subscribers with 1013, after the pushes before it",
+          "[hostile][websocket]") {
+  // A small ring and no overflow for new work: with the broker stopped,
+  // the router cannot queue the pushes for it.
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_RING_BYTES", "1048576"},
+                                                        {"EDRI_WEBSOCKET_MAX_MESSAGE", "65536"},
+                                                        {"EDRI_OUTBOX_LIMIT", "0"},
+                                                        {"EDRI_LINGERING_TIMEOUT", "1"}});
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = open_raw_websocket(server.port());
+    send_all(fd, ws_client_frame(1, R"({"command":"watch"})"));
+    REQUIRE(json::parse(read_frame(fd).payload)["command"] == "watch");
+    fds.push_back(fd);
+  }
+  const pid_t broker = server.child("broker");
+  // The manager publishes 20 pushes of 100 kB (2 MB, twice the ring)
+  // 400 ms after the request reached it; the broker is stopped meanwhile.
+  HttpResponse published;
+  std::thread publisher([&] { published = http_get(server.port(), "/other/publish-after/400/20/100000"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ::kill(broker, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ::kill(broker, SIGCONT);
+  publisher.join();
+  // Its answer was not lost either: 200, or the handler's own 503 when the
+  // manager's channel refused part of the burst (Context::publish false).
+  CHECK((published.status == 200 || published.status == 503));
+  for (const int fd : fds) {
+    int pushes = 0, code = -1;
+    for (;;) {
+      const WsFrame f = read_frame(fd);
+      if (f.opcode == 8) {
+        code = f.close_code();
+        break;
+      }
+      REQUIRE(json::parse(f.payload)["event"]["i"] == pushes + 1);  // in order, no gap
+      ++pushes;
+    }
+    CHECK(pushes < 20);
+    CHECK(code == 1013);
+    ::close(fd);
+  }
+  CHECK(server.log().find("a push could not be queued") != std::string::npos);
 }
 
 TEST_CASE("a request body that stops arriving is answered 408 after EDRI_BODY_TIMEOUT, a slow one is not",
