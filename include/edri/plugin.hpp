@@ -181,6 +181,9 @@ class Request {
       return nlohmann::json::parse(body);
     } catch (const nlohmann::json::parse_error& e) {
       throw RequestError(400, "the body is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception&) {
+      // out_of_range 406: a number too large for a double (1e99999).
+      throw RequestError(400, "the body is not valid JSON (a number out of range)");
     }
   }
 
