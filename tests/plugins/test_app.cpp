@@ -293,26 +293,21 @@ void reg(edri::Registry& r) {
   r.notification("test.happened");
   r.push("test.happened", "watch", "unwatch");
   // n notifications of about `bytes` bytes each.
-  r.get("/other/publish-big/{n:int}/{bytes:int}", "other.publish_big",
-        [](const edri::Request& req, edri::Context& ctx) {
-          const std::string pad(static_cast<std::size_t>(req.int_param("bytes")), 'p');
-          const auto n = req.int_param("n");
-          for (int i = 1; i <= n; ++i)
-            if (!ctx.publish("test.happened", {{"i", i}, {"pad", pad}}))
-              return edri::Response::problem(503, "Unavailable", "full");
-          return edri::Response::json({{"published", n}});
-        });
+  auto publish_big = [](const edri::Request& req, edri::Context& ctx) {
+    const std::string pad(static_cast<std::size_t>(req.int_param("bytes")), 'p');
+    const auto n = req.int_param("n");
+    for (int i = 1; i <= n; ++i)
+      if (!ctx.publish("test.happened", {{"i", i}, {"pad", pad}}))
+        return edri::Response::problem(503, "Unavailable", "full");
+    return edri::Response::json({{"published", n}});
+  };
+  r.get("/other/publish-big/{n:int}/{bytes:int}", "other.publish_big", publish_big);
   // The same after `ms` of sleep in the manager (a test stops a process
   // meanwhile).
   r.get("/other/publish-after/{ms:int}/{n:int}/{bytes:int}", "other.publish_after",
-        [](const edri::Request& req, edri::Context& ctx) {
+        [publish_big](const edri::Request& req, edri::Context& ctx) {
           std::this_thread::sleep_for(std::chrono::milliseconds(req.int_param("ms")));
-          const std::string pad(static_cast<std::size_t>(req.int_param("bytes")), 'p');
-          const auto n = req.int_param("n");
-          for (int i = 1; i <= n; ++i)
-            if (!ctx.publish("test.happened", {{"i", i}, {"pad", pad}}))
-              return edri::Response::problem(503, "Unavailable", "full");
-          return edri::Response::json({{"published", n}});
+          return publish_big(req, ctx);
         });
   r.get("/other/publish/{n:int}", "other.publish", [](const edri::Request& req, edri::Context& ctx) {
     const auto n = req.int_param("n");
