@@ -14,9 +14,9 @@
 #include <string>
 
 #include "broker/broker.hpp"
-#include "common/config.hpp"
-#include "common/log.hpp"
-#include "common/process_loop.hpp"
+#include "runtime/config.hpp"
+#include "runtime/log.hpp"
+#include "runtime/process_loop.hpp"
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
 #include "manager/worker_process.hpp"

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <edri/json_depth.hpp>
+#include <edri/status.hpp>
 
 namespace edri {
 

@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/config.hpp"
-#include "common/event_loop.hpp"
-#include "common/process_loop.hpp"
-#include "common/successor_watch.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_loop.hpp"
+#include "runtime/process_loop.hpp"
+#include "runtime/successor_watch.hpp"
 #include "envelope/envelope.hpp"
 
 #include <nlohmann/json.hpp>

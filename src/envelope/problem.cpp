@@ -2,7 +2,7 @@
 
 #include <time.h>
 
-#include "http/response_writer.hpp"
+#include <edri/problem.hpp>
 
 namespace edri::envelope {
 
@@ -16,7 +16,7 @@ EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status) {
 }
 
 bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status, std::string_view detail) {
-  const std::string body = http::problem_json(status, detail);
+  const std::string body = edri::problem_json(status, detail);
   EnvelopeWriter w(response_header_for(request, status));
   w.text(SectionType::ContentType, "application/problem+json");
   w.text(SectionType::Body, body);

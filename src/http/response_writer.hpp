@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include <edri/problem.hpp>
+
 namespace edri::http {
 
 struct ResponseHead {
@@ -31,19 +33,16 @@ class ResponseWriter {
   // unless HEAD, the body.
   void write(std::string& out, const ResponseHead& h, std::string_view extra_headers, std::string_view body);
 
-  static std::string_view reason(int status);
-
  private:
   void refresh_date();
   std::time_t date_second_ = 0;
   std::string date_line_;
 };
 
-// An RFC 9457 problem+json body: type, title (the reason phrase), status,
-// detail.
-std::string problem_json(int status, std::string_view detail);
-
-// Escapes text for a JSON string literal (without the quotes).
-void append_json_escaped(std::string& out, std::string_view text);
+// RFC 9457 problem details and reason phrases live in the plugin API
+// (edri/problem.hpp), which every layer may use.
+using edri::append_json_escaped;
+using edri::problem_json;
+using edri::reason_phrase;
 
 }  // namespace edri::http

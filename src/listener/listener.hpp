@@ -22,12 +22,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/asio.hpp"
+#include "runtime/asio.hpp"
 
-#include "common/config.hpp"
-#include "common/event_loop.hpp"
-#include "common/process_loop.hpp"
-#include "common/successor_watch.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_loop.hpp"
+#include "runtime/process_loop.hpp"
+#include "runtime/successor_watch.hpp"
 #include "envelope/envelope.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"

@@ -10,7 +10,7 @@
 // descriptor, it is only a queue of handlers (docs/decisions/0005).
 #pragma once
 
-#include "common/asio.hpp"
+#include "runtime/asio.hpp"
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket/teardown.hpp>

@@ -4,13 +4,11 @@
 // Named edri-upload-<listener pid>-<n>: never reused while the listener
 // lives (a handler that keeps a file renames it away, and the name must not
 // come back for another request), and the supervisor can remove what a
-// listener that died left (remove_uploads_of). The file is removed when
+// listener that died left (runtime/upload_files.hpp). The file is removed when
 // the request ends: its slot, which holds the last reference, goes.
 #pragma once
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +19,7 @@
 #include <string_view>
 
 #include "http/request_parser.hpp"
+#include "runtime/upload_files.hpp"
 
 namespace edri::listener {
 
@@ -29,7 +28,7 @@ class UploadFile final : public http::SpilledBody {
   // Creates the next file in `dir`; null when it cannot.
   static std::shared_ptr<UploadFile> create(const std::string& dir) {
     static std::uint64_t counter = 0;
-    std::string path = dir + "/" + prefix_of(::getpid()) + std::to_string(++counter);
+    std::string path = dir + "/" + upload_file_prefix(::getpid()) + std::to_string(++counter);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return nullptr;
     return std::shared_ptr<UploadFile>(new UploadFile(fd, std::move(path)));
@@ -59,28 +58,6 @@ class UploadFile final : public http::SpilledBody {
   }
   const std::string& path() const { return path_; }
   std::uint64_t size() const { return size_; }
-
-  // The name prefix of the files of the listener with process id `pid`.
-  static std::string prefix_of(int pid) { return "edri-upload-" + std::to_string(pid) + "-"; }
-
-  // Removes the files in `dir` of the listener `pid` (it died), or with
-  // pid -1 those of every listener no longer alive (at start). How many.
-  static std::size_t remove_left_by(const std::string& dir, int pid) {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return 0;
-    std::size_t removed = 0;
-    const std::string any = "edri-upload-";
-    while (const dirent* e = ::readdir(d)) {
-      const std::string_view name = e->d_name;
-      if (name.substr(0, any.size()) != any) continue;
-      const int owner = std::atoi(name.data() + any.size());
-      if (owner <= 0 || name.substr(0, prefix_of(owner).size()) != prefix_of(owner)) continue;
-      const bool dead = pid > 0 ? owner == pid : (::kill(owner, 0) != 0 && errno == ESRCH);
-      if (dead && ::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
-    }
-    ::closedir(d);
-    return removed;
-  }
 
  private:
   UploadFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -9,9 +9,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "http/multipart.hpp"
-#include "http/response_writer.hpp"
 #include "manager/mapped_upload.hpp"
-#include "router/router.hpp"
 
 namespace edri::manager {
 
@@ -222,7 +220,7 @@ void Manager::on_request(env::EnvelopeView& v) {
     // status, and the detail is for the client.
     const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
     spdlog::debug("handler for {} refused the request: {} {}", it->second.event, status, e.what());
-    resp = Response::problem(status, http::ResponseWriter::reason(status), e.what());
+    resp = Response::problem(status, reason_phrase(status), e.what());
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", it->second.event, e.what());
     resp = Response::problem(500, "Internal Server Error",

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/process_loop.hpp"
+#include "runtime/config.hpp"
+#include "runtime/process_loop.hpp"
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
 #include "manager/template_cache.hpp"

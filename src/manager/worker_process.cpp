@@ -15,8 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/config.hpp"
-#include "common/log.hpp"
+#include "runtime/config.hpp"
+#include "runtime/log.hpp"
 #include "manager/worker_pool_layout.hpp"
 #include "plugin/plugin_set.hpp"
 #include "transport/channel.hpp"

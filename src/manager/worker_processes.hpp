@@ -31,7 +31,7 @@
 
 #include <edri/plugin.hpp>
 
-#include "common/event_loop.hpp"
+#include "runtime/event_loop.hpp"
 #include "manager/worker_pool_layout.hpp"
 #include "transport/channel.hpp"
 #include "transport/doorbell.hpp"

@@ -23,7 +23,7 @@
 
 #include <edri/plugin.hpp>
 
-#include "common/event_loop.hpp"
+#include "runtime/event_loop.hpp"
 
 namespace edri::manager {
 

@@ -15,9 +15,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/process_loop.hpp"
-#include "common/successor_watch.hpp"
+#include "runtime/config.hpp"
+#include "runtime/process_loop.hpp"
+#include "runtime/successor_watch.hpp"
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 

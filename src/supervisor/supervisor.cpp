@@ -1,6 +1,6 @@
 #include "supervisor/supervisor.hpp"
 
-#include "listener/upload_file.hpp"
+#include "runtime/upload_files.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -335,7 +335,7 @@ void Supervisor::prepare_upload_path() {
     throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": cannot create it: " + std::strerror(errno));
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": not a writable directory: " + std::strerror(errno));
-  if (const auto files = listener::UploadFile::remove_left_by(dir, -1))
+  if (const auto files = remove_upload_files_of(dir, -1))
     spdlog::warn("removed {} upload files in {} left by listeners that died", files, dir);
 }
 
@@ -359,7 +359,7 @@ void Supervisor::reap() {
       if (const auto blocks = blobs_->reclaim_dead(pid))
         spdlog::warn("freed {} KiB of blobs held by pid {}", blocks * transport::kBlobBlockBytes / 1024, pid);
     }
-    if (const auto files = listener::UploadFile::remove_left_by(config_.upload_path, pid))
+    if (const auto files = remove_upload_files_of(config_.upload_path, pid))
       spdlog::warn("removed {} upload files left by pid {}", files, pid);
     for (auto& c : children_) {
       if (c.pid != pid) continue;

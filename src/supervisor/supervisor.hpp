@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/asio.hpp"
-#include "common/config.hpp"
+#include "runtime/asio.hpp"
+#include "runtime/config.hpp"
 #include "plugin/plugin_set.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"

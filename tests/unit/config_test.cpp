@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common/config.hpp"
+#include "runtime/config.hpp"
 
 using edri::Config;
 using edri::ConfigError;

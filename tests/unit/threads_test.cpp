@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/event_loop.hpp"
+#include "runtime/event_loop.hpp"
 #include "manager/worker_threads.hpp"
 #include "transport/segment.hpp"
 #include "unit/segment_fixture.hpp"

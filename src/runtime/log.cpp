@@ -1,4 +1,4 @@
-#include "common/log.hpp"
+#include "runtime/log.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
 

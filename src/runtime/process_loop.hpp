@@ -14,8 +14,8 @@
 #include <span>
 #include <vector>
 
-#include "common/config.hpp"
-#include "common/event_loop.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_loop.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/outbox.hpp"
 #include "transport/segment.hpp"

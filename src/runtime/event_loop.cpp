@@ -1,4 +1,4 @@
-#include "common/event_loop.hpp"
+#include "runtime/event_loop.hpp"
 
 #include <sys/timerfd.h>
 #include <unistd.h>

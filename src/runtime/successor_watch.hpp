@@ -15,8 +15,8 @@
 #include <string_view>
 #include <utility>
 
-#include "common/process_loop.hpp"
 #include "envelope/envelope.hpp"
+#include "runtime/process_loop.hpp"
 #include "transport/outbox.hpp"
 
 namespace edri {

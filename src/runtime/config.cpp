@@ -1,4 +1,4 @@
-#include "common/config.hpp"
+#include "runtime/config.hpp"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "common/process_loop.hpp"
+#include "runtime/process_loop.hpp"
 
 #include <signal.h>
 #include <sys/signalfd.h>
