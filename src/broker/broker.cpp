@@ -10,6 +10,7 @@
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
+#include "envelope/send.hpp"
 
 namespace edri::broker {
 
@@ -185,8 +186,7 @@ void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte>
 void Broker::answer_control(const env::EnvelopeHeader& h, int status) {
   if (h.origin_listener >= to_listener_.size()) return;
   env::EnvelopeWriter w(env::response_header_for(h, status));
-  if (!to_listener_[h.origin_listener]->emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(*to_listener_[h.origin_listener], w, transport::Admission::Answer))
     spdlog::error("listener {}: a subscription answer did not fit a record", h.origin_listener);
 }
 
@@ -201,8 +201,7 @@ void Broker::announce_push_events(bool force) {
   auto h = env::make_header(env::Kind::Control, env::kControlPushEvents, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(announced_)));
-  if (!to_router_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(to_router_, w, transport::Admission::Answer))
     spdlog::error("the push event list does not fit a record: not sent");
 }
 
@@ -280,7 +279,7 @@ void Broker::push_to(std::uint16_t listener, const env::EnvelopeView& v, std::sp
     w.raw(env::SectionType::Targets, std::as_bytes(batch));
     // New work: refused once the listener is EDRI_OUTBOX_LIMIT behind. The
     // connections that would miss it are closed instead.
-    if (!out.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+    if (!env::send(out, w)) {
       spdlog::warn("listener {} is too far behind: {} WebSocket connections missed a push and are closed", listener,
                    batch.size());
       close_targets(listener, batch);
@@ -305,8 +304,7 @@ void Broker::close_targets(std::uint16_t listener, std::span<const env::PushTarg
   h.origin_listener = listener;
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(targets));
-  if (!to_listener_[listener]->emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(*to_listener_[listener], w, transport::Admission::Answer))
     spdlog::error("listener {}: a close of {} connections does not fit a record", listener, targets.size());
   // They get nothing more: their subscriptions end here, before the
   // listener's unsubscribe arrives.

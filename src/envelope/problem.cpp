@@ -4,6 +4,8 @@
 
 #include <edri/problem.hpp>
 
+#include "envelope/send.hpp"
+
 namespace edri::envelope {
 
 EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status) {
@@ -20,8 +22,7 @@ bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int sta
   EnvelopeWriter w(response_header_for(request, status));
   w.text(SectionType::ContentType, "application/problem+json");
   w.text(SectionType::Body, body);
-  return out.emplace(
-      w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer);
+  return send(out, w, transport::Admission::Answer);
 }
 
 void stamp(EnvelopeHeader& h, Stamp which) {

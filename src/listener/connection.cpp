@@ -33,10 +33,11 @@ std::chrono::steady_clock::duration seconds(double s) {
 }
 }  // namespace
 
-Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls)
+Connection::Connection(Listener& listener, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
+                       const TlsContext* tls)
     : listener_(listener),
-      fd_(fd),
-      tls_(tls ? std::make_unique<TlsSession>(*tls, fd) : nullptr),
+      fd_(std::move(fd)),
+      tls_(tls ? std::make_unique<TlsSession>(*tls, fd_.get()) : nullptr),
       id_(id),
       generation_(generation),
       parser_(
@@ -69,11 +70,10 @@ Connection::Connection(Listener& listener, int fd, std::uint32_t id, std::uint32
 
 Connection::~Connection() {
   if (ws_) ws_->detach();
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void Connection::start() {
-  listener_.events().watch(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
+  listener_.events().watch(fd_.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
   // Data that arrived before the registration raised no edge: look now.
   read_available();
 }
@@ -199,7 +199,7 @@ void Connection::mark_dirty() {
 ssize_t Connection::read_some(char* buf, std::size_t n) {
   if (tls_) return tls_->read(buf, n);
   for (;;) {
-    const ssize_t r = ::recv(fd_, buf, n, 0);
+    const ssize_t r = ::recv(fd_.get(), buf, n, 0);
     if (r >= 0) return r;
     if (errno == EINTR) continue;
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
@@ -209,7 +209,7 @@ ssize_t Connection::read_some(char* buf, std::size_t n) {
 ssize_t Connection::write_some(const char* buf, std::size_t n) {
   if (tls_) return tls_->write(buf, n);
   for (;;) {
-    const ssize_t r = ::send(fd_, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t r = ::send(fd_.get(), buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r >= 0) return r;
     if (errno == EINTR) continue;
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
@@ -492,11 +492,11 @@ bool Connection::client_may_still_send() {
   // Unread bytes in the socket: a close now would reset the connection,
   // and the client could lose the answer with it.
   char probe;
-  return ::recv(fd_, &probe, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  return ::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 void Connection::finish() {
-  ::shutdown(fd_, SHUT_WR);
+  ::shutdown(fd_.get(), SHUT_WR);
   if (!client_may_still_send()) return close();
   // Lingering close: the answer is out; what the client still sends is
   // read and dropped until it stops (EDRI_LINGERING_TIMEOUT) or for
@@ -510,7 +510,7 @@ void Connection::finish() {
 
 void Connection::discard_input() {
   for (;;) {
-    const ssize_t n = ::recv(fd_, read_buf_.get(), kReadBuffer, 0);
+    const ssize_t n = ::recv(fd_.get(), read_buf_.get(), kReadBuffer, 0);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
       continue;
@@ -538,9 +538,8 @@ void Connection::close() {
     listener_.need_poll();
   }
   if (tls_) tls_->shutdown();
-  listener_.events().unwatch(fd_);
-  ::close(fd_);
-  fd_ = -1;
+  listener_.events().unwatch(fd_.get());
+  fd_.reset();
   listener_.release(*this);
 }
 

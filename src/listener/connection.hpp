@@ -42,7 +42,7 @@ class Connection final : public WebSocketSession::Owner {
  public:
   // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
   // over it when `tls` is given.
-  Connection(Listener& listener, int fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
+  Connection(Listener& listener, UniqueFd fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
   ~Connection() override;
 
   void start();
@@ -275,7 +275,7 @@ class Connection final : public WebSocketSession::Owner {
   bool write_file(FileBody& f, bool& progress);
 
   Listener& listener_;
-  int fd_;
+  UniqueFd fd_;
   std::unique_ptr<TlsSession> tls_;
   std::uint32_t id_;
   std::uint32_t generation_;

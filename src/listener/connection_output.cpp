@@ -191,8 +191,8 @@ bool Connection::write_file(FileBody& f, bool& progress) {
       continue;
     }
     off_t offset = static_cast<off_t>(f.offset());
-    const ssize_t n =
-        ::sendfile(fd_, f.fd(), &offset, static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 1u << 30)));
+    const ssize_t n = ::sendfile(fd_.get(), f.fd(), &offset,
+                                 static_cast<std::size_t>(std::min<std::uint64_t>(f.remaining(), 1u << 30)));
     if (n > 0) {
       f.advance(static_cast<std::uint64_t>(n));
       progress = true;

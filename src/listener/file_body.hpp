@@ -8,34 +8,31 @@
 // Blobs are sent with send() from the mapping (Connection's blob pieces).
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <utility>
+
+#include "transport/unique_fd.hpp"
 
 namespace edri::listener {
 
 class FileBody {
  public:
   FileBody() = default;
-  FileBody(int fd, std::uint64_t offset, std::uint64_t length) : fd_(fd), offset_(offset), remaining_(length) {}
+  FileBody(UniqueFd fd, std::uint64_t offset, std::uint64_t length)
+      : fd_(std::move(fd)), offset_(offset), remaining_(length) {}
   FileBody(FileBody&& o) noexcept
-      : fd_(std::exchange(o.fd_, -1)), offset_(o.offset_), remaining_(std::exchange(o.remaining_, 0)) {}
+      : fd_(std::move(o.fd_)), offset_(o.offset_), remaining_(std::exchange(o.remaining_, 0)) {}
   FileBody& operator=(FileBody&& o) noexcept {
     if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
+      fd_ = std::move(o.fd_);
       offset_ = o.offset_;
       remaining_ = std::exchange(o.remaining_, 0);
     }
     return *this;
   }
-  FileBody(const FileBody&) = delete;
-  FileBody& operator=(const FileBody&) = delete;
-  ~FileBody() { reset(); }
 
-  explicit operator bool() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  explicit operator bool() const { return static_cast<bool>(fd_); }
+  int fd() const { return fd_.get(); }
   std::uint64_t offset() const { return offset_; }
   std::uint64_t remaining() const { return remaining_; }
   // `n` bytes of the range were sent.
@@ -44,13 +41,12 @@ class FileBody {
     remaining_ -= n;
   }
   void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    fd_.reset();
     remaining_ = 0;
   }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::uint64_t offset_ = 0;
   std::uint64_t remaining_ = 0;
 };

@@ -16,6 +16,7 @@
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
+#include "envelope/send.hpp"
 #include "listener/connection.hpp"
 #include "listener/upload_file.hpp"
 
@@ -35,13 +36,12 @@ bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::st
 
 // The whole file at `path` into `out`.
 bool read_file(const std::string& path, std::string& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
   out.clear();
   char buf[65536];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
   return n == 0;
 }
 
@@ -71,11 +71,11 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       unrouted_row_(static_cast<std::uint32_t>(plugins.routes().size())),
       metrics_(loop.segment().listener_metrics(index)),
       request_counters_(&loop.segment().request_counter(index, 0, 0)) {
-  if (listen_fd_ < 0) throw std::runtime_error("the inherited listening socket is not valid");
+  if (!listen_fd_) throw std::runtime_error("the inherited listening socket is not valid");
   builtins_.set_blobs(loop.blobs());
   if (unix_fd >= 0) {
-    unix_fd_ = ::fcntl(unix_fd, F_DUPFD_CLOEXEC, 0);
-    if (unix_fd_ < 0) throw std::runtime_error("the inherited Unix domain socket is not valid");
+    unix_fd_.reset(::fcntl(unix_fd, F_DUPFD_CLOEXEC, 0));
+    if (!unix_fd_) throw std::runtime_error("the inherited Unix domain socket is not valid");
   }
   // One validator per event, shared by the routes that lead to it.
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
@@ -137,12 +137,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
 }
 
 Listener::~Listener() {
-  loop_.events().unwatch(listen_fd_);
-  ::close(listen_fd_);
-  if (unix_fd_ >= 0) {
-    loop_.events().unwatch(unix_fd_);
-    ::close(unix_fd_);
-  }
+  loop_.events().unwatch(listen_fd_.get());
+  if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
 }
 
 http::ParserLimits Listener::parser_limits() const {
@@ -162,12 +158,12 @@ void Listener::start() {
   auto h = env::make_header(env::Kind::Control, env::kControlListenerReset, 0);
   h.origin_listener = index_;
   env::EnvelopeWriter w(h);
-  if (!to_broker_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(to_broker_, w, transport::Admission::Answer))
     spdlog::error("cannot tell the broker this listener restarted");
-  loop_.events().watch(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_from(listen_fd_, tls_.get()); });
+  loop_.events().watch(listen_fd_.get(), EPOLLIN, [this](std::uint32_t) { accept_from(listen_fd_.get(), tls_.get()); });
   // Behind a reverse proxy on the same host: plain HTTP, never TLS.
-  if (unix_fd_ >= 0) loop_.events().watch(unix_fd_, EPOLLIN, [this](std::uint32_t) { accept_from(unix_fd_, nullptr); });
+  if (unix_fd_)
+    loop_.events().watch(unix_fd_.get(), EPOLLIN, [this](std::uint32_t) { accept_from(unix_fd_.get(), nullptr); });
   accept_all();
   sweep_.expires_after(std::chrono::seconds(1));
 }
@@ -228,8 +224,8 @@ void Listener::begin_drain() {
   draining_ = true;
   // The supervisor stops the shared socket listening; this listener just
   // takes no more from it.
-  loop_.events().unwatch(listen_fd_);
-  if (unix_fd_ >= 0) loop_.events().unwatch(unix_fd_);
+  loop_.events().unwatch(listen_fd_.get());
+  if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
   accept_retry_.cancel();
   spdlog::info("stopping: {} connections to finish, for up to {} s", open_connections(), config_.shutdown_timeout_s);
   for (auto& c : connections_)
@@ -267,13 +263,13 @@ void Listener::answer_lost() {
 }
 
 void Listener::accept_all() {
-  if (accept_from(listen_fd_, tls_.get()) && unix_fd_ >= 0) accept_from(unix_fd_, nullptr);
+  if (accept_from(listen_fd_.get(), tls_.get()) && unix_fd_) accept_from(unix_fd_.get(), nullptr);
 }
 
 bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
   for (;;) {
-    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    UniqueFd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Another listener took it, or the backlog is empty.
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
@@ -286,11 +282,11 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
       return false;
     }
     if (open_connections() >= connection_cap_) {
-      refuse(fd, tls != nullptr);
+      refuse(std::move(fd), tls != nullptr);
       continue;
     }
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a Unix socket
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a Unix socket
     std::uint32_t id;
     if (!free_ids_.empty()) {
       id = free_ids_.back();
@@ -300,12 +296,12 @@ bool Listener::accept_from(int listen_fd, const TlsContext* tls) {
       connections_.emplace_back();
       generations_.push_back(0);
     }
-    connections_[id] = std::make_unique<Connection>(*this, fd, id, generations_[id], tls);
+    connections_[id] = std::make_unique<Connection>(*this, std::move(fd), id, generations_[id], tls);
     connections_[id]->start();
   }
 }
 
-void Listener::refuse(int fd, bool tls) {
+void Listener::refuse(UniqueFd fd, bool tls) {
   // Over EDRI_MAX_CONNECTIONS: a 503 without reading the request (never
   // for TLS, which would need a handshake first), and the connection
   // closes. What the client sent already is read and dropped first, so
@@ -318,12 +314,12 @@ void Listener::refuse(int fd, bool tls) {
              std::to_string(body.size()) + "\r\n\r\n" + body;
     }();
     char sink[4096];
-    while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    while (::recv(fd.get(), sink, sizeof sink, MSG_DONTWAIT) > 0) {
     }
-    [[maybe_unused]] const auto sent = ::send(fd, kRefusal.data(), kRefusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    ::shutdown(fd, SHUT_WR);
+    [[maybe_unused]] const auto sent = ::send(fd.get(), kRefusal.data(), kRefusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::shutdown(fd.get(), SHUT_WR);
   }
-  ::close(fd);
+  fd.reset();
   Connection::SlotInfo info{};
   info.route = Connection::kNoRoute;
   info.opened = std::chrono::steady_clock::now();
@@ -686,7 +682,7 @@ void Listener::dispatch(Connection& c, http::HttpRequest& req) {
   } else if (!req.body.empty()) {
     w.text(env::SectionType::Body, req.body);
   }
-  if (to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
+  if (env::send(to_broker_, w))
     (void)blob.take();  // the manager frees it
   else
     problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
@@ -731,9 +727,7 @@ void Listener::stream_control(const Connection::StreamRef& s, std::uint64_t code
   h.reply_to = s.manager_slot;
   env::EnvelopeWriter w(h);
   if (!payload.empty()) w.raw(env::SectionType::Control, payload);
-  if (!to_broker_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
-    spdlog::error("a stream credit did not fit a record");
+  if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("a stream credit did not fit a record");
 }
 
 void Listener::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,

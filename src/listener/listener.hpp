@@ -24,10 +24,6 @@
 
 #include "runtime/asio.hpp"
 
-#include "runtime/config.hpp"
-#include "runtime/event_loop.hpp"
-#include "runtime/process_loop.hpp"
-#include "runtime/successor_watch.hpp"
 #include "envelope/envelope.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_writer.hpp"
@@ -39,6 +35,10 @@
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
 #include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_loop.hpp"
+#include "runtime/process_loop.hpp"
+#include "runtime/successor_watch.hpp"
 
 namespace edri::listener {
 
@@ -154,7 +154,7 @@ class Listener {
   // none is left or at EDRI_SHUTDOWN_TIMEOUT.
   void begin_drain();
   // Answers 503 on a connection past EDRI_MAX_CONNECTIONS and closes it.
-  void refuse(int fd, bool tls);
+  void refuse(UniqueFd fd, bool tls);
   void stop_if_drained();
   // A closed connection gives its id back at once (release), so this is
   // every connection not closed yet.
@@ -173,8 +173,8 @@ class Listener {
   std::uint16_t index_;
   http::RouteTable routes_;
   std::vector<Target> targets_;
-  int listen_fd_;     // our own duplicate of the supervisor's socket
-  int unix_fd_ = -1;  // and of its Unix domain socket, if any
+  UniqueFd listen_fd_;  // our own duplicate of the supervisor's socket
+  UniqueFd unix_fd_;    // and of its Unix domain socket, if any
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   SuccessorWatch lost_watch_;

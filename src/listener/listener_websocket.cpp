@@ -9,6 +9,7 @@
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
+#include "envelope/send.hpp"
 #include "listener/listener.hpp"
 
 namespace edri::listener {
@@ -145,8 +146,7 @@ void Listener::ws_command(Connection& c, std::uint32_t seq, const WsCommand& cmd
   // The body is the message without its "command": always a JSON object.
   const std::string body = msg.dump();
   w.text(env::SectionType::Body, body);
-  if (!to_broker_.emplace(w.size(), [&](std::byte* p) { w.write(p); }))
-    ws_error(c, seq, 503, "the server is overloaded; retry later");
+  if (!env::send(to_broker_, w)) ws_error(c, seq, 503, "the server is overloaded; retry later");
 }
 
 bool Listener::send_control(Connection& c, std::uint64_t code, std::uint32_t seq, std::span<const std::byte> payload) {
@@ -156,8 +156,7 @@ bool Listener::send_control(Connection& c, std::uint64_t code, std::uint32_t seq
   // A subscription is new work (refused when the broker is far behind); an
   // unsubscription must arrive, or the broker keeps pushing to nobody.
   const auto admission = code == env::kControlPushSubscribe ? transport::Admission::Work : transport::Admission::Answer;
-  return to_broker_.emplace(
-      w.size(), [&](std::byte* p) { w.write(p); }, admission);
+  return env::send(to_broker_, w, admission);
 }
 
 void Listener::ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type,

@@ -1,5 +1,7 @@
 #include "listener/static_files.hpp"
 
+#include "transport/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -179,13 +181,10 @@ StaticFiles::Conditions StaticFiles::Conditions::of(const http::HttpRequest& req
 
 std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& file, const Conditions& conditions,
                                                            std::string_view content_type) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return std::nullopt;
-  }
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   const auto size = static_cast<std::uint64_t>(st.st_size);
   char etag_buf[64];
   std::snprintf(etag_buf, sizeof etag_buf, "W/\"%llx-%llx\"",
@@ -200,7 +199,6 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
   const std::string_view ims = conditions.if_modified_since;
   if ((!inm.empty() && etag_matches(inm, etag)) ||
       (inm.empty() && !ims.empty() && parse_http_date(ims) >= st.st_mtim.tv_sec)) {
-    ::close(fd);
     a.status = 304;
     return a;
   }
@@ -209,14 +207,13 @@ std::optional<StaticFiles::Answer> StaticFiles::serve_file(const std::string& fi
   const std::string_view range = conditions.range;
   const bool ranged = !range.empty() && parse_range(range, size, first, last, unsatisfiable);
   if (unsatisfiable) {
-    ::close(fd);
     a.status = 416;
     a.content_type = "text/plain; charset=utf-8";
     a.headers += "Content-Range: bytes */" + std::to_string(size) + "\r\n";
     return a;
   }
   const std::uint64_t length = size == 0 ? 0 : last - first + 1;
-  a.file = FileBody(fd, first, length);
+  a.file = FileBody(std::move(fd), first, length);
   if (ranged) {
     a.status = 206;
     a.headers += "Content-Range: bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" +

@@ -20,6 +20,7 @@
 
 #include "http/request_parser.hpp"
 #include "runtime/upload_files.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::listener {
 
@@ -29,12 +30,12 @@ class UploadFile final : public http::SpilledBody {
   static std::shared_ptr<UploadFile> create(const std::string& dir) {
     static std::uint64_t counter = 0;
     std::string path = dir + "/" + upload_file_prefix(::getpid()) + std::to_string(++counter);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return nullptr;
-    return std::shared_ptr<UploadFile>(new UploadFile(fd, std::move(path)));
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) return nullptr;
+    return std::shared_ptr<UploadFile>(new UploadFile(std::move(fd), std::move(path)));
   }
   ~UploadFile() override {
-    if (fd_ >= 0) ::close(fd_);
+    fd_.reset();
     ::unlink(path_.c_str());  // ENOENT when a handler kept it: fine
   }
   UploadFile(const UploadFile&) = delete;
@@ -43,7 +44,7 @@ class UploadFile final : public http::SpilledBody {
   // Appends `bytes`; false on a write error (a full disk).
   bool append(std::string_view bytes) {
     while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      const ssize_t n = ::write(fd_.get(), bytes.data(), bytes.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       bytes.remove_prefix(static_cast<std::size_t>(n));
@@ -52,16 +53,13 @@ class UploadFile final : public http::SpilledBody {
     return true;
   }
   // The body is complete: no more writes.
-  void finish() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+  void finish() { fd_.reset(); }
   const std::string& path() const { return path_; }
   std::uint64_t size() const { return size_; }
 
  private:
-  UploadFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  int fd_;
+  UploadFile(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  UniqueFd fd_;
   std::string path_;
   std::uint64_t size_ = 0;
 };

@@ -8,6 +8,7 @@
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
+#include "envelope/send.hpp"
 
 namespace edri::router {
 
@@ -42,11 +43,9 @@ Router::Router(ProcessLoop& loop, const Config& config)
   const auto hello = env::make_header(env::Kind::Control, env::kControlResubscribe, 0);
   env::EnvelopeWriter w(hello);
   for (auto* out : to_manager_)
-    if (!out->emplace(
-            w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+    if (!env::send(*out, w, transport::Admission::Answer))
       spdlog::error("cannot ask a manager to resubscribe: its channel is full");
-  if (!to_broker_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(to_broker_, w, transport::Admission::Answer))
     spdlog::error("cannot ask the broker for its push events: its channel is full");
 }
 
@@ -194,9 +193,7 @@ void Router::pushes_lost(std::uint64_t type) {
   auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
   env::EnvelopeWriter w(lost);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&type, 1)));
-  if (!to_broker_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
-    spdlog::error("cannot tell the broker a push was lost");
+  if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("cannot tell the broker a push was lost");
 }
 
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {

@@ -15,10 +15,10 @@ std::uint64_t pack(std::uint32_t slot, std::uint32_t generation) {
 }  // namespace
 
 EventLoop::EventLoop() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), events_(256) {
-  if (epoll_fd_ < 0) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  if (!epoll_fd_) throw std::system_error(errno, std::generic_category(), "epoll_create1");
 }
 
-EventLoop::~EventLoop() { ::close(epoll_fd_); }
+EventLoop::~EventLoop() = default;
 
 void EventLoop::watch(int fd, std::uint32_t events, Callback cb) {
   if (fd < 0) throw std::invalid_argument("EventLoop::watch: bad descriptor");
@@ -38,7 +38,7 @@ void EventLoop::watch(int fd, std::uint32_t events, Callback cb) {
   epoll_event ev{};
   ev.events = events | EPOLLET;
   ev.data.u64 = pack(slot, e.generation);
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
     const int err = errno;
     e.fd = -1;
     e.cb = nullptr;
@@ -52,7 +52,7 @@ void EventLoop::unwatch(int fd) {
   if (fd < 0 || static_cast<std::size_t>(fd) >= slot_of_fd_.size() || !slot_of_fd_[fd]) return;
   const std::uint32_t slot = slot_of_fd_[fd] - 1;
   slot_of_fd_[fd] = 0;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
   Entry& e = entries_[slot];
   e.fd = -1;
   ++e.generation;  // events of this batch for the old descriptor are dropped
@@ -65,7 +65,7 @@ void EventLoop::unwatch(int fd) {
 std::size_t EventLoop::poll(int timeout_ms) {
   int n;
   do {
-    n = ::epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), timeout_ms);
+    n = ::epoll_wait(epoll_fd_.get(), events_.data(), static_cast<int>(events_.size()), timeout_ms);
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return 0;
   std::size_t ran = 0;
@@ -85,29 +85,26 @@ EventLoop::Timer::Timer(EventLoop& loop, std::function<void()> on_expiry)
     : loop_(loop),
       fd_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)),
       on_expiry_(std::move(on_expiry)) {
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
-  loop_.watch(fd_, EPOLLIN, [this](std::uint32_t) {
+  if (!fd_) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+  loop_.watch(fd_.get(), EPOLLIN, [this](std::uint32_t) {
     std::uint64_t expirations;
-    if (::read(fd_, &expirations, sizeof expirations) == sizeof expirations) on_expiry_();
+    if (::read(fd_.get(), &expirations, sizeof expirations) == sizeof expirations) on_expiry_();
   });
 }
 
-EventLoop::Timer::~Timer() {
-  loop_.unwatch(fd_);
-  ::close(fd_);
-}
+EventLoop::Timer::~Timer() { loop_.unwatch(fd_.get()); }
 
 void EventLoop::Timer::expires_after(std::chrono::nanoseconds delay) {
   if (delay.count() <= 0) delay = std::chrono::nanoseconds(1);  // 0 would disarm
   itimerspec spec{};
   spec.it_value.tv_sec = static_cast<time_t>(delay.count() / 1000000000);
   spec.it_value.tv_nsec = static_cast<long>(delay.count() % 1000000000);
-  ::timerfd_settime(fd_, 0, &spec, nullptr);
+  ::timerfd_settime(fd_.get(), 0, &spec, nullptr);
 }
 
 void EventLoop::Timer::cancel() {
   itimerspec spec{};
-  ::timerfd_settime(fd_, 0, &spec, nullptr);
+  ::timerfd_settime(fd_.get(), 0, &spec, nullptr);
 }
 
 }  // namespace edri

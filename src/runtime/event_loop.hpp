@@ -16,6 +16,8 @@
 #include <functional>
 #include <vector>
 
+#include "transport/unique_fd.hpp"
+
 namespace edri {
 
 class EventLoop {
@@ -51,7 +53,7 @@ class EventLoop {
 
    private:
     EventLoop& loop_;
-    int fd_;
+    UniqueFd fd_;
     std::function<void()> on_expiry_;
   };
 
@@ -62,7 +64,7 @@ class EventLoop {
     Callback cb;
   };
 
-  int epoll_fd_;
+  UniqueFd epoll_fd_;
   std::vector<Entry> entries_;       // by slot
   std::vector<std::uint32_t> free_;  // free slots
   std::vector<int> slot_of_fd_;      // fd -> slot + 1 (0: not watched)

@@ -31,11 +31,11 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal_fd_ = ::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (signal_fd_ < 0) throw std::system_error(errno, std::generic_category(), "signalfd");
-  events_.watch(signal_fd_, EPOLLIN, [this](std::uint32_t) {
+  signal_fd_.reset(::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_) throw std::system_error(errno, std::generic_category(), "signalfd");
+  events_.watch(signal_fd_.get(), EPOLLIN, [this](std::uint32_t) {
     signalfd_siginfo info;
-    while (::read(signal_fd_, &info, sizeof info) == sizeof info) {
+    while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
       spdlog::info("signal {}: stopping", info.ssi_signo);
       if (on_stop_signal_)
         on_stop_signal_();
@@ -56,8 +56,7 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
 }
 
 ProcessLoop::~ProcessLoop() {
-  events_.unwatch(signal_fd_);
-  ::close(signal_fd_);
+  events_.unwatch(signal_fd_.get());
   events_.unwatch(own_.fd());
 }
 

@@ -88,7 +88,7 @@ class ProcessLoop {
   std::vector<int> doorbell_fds_;
   std::uint32_t spin_;
   transport::Doorbell own_;
-  int signal_fd_ = -1;
+  UniqueFd signal_fd_;
   std::vector<Inbound> inbound_;
   std::vector<std::unique_ptr<transport::Outbox>> outboxes_;  // by consumer slot
   std::vector<transport::Outbox*> active_outboxes_;

@@ -34,11 +34,11 @@ std::string instance_name() {
   return buf;
 }
 
-std::string join(const std::vector<int>& v) {
+std::string join(const std::vector<UniqueFd>& fds) {
   std::string s;
-  for (int x : v) {
+  for (const auto& fd : fds) {
     if (!s.empty()) s += ',';
-    s += std::to_string(x);
+    s += std::to_string(fd.get());
   }
   return s;
 }
@@ -61,9 +61,9 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       instance_name(), topology_, config.ring_bytes, static_cast<std::uint32_t>(plugins.routes().size())));
   for (std::uint32_t s = 0; s < topology_.process_slots(); ++s) {
     // Inherited by every child (no CLOEXEC): slot s's doorbell.
-    const int fd = ::eventfd(0, EFD_NONBLOCK);
-    if (fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-    doorbells_.push_back(fd);
+    UniqueFd fd(::eventfd(0, EFD_NONBLOCK));
+    if (!fd) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+    doorbells_.push_back(std::move(fd));
   }
   if (config.blob_bytes > 0)
     blobs_ = std::make_unique<transport::BlobArena>(transport::BlobArena::create(config.blob_bytes));
@@ -89,12 +89,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
 }
 
 Supervisor::~Supervisor() {
-  for (int fd : doorbells_) ::close(fd);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (unix_fd_ >= 0) {
-    ::close(unix_fd_);
-    ::unlink(config_.unix_socket.c_str());
-  }
+  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
   if (segment_) transport::Segment::remove(segment_->name());
 }
 
@@ -125,17 +120,14 @@ void Supervisor::bind_unix_socket() {
     if (!S_ISSOCK(st.st_mode)) throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": exists and is not a socket");
     ::unlink(path.c_str());
   }
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
+  if (!fd) throw std::runtime_error(std::string("socket(AF_UNIX): ") + std::strerror(errno));
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4096) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": cannot listen: " + why);
-  }
-  unix_fd_ = fd;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd.get(), 4096) != 0)
+    throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": cannot listen: " + std::strerror(errno));
+  unix_fd_ = std::move(fd);
 }
 
 void Supervisor::bind_listen_socket() {
@@ -149,22 +141,21 @@ void Supervisor::bind_listen_socket() {
     throw ConfigError("EDRI_HOST=" + config_.host + ": " + ::gai_strerror(rc));
   std::string last_error = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
+    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol));
+    if (!fd) continue;
     int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
-      listen_fd_ = fd;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), 4096) == 0) {
+      listen_fd_ = std::move(fd);
       break;
     }
     last_error = std::strerror(errno);
-    ::close(fd);
   }
   ::freeaddrinfo(res);
-  if (listen_fd_ < 0) throw std::runtime_error("cannot listen on " + config_.host + ":" + port + ": " + last_error);
+  if (!listen_fd_) throw std::runtime_error("cannot listen on " + config_.host + ":" + port + ": " + last_error);
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
   bound_port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                                : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
@@ -184,8 +175,8 @@ void Supervisor::spawn(Child& c) {
     if (::getppid() != parent) ::_exit(1);
     ::setenv("EDRI_INTERNAL_INSTANCE", segment_->name().c_str(), 1);
     ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
-    ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_).c_str(), 1);
-    ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_.get()).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(blobs_ ? blobs_->fd() : -1).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
              (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers())).c_str(), 1);
@@ -219,7 +210,7 @@ int Supervisor::run() {
   announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
   transport::Segment::remove(segment_->name());
-  if (unix_fd_ >= 0) ::unlink(config_.unix_socket.c_str());
+  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
   spdlog::info("stopped");
   return 0;
 }
@@ -270,8 +261,8 @@ void Supervisor::stop_children() {
   blob_sweep_.cancel();
   // No new connection from now on, in any process: a socket that stops
   // listening refuses connections (and resets those not yet accepted).
-  ::shutdown(listen_fd_, SHUT_RD);
-  if (unix_fd_ >= 0) ::unlink(config_.unix_socket.c_str());
+  ::shutdown(listen_fd_.get(), SHUT_RD);
+  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
   // Listeners first: they finish what is in flight (up to
   // EDRI_SHUTDOWN_TIMEOUT), which needs the rest of the pipeline.
   for (auto& c : children_) {
@@ -345,7 +336,7 @@ void Supervisor::announce_death() {
   segment_->header().deaths.fetch_add(1, std::memory_order_release);
   const std::uint64_t one = 1;
   for (const auto& c : children_)
-    if (c.pid > 0 && ::write(doorbells_[c.slot], &one, sizeof one) < 0)
+    if (c.pid > 0 && ::write(doorbells_[c.slot].get(), &one, sizeof one) < 0)
       spdlog::debug("cannot ring {}: {}", c.title, std::strerror(errno));
 }
 

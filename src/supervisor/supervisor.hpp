@@ -15,12 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "plugin/plugin_set.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
-#include "plugin/plugin_set.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::supervisor {
 
@@ -69,9 +70,9 @@ class Supervisor {
   const Config& config_;
   transport::Topology topology_;
   std::unique_ptr<transport::Segment> segment_;
-  std::vector<int> doorbells_;
-  int listen_fd_ = -1;
-  int unix_fd_ = -1;  // EDRI_UNIX_SOCKET, when set
+  std::vector<UniqueFd> doorbells_;  // inherited by every child (no CLOEXEC)
+  UniqueFd listen_fd_;
+  UniqueFd unix_fd_;  // EDRI_UNIX_SOCKET, when set
   std::uint16_t bound_port_ = 0;
   std::vector<Child> children_;
   asio::signal_set signals_;

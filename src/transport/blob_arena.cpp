@@ -28,36 +28,30 @@ void clear_bit(std::uint64_t* map, std::uint32_t i) { map[i / 64] &= ~(std::uint
 
 }  // namespace
 
-BlobArena::BlobArena(int fd, std::byte* base, std::size_t bytes)
-    : fd_(fd), base_(base), bytes_(bytes), header_(reinterpret_cast<BlobAreaHeader*>(base)) {}
+BlobArena::BlobArena(UniqueFd fd, std::byte* base, std::size_t bytes)
+    : fd_(std::move(fd)), base_(base), bytes_(bytes), header_(reinterpret_cast<BlobAreaHeader*>(base)) {}
 
 BlobArena::BlobArena(BlobArena&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)),
+    : fd_(std::move(o.fd_)),
       base_(std::exchange(o.base_, nullptr)),
       bytes_(o.bytes_),
       header_(std::exchange(o.header_, nullptr)) {}
 
 BlobArena::~BlobArena() {
   if (base_) ::munmap(base_, bytes_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 BlobArena BlobArena::create(std::size_t bytes) {
   const auto blocks = static_cast<std::uint32_t>((bytes + kBlobBlockBytes - 1) / kBlobBlockBytes);
   if (blocks == 0) throw std::invalid_argument("the blob area needs at least one block");
   const std::size_t total = blob_area_bytes(blocks);
-  const int fd = ::memfd_create("edri-blobs", 0);  // inherited by the children
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create for the blob area");
-  if (::ftruncate(fd, static_cast<off_t>(total)) != 0) {
-    ::close(fd);
+  UniqueFd fd(::memfd_create("edri-blobs", 0));  // inherited by the children
+  if (!fd) throw std::system_error(errno, std::generic_category(), "memfd_create for the blob area");
+  if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0)
     throw std::system_error(errno, std::generic_category(), "ftruncate of the blob area");
-  }
-  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    ::close(fd);
-    throw std::system_error(errno, std::generic_category(), "mmap of the blob area");
-  }
-  BlobArena a(fd, static_cast<std::byte*>(p), total);
+  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the blob area");
+  BlobArena a(std::move(fd), static_cast<std::byte*>(p), total);
   auto* h = new (p) BlobAreaHeader{};
   h->layout_version = kBlobLayoutVersion;
   h->block_count = blocks;
@@ -75,14 +69,15 @@ BlobArena BlobArena::create(std::size_t bytes) {
   return a;
 }
 
-BlobArena BlobArena::open(int fd) {
+BlobArena BlobArena::open(int inherited) {
+  UniqueFd fd(inherited);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(BlobAreaHeader)))
+  if (::fstat(fd.get(), &st) != 0 || st.st_size < static_cast<off_t>(sizeof(BlobAreaHeader)))
     throw std::runtime_error("the inherited blob area is not valid");
   const auto total = static_cast<std::size_t>(st.st_size);
-  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the blob area");
-  BlobArena a(fd, static_cast<std::byte*>(p), total);
+  BlobArena a(std::move(fd), static_cast<std::byte*>(p), total);
   const auto& h = *a.header_;
   if (h.magic != kBlobMagic || h.layout_version != kBlobLayoutVersion || h.total_bytes != total)
     throw std::runtime_error("the blob area does not match this build");

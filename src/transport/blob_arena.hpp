@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "transport/blob_layout.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::transport {
 
@@ -27,7 +28,7 @@ class BlobArena {
   BlobArena& operator=(BlobArena&&) = delete;
   ~BlobArena();
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint64_t capacity() const { return std::uint64_t{header_->block_count} * kBlobBlockBytes; }
   std::uint64_t used_bytes() const { return header_->used_blocks.load(std::memory_order_relaxed) * kBlobBlockBytes; }
 
@@ -63,14 +64,14 @@ class BlobArena {
   std::size_t reclaim_unclaimed(std::uint32_t stale_after_s);
 
  private:
-  BlobArena(int fd, std::byte* base, std::size_t bytes);
+  BlobArena(UniqueFd fd, std::byte* base, std::size_t bytes);
   BlobEntry& entry(std::uint32_t block) const;
   void lock();
   void unlock();
   void free_run(std::uint32_t first, std::uint32_t blocks);  // under the lock
   void rebuild_bitmap();                                     // under the lock
 
-  int fd_;
+  UniqueFd fd_;
   std::byte* base_;
   std::size_t bytes_;
   BlobAreaHeader* header_;
