@@ -14,14 +14,15 @@
 #include <string>
 
 #include "broker/broker.hpp"
-#include "runtime/config.hpp"
-#include "runtime/log.hpp"
-#include "runtime/process_loop.hpp"
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
 #include "manager/worker_process.hpp"
 #include "plugin/plugin_set.hpp"
 #include "router/router.hpp"
+#include "runtime/config.hpp"
+#include "runtime/log.hpp"
+#include "runtime/process_loop.hpp"
+#include "runtime/settings.hpp"
 #include "supervisor/supervisor.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
@@ -31,11 +32,13 @@ namespace {
 using namespace edri;
 
 constexpr const char* kUsage =
-    "usage: edri-server [--print-config | --help | --version]\n"
+    "usage: edri-server [--print-config | --print-config-markdown | --help | --version]\n"
     "\n"
     "Serves the plugins named in EDRI_PLUGINS (paths to .so files, ':' or ','\n"
     "separated) on http://EDRI_HOST:EDRI_PORT. Every setting comes from the\n"
-    "environment; --print-config shows the effective values.\n";
+    "environment; --print-config shows the effective values,\n"
+    "--print-config-markdown every setting with its default and meaning\n"
+    "(the table of docs/configuration.md).\n";
 
 std::string required_env(const char* name) {
   const char* v = std::getenv(name);
@@ -194,6 +197,10 @@ int main(int argc, char** argv) {
       if (arg == "--worker") return manager::run_worker_process();
       if (arg == "--print-config") {
         std::fputs(Config::from_env().describe().c_str(), stdout);
+        return 0;
+      }
+      if (arg == "--print-config-markdown") {
+        std::fputs(settings_markdown().c_str(), stdout);
         return 0;
       }
       if (arg == "--help" || arg == "-h") {

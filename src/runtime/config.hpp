@@ -2,7 +2,8 @@
 //
 // Every process reads it from the same inherited environment, so the
 // supervisor never ships it to its children. An invalid value throws
-// ConfigError naming the variable; start-up then stops.
+// ConfigError naming the variable; start-up then stops. Which variable
+// sets which member, its default and its parsing: settings.cpp.
 #pragma once
 
 #include <algorithm>
@@ -96,11 +97,8 @@ struct Config {
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();
-  // One line per variable: NAME=value, as in effect.
+  // One line per variable, NAME=value as in effect, in the settings' order.
   std::string describe() const;
 };
-
-// Parses "0-3,6" style CPU lists; throws std::invalid_argument.
-std::vector<int> parse_cpu_list(const std::string& text);
 
 }  // namespace edri

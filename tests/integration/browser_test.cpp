@@ -111,10 +111,12 @@ TEST_CASE("the notes page: a note added in one page appears live in another", "[
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   const auto a = dt.open(url);
   const auto b = dt.open(url);
+  const std::string count = "document.querySelector('.count').textContent";
   // Both pages loaded, listed the (no) notes and subscribed.
   for (const auto& page : {a, b})
     REQUIRE(eventually([&] { return dt.eval(page, "window.notesReady === true") == true; }, std::chrono::seconds(20)));
   CHECK(dt.eval(b, "document.querySelectorAll('#notes li').length") == 0);
+  CHECK(dt.eval(b, count) == "0 notes");
   // A mark that a reload would wipe.
   dt.eval(b, "window.sameDocument = 'yes'");
 
@@ -128,6 +130,7 @@ TEST_CASE("the notes page: a note added in one page appears live in another", "[
   CHECK(eventually([&] { return dt.eval(b, titles) == json{"From the browser"}; }, std::chrono::seconds(10)));
   CHECK(dt.eval(b, "window.sameDocument") == "yes");
   CHECK(dt.eval(b, "document.getElementById('total').textContent") == "1");
+  CHECK(dt.eval(b, count) == "1 note");
   CHECK(dt.eval(b, "document.querySelector('#notes li p').textContent") == "typed into the form");
   // The page that sent it shows it too (through the same push), and the form was reset.
   CHECK(eventually([&] { return dt.eval(a, titles) == json{"From the browser"}; }));
@@ -141,5 +144,10 @@ TEST_CASE("the notes page: a note added in one page appears live in another", "[
   HttpClient c(server.port());
   CHECK(c.request("DELETE", "/notes/" + std::to_string(list["items"][0]["id"].get<long>())).status == 204);
   CHECK(eventually([&] { return dt.eval(b, "document.querySelectorAll('#notes li').length") == 0; }));
+  CHECK(dt.eval(b, count) == "0 notes");
   CHECK(dt.eval(b, "window.sameDocument") == "yes");
+
+  for (const char* title : {"one", "two"})
+    CHECK(c.request("POST", "/notes", json{{"title", title}, {"body", "x"}}.dump()).status == 201);
+  CHECK(eventually([&] { return dt.eval(b, count) == "2 notes"; }));
 }

@@ -71,3 +71,11 @@ TEST_CASE("print-config shows the effective configuration", "[startup]") {
   CHECK(r.out.find("ENVIRONMENT=production\n") != std::string::npos);
   CHECK(r.out.find("EDRI_PORT=0\n") != std::string::npos);
 }
+
+TEST_CASE("print-config-markdown prints every setting as a table row", "[startup]") {
+  const auto r = run_server_to_exit({"--print-config-markdown"}, {{"EDRI_PORT", "not a port"}});
+  CHECK(r.status == 0);  // the table, not the environment's values
+  CHECK(r.out.rfind("| variable | default | meaning |\n|---|---|---|\n", 0) == 0);
+  CHECK(r.out.find("| `EDRI_PORT` | `8080` | ") != std::string::npos);
+  CHECK(r.out.find("| `ENVIRONMENT` | `development` | ") != std::string::npos);
+}

@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -74,4 +75,57 @@ TEST_CASE("WebSocket settings", "[config]") {
   CHECK(c.describe().find("EDRI_WEBSOCKET_MAX_MESSAGE=2048\n") != std::string::npos);
   EnvVar r("EDRI_RING_BYTES", "65536"), m("EDRI_WEBSOCKET_MAX_MESSAGE", "60000");
   CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("EDRI_WEBSOCKET_MAX_MESSAGE"));
+}
+
+TEST_CASE("words: an alias is accepted, the message offers the words", "[config]") {
+  {
+    EnvVar v("EDRI_LOG_LEVEL", "warning");
+    CHECK(Config::from_env().log_level == "warn");
+  }
+  EnvVar s("EDRI_SCHED", "fifo");
+  CHECK_THROWS_WITH(Config::from_env(), "EDRI_SCHED=fifo: must be batch or other");
+  EnvVar l("EDRI_LOG_LEVEL", "loud");
+  CHECK_THROWS_WITH(Config::from_env(),
+                    "EDRI_LOG_LEVEL=loud: must be trace, debug, info, warn, error, critical or off");
+}
+
+TEST_CASE("lists drop empty pieces; an origin must look like one", "[config]") {
+  {
+    EnvVar p("EDRI_PLUGINS", ":a.so,,b.so:"), o("EDRI_CORS_ORIGINS", " https://a.example , *,");
+    const auto c = Config::from_env();
+    CHECK(c.plugins == std::vector<std::string>{"a.so", "b.so"});
+    CHECK(c.cors_origins == std::vector<std::string>{"https://a.example", "*"});
+    CHECK(c.describe().find("EDRI_CORS_ORIGINS=https://a.example,*\n") != std::string::npos);
+  }
+  EnvVar o("EDRI_CORS_ORIGINS", "a.example");
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("EDRI_CORS_ORIGINS: 'a.example' is not an origin"));
+}
+
+TEST_CASE("settings checked together name the one that does not fit", "[config]") {
+  {
+    EnvVar a("EDRI_OUTPUT_BUFFER", "1048576"), b("EDRI_OUTPUT_BUFFER_TOTAL", "65536");
+    CHECK_THROWS_WITH(Config::from_env(), Catch::StartsWith("EDRI_OUTPUT_BUFFER_TOTAL=65536"));
+  }
+  {
+    EnvVar a("EDRI_BLOB_BYTES", "65536"), b("EDRI_UPLOAD_THRESHOLD", "100000");
+    CHECK_THROWS_WITH(Config::from_env(), Catch::StartsWith("EDRI_UPLOAD_THRESHOLD=100000"));
+  }
+  char path[] = "/tmp/edri-config-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  {
+    EnvVar cert("EDRI_SSL_CERTIFICATE", path);
+    CHECK_THROWS_WITH(Config::from_env(), "EDRI_SSL_KEY is not set but EDRI_SSL_CERTIFICATE is");
+  }
+  ::close(fd);
+  ::unlink(path);
+}
+
+TEST_CASE("paths that must exist", "[config]") {
+  {
+    EnvVar t("EDRI_TEMPLATE_PATH", "/nonexistent/templates");
+    CHECK_THROWS_WITH(Config::from_env(), "EDRI_TEMPLATE_PATH=/nonexistent/templates: not a directory");
+  }
+  EnvVar k("EDRI_SSL_KEY", "/nonexistent/key.pem");
+  CHECK_THROWS_WITH(Config::from_env(), "EDRI_SSL_KEY=/nonexistent/key.pem: not a readable file");
 }

@@ -5,6 +5,7 @@
 
 const list = document.getElementById("notes");
 const total = document.getElementById("total");
+const totalNoun = document.getElementById("total-noun");
 const statusEl = document.getElementById("status");
 const errorEl = document.getElementById("error");
 const form = document.getElementById("new-note");
@@ -13,6 +14,7 @@ let count = 0;
 function setTotal(n) {
   count = n;
   total.textContent = String(n);
+  totalNoun.textContent = n === 1 ? "note" : "notes";
 }
 
 function render(note) {

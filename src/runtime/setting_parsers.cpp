@@ -1,0 +1,206 @@
+#include "runtime/setting_parsers.hpp"
+
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace edri {
+namespace {
+
+// Splits on any of `separators`, dropping empty pieces.
+std::vector<std::string> split(const std::string& text, std::string_view separators) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find_first_of(separators, start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string trimmed(std::string s) {
+  const auto first = s.find_first_not_of(' ');
+  if (first == std::string::npos) return {};
+  return s.substr(first, s.find_last_not_of(' ') - first + 1);
+}
+
+template <class T>
+std::string join(const std::vector<T>& items) {
+  std::ostringstream o;
+  for (std::size_t i = 0; i < items.size(); ++i) o << (i ? "," : "") << items[i];
+  return o.str();
+}
+
+bool is_file_of_type(const std::string& path, mode_t type) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+int parse_cpu_number(const std::string& s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v > 1023)
+    throw std::invalid_argument("bad CPU number '" + s + "'");
+  return v;
+}
+
+// "3" or "0-3", appended to `cpus`.
+void add_cpu_range(const std::string& part, std::vector<int>& cpus) {
+  if (part.empty()) throw std::invalid_argument("empty element");
+  const auto dash = part.find('-');
+  const int lo = parse_cpu_number(part.substr(0, dash));
+  const int hi = dash == std::string::npos ? lo : parse_cpu_number(part.substr(dash + 1));
+  if (hi < lo) throw std::invalid_argument("bad range '" + part + "'");
+  for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+}
+
+}  // namespace
+
+void invalid(const EnvValue& v, const std::string& why) {
+  throw ConfigError(std::string(v.name) + "=" + v.text + ": " + why);
+}
+
+double parse_seconds(const EnvValue& v) {
+  char* end = nullptr;
+  const double seconds = std::strtod(v.text.c_str(), &end);
+  if (end == v.text.c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400)
+    invalid(v, "must be a number of seconds in (0, 86400]");
+  return seconds;
+}
+
+bool parse_bool(const EnvValue& v) {
+  for (const char* yes : {"1", "true", "yes", "on"})
+    if (v.text == yes) return true;
+  for (const char* no : {"0", "false", "no", "off"})
+    if (v.text == no) return false;
+  invalid(v, "must be 1/0, true/false, yes/no or on/off");
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) add_cpu_range(part, cpus);
+  if (cpus.empty()) throw std::invalid_argument("empty list");
+  return cpus;
+}
+
+std::string one_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+namespace parse {
+namespace {
+
+// A Binding over a string member that `check` may refuse.
+Binding checked_text(std::string Config::*member, std::function<void(const EnvValue&)> check) {
+  return {[=](Config& c, const EnvValue& v) {
+            check(v);
+            c.*member = v.text;
+          },
+          [=](const Config& c) { return c.*member; }};
+}
+
+}  // namespace
+
+Binding power_of_two(std::size_t Config::*member, std::size_t min, std::size_t max) {
+  Binding binding = integer(member, min, max);
+  binding.read = [=](Config& c, const EnvValue& v) {
+    c.*member = parse_integer<std::size_t>(v, min, max);
+    if (c.*member & (c.*member - 1)) invalid(v, "must be a power of two");
+  };
+  return binding;
+}
+
+Binding seconds(double Config::*member) {
+  return {[=](Config& c, const EnvValue& v) { c.*member = parse_seconds(v); },
+          [=](const Config& c) {
+            std::ostringstream o;
+            o << c.*member;
+            return o.str();
+          }};
+}
+
+Binding flag(bool Config::*member) {
+  return {[=](Config& c, const EnvValue& v) { c.*member = parse_bool(v); },
+          [=](const Config& c) { return std::string(c.*member ? "1" : "0"); }};
+}
+
+Binding named_flag(bool Config::*member, const char* on, const char* off) {
+  return {[=](Config& c, const EnvValue& v) { c.*member = v.text == on; },
+          [=](const Config& c) { return std::string(c.*member ? on : off); }};
+}
+
+Binding text(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue&) {});
+}
+
+Binding directory(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) {
+    if (!is_file_of_type(v.text, S_IFDIR)) invalid(v, "not a directory");
+  });
+}
+
+Binding regular_file(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) {
+    if (!is_file_of_type(v.text, S_IFREG)) invalid(v, "not a readable file");
+  });
+}
+
+Binding socket_path(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) {
+    if (v.text.size() >= sizeof(sockaddr_un{}.sun_path)) invalid(v, "longer than a socket path may be (107 bytes)");
+  });
+}
+
+Binding websocket_endpoint(std::string Config::*member) {
+  Binding binding = checked_text(member, [](const EnvValue& v) {
+    if (!v.text.empty() && v.text.front() != '/') invalid(v, "must start with '/' (or be empty: no WebSocket)");
+  });
+  binding.empty_is_a_value = true;
+  return binding;
+}
+
+Binding path_list(std::vector<std::string> Config::*member) {
+  return {[=](Config& c, const EnvValue& v) { c.*member = split(v.text, ":,"); },
+          [=](const Config& c) { return join(c.*member); }};
+}
+
+Binding origin_list(std::vector<std::string> Config::*member) {
+  return {
+      [=](Config& c, const EnvValue& v) {
+        (c.*member).clear();
+        for (const auto& piece : split(v.text, ",")) {
+          const std::string origin = trimmed(piece);
+          if (origin.empty()) continue;
+          if (origin != "*" && origin.find("://") == std::string::npos)
+            throw ConfigError(std::string(v.name) + ": '" + origin + "' is not an origin (scheme://host[:port]) or *");
+          (c.*member).push_back(origin);
+        }
+      },
+      [=](const Config& c) { return join(c.*member); }};
+}
+
+Binding cpu_placement() {
+  using P = Config::Placement;
+  const Binding words = choice(&Config::placement, {{"auto", P::Auto}, {"all", P::All}, {"one", P::One}});
+  return {[=](Config& c, const EnvValue& v) {
+            if (v.text == "auto" || v.text == "all" || v.text == "one") return words.read(c, v);
+            c.placement = P::List;
+            try {
+              c.cpus = parse_cpu_list(v.text);
+            } catch (const std::invalid_argument& e) {
+              invalid(v, e.what());
+            }
+          },
+          [=](const Config& c) { return c.placement == P::List ? join(c.cpus) : words.show(c); }};
+}
+
+}  // namespace parse
+}  // namespace edri

@@ -1,0 +1,206 @@
+// The settings table: every environment variable the server reads, in
+// the order the docs list them. Each row gives the variable's name, its
+// default and its meaning as docs/configuration.md shows them (the table
+// there is generated from this one: edri-server --print-config-markdown),
+// and the typed parser that reads it into its Config member. A new setting
+// is one new row here and a member of Config.
+#include "runtime/settings.hpp"
+
+#include <edri/json_depth.hpp>
+
+namespace edri {
+namespace {
+
+constexpr std::size_t kKiB = std::size_t{1} << 10;
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::size_t kGiB = std::size_t{1} << 30;
+constexpr std::size_t kTiB = std::size_t{1} << 40;
+
+// "warning" is spdlog's other name for "warn".
+Binding log_level() {
+  return parse::choice<std::string>(&Config::log_level, {{"trace", "trace"},
+                                                         {"debug", "debug"},
+                                                         {"info", "info"},
+                                                         {"warn", "warn"},
+                                                         {"warning", "warn"},
+                                                         {"error", "error"},
+                                                         {"critical", "critical"},
+                                                         {"off", "off"}});
+}
+
+std::vector<Setting> make_settings() {
+  return {
+      {"EDRI_HOST", "`127.0.0.1`", parse::text(&Config::host), "address to listen on (a name, IPv4 or IPv6)"},
+      {"EDRI_PORT", "`8080`", parse::integer(&Config::port, 0, 65535),
+       "port; `0` picks a free one (printed on stdout: `edri: listening on http://HOST:PORT`)"},
+      {"EDRI_PLUGINS", "— (required)", parse::path_list(&Config::plugins),
+       "plugin files (`.so`), separated by `:` or `,`; loaded in this order"},
+      {"EDRI_LISTENER_WORKERS", "`1`", parse::integer(&Config::listener_workers, 1, 64),
+       "listener processes sharing the port (1..64)"},
+      {"EDRI_API_RESPONSE_TIMEOUT", "`30`", parse::seconds(&Config::api_response_timeout_s),
+       "seconds a request may wait for its handler before the broker answers 504 (should a process restart lose that "
+       "deadline, the listener answers 504 two seconds later)"},
+      {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 0, kTiB),
+       "largest request body in bytes: a declared `Content-Length` above it is a 413 at the headers, a chunked body a "
+       "413 as soon as it passes it, while reading"},
+      {"EDRI_UPLOAD_FILES_PATH", "`/tmp`", parse::text(&Config::upload_path),
+       "where request bodies larger than `EDRI_UPLOAD_THRESHOLD` are written while they arrive (`edri-upload-<listener "
+       "pid>-<n>`, mode 0600; created if missing, start-up fails if it is not a writable directory). The handler sees "
+       "the body mapped (`Request::body`, `Request::body_file`); the file is removed when the response is sent unless "
+       "the handler kept it (`Request::keep_body`), and the supervisor removes the files of a listener that died "
+       "(docs/decisions/0012)"},
+      {"EDRI_UPLOAD_THRESHOLD", "`1048576`", parse::integer(&Config::upload_threshold, 1, kTiB),
+       "body size above which a request body goes to a file instead of memory; at most `EDRI_BLOB_BYTES`, or a quarter "
+       "of a ring less 4096 bytes when there is no blob area"},
+      {"EDRI_MAX_HEADER_SIZE", "`16384`", parse::integer(&Config::max_header_bytes, 256, kMiB),
+       "all header names and values of a request together (431 above)"},
+      {"EDRI_MAX_URL_SIZE", "`8192`", parse::integer(&Config::max_url_bytes, 16, kMiB),
+       "request-target length (414 above)"},
+      {"EDRI_MAX_HEADER_COUNT", "`100`", parse::integer(&Config::max_header_count, 1, 10000),
+       "header fields in one request (431 above)"},
+      {"EDRI_HEADER_TIMEOUT", "`30`", parse::seconds(&Config::header_timeout_s),
+       "seconds a request's head (request line and headers) may take to arrive from its first byte: past it, 408 and "
+       "close (a slowloris client); also how long a new connection may stay silent before its first request (then "
+       "closed without an answer)"},
+      {"EDRI_KEEPALIVE_TIMEOUT", "`75`", parse::seconds(&Config::keepalive_timeout_s),
+       "seconds a connection with nothing in flight may stay silent after a request before it is closed"},
+      {"EDRI_MAX_CONNECTIONS", "`10000`", parse::integer(&Config::max_connections, 1, 10000000),
+       "open client connections, shared evenly by the listeners; past it a new connection gets a 503 (`Retry-After: "
+       "1`, not over TLS) and is closed. The supervisor raises the descriptor limit to its hard maximum and warns if "
+       "that is below it"},
+      {"EDRI_MAX_PIPELINE", "`64`", parse::integer(&Config::max_pipeline, 1, 4096),
+       "requests in flight on one connection before the listener stops reading it"},
+      {"EDRI_BLOB_BYTES", "`268435456`", parse::integer(&Config::blob_bytes, 0, 64 * kGiB),
+       "the blob area (256 MiB, shared memory the processes map; pages are taken as they are first used): request and "
+       "response bodies from `EDRI_BLOB_THRESHOLD` on are written into it once and the channels carry a handle; `0`: "
+       "no area, bodies must fit a channel record. A response larger than the area is a 500, one that finds it full a "
+       "503; `/metrics` reports `edri_blob_bytes`"},
+      {"EDRI_BLOB_THRESHOLD", "`65536`", parse::integer(&Config::blob_threshold, 1, kTiB),
+       "body size from which a body travels in the blob area rather than in the channel record (docs/decisions/0010)"},
+      {"EDRI_STREAM_WINDOW", "`131072`", parse::integer(&Config::stream_window, 4096, kGiB),
+       "bytes of a streamed answer (`Response::stream`) its producer may make ahead of what the client has taken "
+       "(docs/decisions/0011)"},
+      {"EDRI_OUTPUT_BUFFER", "`1048576`", parse::integer(&Config::output_buffer, 4096, kGiB),
+       "bytes of answers a connection may hold unsent (4 KiB..1 GiB); beyond it the listener reads no more requests or "
+       "WebSocket commands from that client until it has taken them, so a client that does not read makes no more work "
+       "and holds at most this plus the answers already in flight. A WebSocket subscriber whose pushes pile up past 8 "
+       "times this is closed with 1008 (one publish cannot wait for its slowest subscriber): what it had not begun to "
+       "receive is dropped at once, then the close frame goes out"},
+      {"EDRI_OUTPUT_BUFFER_TOTAL", "`268435456`", parse::integer(&Config::output_buffer_total, 64 * kKiB, kTiB),
+       "bytes one listener holds unsent for all its clients together (64 KiB..1 TiB, at least `EDRI_OUTPUT_BUFFER`; "
+       "bodies in the blob area and files are not counted: they have bounds of their own). Past it, the clients "
+       "furthest behind are closed (a WebSocket with 1008 and the reason) until the listener is under it again; "
+       "`/metrics` shows `edri_client_output_bytes` and `edri_clients_shed_total`. Without it, 300 subscribers that "
+       "did not read held 2.4 GB"},
+      {"EDRI_WRITE_TIMEOUT", "`30`", parse::seconds(&Config::write_timeout_s),
+       "seconds a connection with unsent output may go without taking a byte before it is closed (a client that "
+       "stopped reading)"},
+      {"EDRI_BODY_TIMEOUT", "`60`", parse::seconds(&Config::body_timeout_s),
+       "seconds a request body may go without a byte arriving (nginx's `client_body_timeout`): past it, 408 and close. "
+       "Not counted while the listener itself is not reading (backpressure)"},
+      {"EDRI_LINGERING_TIME", "`30`", parse::seconds(&Config::lingering_time_s),
+       "after an answer that ends a connection while the client may still be sending (a 413 before the body, a refused "
+       "request with more behind it), seconds at most that the listener goes on reading and dropping what arrives, so "
+       "that the client reads its answer rather than a reset (nginx's `lingering_time`); not after a 408, nor over "
+       "TLS"},
+      {"EDRI_LINGERING_TIMEOUT", "`5`", parse::seconds(&Config::lingering_timeout_s),
+       "seconds of silence that end such a lingering close early (nginx's `lingering_timeout`); also how long a "
+       "WebSocket client has to answer a close frame of the server's once it is out"},
+      {"EDRI_SHUTDOWN_TIMEOUT", "`30`", parse::seconds(&Config::shutdown_timeout_s),
+       "seconds a SIGTERM waits for requests in flight: the port stops accepting at once, idle connections close, the "
+       "others close after their last answer (which says `Connection: close`), WebSockets close with 1001; what is "
+       "still open after this is closed"},
+      {"EDRI_LOG_LEVEL", "`info`", log_level(), "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`"},
+      {"ENVIRONMENT", "`development`", parse::named_flag(&Config::production, "production", "development"),
+       "`production` hides internal error text (a handler's exception) from clients"},
+      {"EDRI_RING_BYTES", "`4194304`", parse::power_of_two(&Config::ring_bytes, 4096, kGiB),
+       "size of each channel ring (power of two); the largest envelope is a quarter of it"},
+      {"EDRI_OUTBOX_LIMIT", "`16777216`", parse::integer(&Config::outbox_limit, 0, 16 * kGiB),
+       "bytes of new work (requests, notifications) a process queues locally for one full channel before answering 503 "
+       "(a push: its subscribers are closed with 1013). Answers are never refused for room: they belong to requests "
+       "already admitted, which this bound and the connection limits bound"},
+      {"EDRI_SPIN", "`0`", parse::integer(&Config::spin, 0, 100000000),
+       "idle loop turns a process polls its channels before sleeping on its doorbell; only worth it when the processes "
+       "have cores of their own (docs/decisions/0003)"},
+      {"EDRI_CPUS", "`auto`", parse::cpu_placement(),
+       "where the processes run: `auto` listeners, broker and router on one CPU (the last one allowed) and managers "
+       "wherever the scheduler puts them (docs/decisions/0006); `one` every process on that CPU; `all` wherever the "
+       "scheduler puts them; or a CPU list (`1`, `0-3`, `0,2`) every child is pinned to"},
+      {"EDRI_SCHED", "`batch`", parse::choice(&Config::sched_batch, {{"batch", true}, {"other", false}}),
+       "`batch`: SCHED_BATCH, a woken process does not preempt the running one; `other`: the default policy"},
+      {"EDRI_SERVER_TIMING", "`0`", parse::flag(&Config::server_timing),
+       "`1`: every hop stamps the envelope and responses carry `Server-Timing` (broker, router, manager, handler, "
+       "return, total)"},
+      {"EDRI_REQUEST_ID", "`1`", parse::flag(&Config::request_id),
+       "every response carries `X-Request-Id` (the client's, if it sent a sane one, else a new one); the handler sees "
+       "it as header `x-request-id`"},
+      {"EDRI_CORS_ORIGINS", "unset (CORS off)", parse::origin_list(&Config::cors_origins),
+       "allowed origins, comma-separated (`https://app.example`), or `*`"},
+      {"EDRI_CORS_HEADERS", "`Content-Type, Authorization, X-Request-Id`", parse::text(&Config::cors_headers),
+       "`Access-Control-Allow-Headers` for preflights; `*` echoes what the browser asked for"},
+      {"EDRI_CORS_CREDENTIALS", "`0`", parse::flag(&Config::cors_credentials),
+       "`1`: `Access-Control-Allow-Credentials: true` (the origin is then always named, never `*`)"},
+      {"EDRI_CORS_MAX_AGE", "`600`", parse::integer(&Config::cors_max_age, 0, 7 * 86400),
+       "seconds a browser may cache a preflight; with `EDRI_CORS_ORIGINS` set, a WebSocket handshake whose `Origin` is "
+       "not listed is refused (403)"},
+      {"EDRI_SSL_CERTIFICATE", "unset", parse::regular_file(&Config::ssl_certificate),
+       "PEM certificate chain; with `EDRI_SSL_KEY` the port speaks HTTPS only (TLS 1.2+); a file that does not load, "
+       "or a key that does not match, stops start-up"},
+      {"EDRI_SSL_KEY", "unset", parse::regular_file(&Config::ssl_key), "PEM private key of that certificate"},
+      {"EDRI_TEMPLATE_PATH", "unset", parse::directory(&Config::template_path),
+       "folder of Mustache templates for `Context::render`"},
+      {"EDRI_ASSETS_PATH", "unset", parse::directory(&Config::assets_path),
+       "folder served as static files at `/`, after routes and plugin asset folders (ETag, 304, Range)"},
+      {"EDRI_WEBSOCKET_PATH", "`/ws`", parse::websocket_endpoint(&Config::websocket_path),
+       "the WebSocket endpoint (docs/websocket.md); empty: no WebSocket. A plain `GET` of it is answered 426"},
+      {"EDRI_WEBSOCKET_MAX_MESSAGE", "`524288`", parse::integer(&Config::websocket_max_message, 125, kTiB),
+       "largest WebSocket message in bytes, after reassembly of its frames (larger: close 1009); must fit a quarter of "
+       "a ring"},
+      {"EDRI_MAX_JSON_DEPTH", "`128`", parse::integer(&Config::max_json_depth, 1, kJsonDepthCeiling),
+       "deepest nesting of arrays and objects in a client's JSON (1..10000; `1` and `\"a\"` are 0, `[]` and "
+       "`{\"a\":1}` 1), measured before it is parsed: a deeper REST body is a 422 in the listener (declared body "
+       "fields) or from `Request::json()` in the manager, a deeper WebSocket message an error 422 (the connection "
+       "stays open). Without it, a document some 70,000 levels deep overflowed the stack of whatever process "
+       "serialized, compared or copied it (each recurses once per level)"},
+      {"EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", "`64`", parse::integer(&Config::websocket_max_subscriptions, 0, 4096),
+       "push subscriptions one WebSocket connection may hold (more: error 429)"},
+      {"EDRI_MANAGER_REPLICAS", "unset", parse::integer(&Config::manager_replicas, 1, 64),
+       "manager processes per domain (1..64); unset: what each plugin asked for (`Registry::replicas`), else 1. "
+       "Requests of a domain are shared among its replicas (`EDRI_ROUTING`); each notification reaches one replica of "
+       "every subscribed domain. Only for domains that keep no state in the process"},
+      {"EDRI_ROUTING", "`least_loaded`",
+       parse::choice(&Config::least_loaded, {{"round_robin", false}, {"least_loaded", true}}),
+       "how the router shares a domain's requests among its replicas: `least_loaded` (the replica with the fewest "
+       "requests in flight; ties round robin; docs/decisions/0007) or `round_robin`"},
+      {"EDRI_UNIX_SOCKET", "unset", parse::socket_path(&Config::unix_socket),
+       "also serve plain HTTP (and WebSocket) on this Unix domain socket path, for a reverse proxy on the same host; a "
+       "socket file left by a dead instance is replaced, anything else at the path stops start-up; removed on exit"},
+      {"EDRI_WORKER_THREADS", "unset", parse::integer(&Config::worker_threads, 1, 1024),
+       "threads of each manager's worker pool (`Context::in_thread`); unset: what the plugin asked for "
+       "(`Registry::worker_threads`), else one per CPU the server may use. Worker threads may run on all those CPUs, "
+       "even when `EDRI_CPUS` pins the manager's loop to one"},
+      {"EDRI_WORKER_PROCESSES", "unset", parse::integer(&Config::worker_processes, 1, 256),
+       "worker processes of each manager whose domain registered tasks (`Registry::task`, `Context::in_process`), "
+       "1..256; unset: what the plugin asked for (`Registry::worker_processes`), else one per CPU the server may use. "
+       "They start with the manager, run on all those CPUs, and a dead one is replaced"},
+      {"EDRI_WORKER_QUEUE", "unset", parse::integer(&Config::worker_queue, 1, kMiB),
+       "jobs that may wait for a worker, per pool (thread or process); one more is answered 503 with `Retry-After: 1`; "
+       "unset: the plugin's choice, else 256"},
+  };
+}
+
+}  // namespace
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = make_settings();
+  return table;
+}
+
+std::string settings_markdown() {
+  std::string out = "| variable | default | meaning |\n|---|---|---|\n";
+  for (const auto& s : settings())
+    out += std::string("| `") + s.name + "` | " + s.default_text + " | " + s.meaning + " |\n";
+  return out;
+}
+
+}  // namespace edri

@@ -1,0 +1,87 @@
+// The settings table against the docs made from it, and against Config's
+// own defaults: a setting added, renamed or re-worded in one place and not
+// the other fails here.
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "runtime/settings.hpp"
+
+using edri::Config;
+using edri::settings;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The doc's settings table: from its header row to the first line that is
+// not a table row.
+std::vector<std::string> doc_table() {
+  std::ifstream doc(EDRI_DOCS_DIR "/configuration.md");
+  REQUIRE(doc);
+  std::vector<std::string> table;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("| variable | default | meaning |", 0) == 0)
+      table.push_back(line);
+    else if (!table.empty() && line.rfind("|", 0) == 0)
+      table.push_back(line);
+    else if (!table.empty())
+      break;
+  }
+  return table;
+}
+
+bool is_value(const edri::Setting& s) { return s.default_text[0] == '`'; }
+
+}  // namespace
+
+TEST_CASE("docs/configuration.md's table is the one the settings make", "[config][docs]") {
+  const auto doc = doc_table();
+  const auto made = lines_of(edri::settings_markdown());
+  INFO("regenerate it: build/bin/edri-server --print-config-markdown, pasted over the table");
+  for (std::size_t i = 0; i < std::min(doc.size(), made.size()); ++i) {
+    INFO("table line " << i + 1);
+    REQUIRE(doc[i] == made[i]);
+  }
+  CHECK(doc.size() == made.size());
+}
+
+TEST_CASE("a setting's default in the docs is Config's default", "[config][docs]") {
+  const Config defaults;
+  for (const auto& s : settings()) {
+    INFO(s.name << " documented as " << s.default_text);
+    const std::string shown = s.binding.show(defaults);
+    if (is_value(s))
+      CHECK("`" + shown + "`" == s.default_text);
+    else  // unset: nothing, or 0 for "what the plugin asked for"
+      CHECK((shown.empty() || shown == "0"));
+  }
+}
+
+TEST_CASE("a default written back into the environment reads as itself", "[config]") {
+  for (const auto& s : settings()) {
+    if (!is_value(s)) continue;
+    const std::string shown = s.binding.show(Config{});
+    INFO(s.name << "=" << shown);
+    ::setenv(s.name, shown.c_str(), 1);
+    CHECK(s.binding.show(Config::from_env()) == shown);
+    ::unsetenv(s.name);
+  }
+}
+
+TEST_CASE("every setting has one name and one print-config line", "[config]") {
+  std::set<std::string> names;
+  for (const auto& s : settings()) CHECK(names.insert(s.name).second);
+  const auto described = lines_of(Config{}.describe());
+  REQUIRE(described.size() == settings().size());
+  for (std::size_t i = 0; i < described.size(); ++i)
+    CHECK(described[i].rfind(std::string(settings()[i].name) + "=", 0) == 0);
+}
