@@ -18,11 +18,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "envelope/envelope.hpp"
 #include "runtime/config.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/successor_watch.hpp"
-#include "envelope/envelope.hpp"
 
 #include <nlohmann/json.hpp>
 

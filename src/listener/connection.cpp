@@ -11,7 +11,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "listener/listener.hpp"
 #include "listener/upload_file.hpp"
 
 namespace edri::listener {
@@ -33,17 +32,17 @@ std::chrono::steady_clock::duration seconds(double s) {
 }
 }  // namespace
 
-Connection::Connection(Listener& listener, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
+Connection::Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
                        const TlsContext* tls)
-    : listener_(listener),
+    : owner_(owner),
       fd_(std::move(fd)),
       tls_(tls ? std::make_unique<TlsSession>(*tls, fd_.get()) : nullptr),
       id_(id),
       generation_(generation),
       parser_(
-          listener.parser_limits(),
+          owner.parser_limits(),
           [this](http::HttpRequest& req) {
-            listener_.dispatch(*this, req);
+            owner_.request(*this, req);
             // An upload file lives as long as its slot holds it, not until
             // the next request.
             req.spill.reset();
@@ -54,16 +53,15 @@ Connection::Connection(Listener& listener, UniqueFd fd, std::uint32_t id, std::u
           [this](http::HttpRequest& req, std::string_view bytes) {
             // A large body goes to a file as it arrives (upload_file.hpp).
             if (!req.spill) {
-              req.spill = UploadFile::create(listener_.config().upload_path);
+              req.spill = UploadFile::create(owner_.config().upload_path);
               if (!req.spill) {
-                spdlog::error("cannot create an upload file in {}: {}", listener_.config().upload_path,
+                spdlog::error("cannot create an upload file in {}: {}", owner_.config().upload_path,
                               std::strerror(errno));
                 return false;
               }
             }
             if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
-            spdlog::error("cannot write an upload file in {}: {}", listener_.config().upload_path,
-                          std::strerror(errno));
+            spdlog::error("cannot write an upload file in {}: {}", owner_.config().upload_path, std::strerror(errno));
             return false;
           }),
       read_buf_(new char[kReadBuffer]) {}
@@ -73,7 +71,7 @@ Connection::~Connection() {
 }
 
 void Connection::start() {
-  listener_.events().watch(fd_.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
+  owner_.events().watch(fd_.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
   // Data that arrived before the registration raised no edge: look now.
   read_available();
 }
@@ -188,12 +186,12 @@ bool Connection::stream_stalled_since(std::chrono::steady_clock::time_point cuto
 
 void Connection::drop_slots() {
   for (const auto& s : slots_)
-    if (s.streaming && !s.stream_done) listener_.stream_cancel(s.stream);
+    if (s.streaming && !s.stream_done) owner_.stream_cancel(s.stream);
   slots_.clear();
 }
 
 void Connection::mark_dirty() {
-  if (!dirty && !closed_) listener_.mark_dirty(*this);
+  if (!dirty && !closed_) owner_.wants_flush(*this);
 }
 
 ssize_t Connection::read_some(char* buf, std::size_t n) {
@@ -232,7 +230,7 @@ void Connection::on_events(std::uint32_t events) {
 }
 
 bool Connection::must_pause() const {
-  const auto& config = listener_.config();
+  const auto& config = owner_.config();
   // A WebSocket's commands and output are held back by pausing its session
   // (update_ws_flow); what is read meanwhile stays in its pipe.
   if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
@@ -257,7 +255,7 @@ void Connection::resume_reading() {
 bool Connection::consume(const char* data, std::size_t n) {
   if (ws_) {
     ws_->feed(data, n);
-    listener_.need_poll();
+    owner_.wants_poll();
     return !closed_ && !read_closed_;
   }
   const bool was_in_head = parser_.in_head();
@@ -266,7 +264,7 @@ bool Connection::consume(const char* data, std::size_t n) {
   if (!r.ok) {
     // Requests before the error are answered; then the error, then close.
     input_refused_ = true;
-    listener_.answer_locally(*this, false, false, false, r.status, r.reason);
+    owner_.refuse(*this, r.status, r.reason);
     return false;
   }
   if (r.paused && !closed_ && !read_closed_) {
@@ -291,9 +289,9 @@ bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers)
   if (!slots_.empty()) return false;
   upgrade_request_ = req;
   upgrade_request_.body.clear();
-  ws_ = std::make_shared<WebSocketSession>(listener_.io(), *this, listener_.config().websocket_max_message);
+  ws_ = std::make_shared<WebSocketSession>(owner_.io(), *this, owner_.config().websocket_max_message);
   ws_->accept(upgrade_request_, headers);
-  listener_.need_poll();
+  owner_.wants_poll();
   return true;
 }
 
@@ -324,7 +322,7 @@ void Connection::ws_complete(std::uint32_t seq, std::string message) {
 
 void Connection::ws_send(const SharedFrame& frame) {
   if (!ws_ || !ws_->can_send() || closed_) return;
-  if (backlog() + frame->size() > kWebSocketBacklogFactor * listener_.config().output_buffer) {
+  if (backlog() + frame->size() > kWebSocketBacklogFactor * owner_.config().output_buffer) {
     spdlog::info("closing WebSocket connection {}: it does not read its messages ({} bytes unsent)", id_, backlog());
     return close_lagging(1008, "too far behind: pushes piled up unread (8 x EDRI_OUTPUT_BUFFER)");
   }
@@ -341,12 +339,12 @@ void Connection::ws_send(const SharedFrame& frame) {
 void Connection::ws_close(std::uint16_t code, std::string reason) {
   if (!ws_) return;
   ws_->close(code, std::move(reason));
-  listener_.need_poll();
+  owner_.wants_poll();
 }
 
 void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
   if (closed_) return;
-  if (!shed_) listener_.client_shed();  // once, though its close may be hurried
+  if (!shed_) owner_.shed();  // once, though its close may be hurried
   shed_ = true;
   drop_unsent();
   report_held();
@@ -358,12 +356,12 @@ void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
 
 void Connection::update_ws_flow() {
   if (!ws_) return;
-  const auto& config = listener_.config();
+  const auto& config = owner_.config();
   if (ws_slots_.size() >= config.max_pipeline || backlog() > config.output_buffer) {
     ws_->pause();
   } else if (ws_->paused()) {
     ws_->resume();
-    listener_.need_poll();
+    owner_.wants_poll();
   }
 }
 
@@ -373,7 +371,7 @@ void Connection::ws_output(std::string_view bytes) {
   mark_dirty();
 }
 
-void Connection::ws_message(std::string_view text) { listener_.ws_message(*this, text); }
+void Connection::ws_message(std::string_view text) { owner_.websocket_message(*this, text); }
 
 void Connection::ws_starved() {
   // Beast took what was read: flush() reads again (never from inside
@@ -447,7 +445,7 @@ void Connection::drain() {
 
 void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   if (closed_) return;
-  const auto& config = listener_.config();
+  const auto& config = owner_.config();
   if (lingering_) {
     if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
     return;
@@ -467,8 +465,7 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   if (parser_.in_head()) {
     if (read_closed_ || now - head_started_ <= seconds(config.header_timeout_s)) return;
     timed_out_ = true;
-    listener_.answer_locally(*this, false, false, false, 408,
-                             "the request head did not arrive within EDRI_HEADER_TIMEOUT");
+    owner_.refuse(*this, 408, "the request head did not arrive within EDRI_HEADER_TIMEOUT");
     return;
   }
   if (parser_.mid_message()) {
@@ -476,8 +473,7 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     // client waits for us.
     if (read_closed_ || read_paused_ || now - last_input_ <= seconds(config.body_timeout_s)) return;
     timed_out_ = true;
-    listener_.answer_locally(*this, false, false, false, 408,
-                             "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+    owner_.refuse(*this, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
     return;
   }
   if (!slots_.empty() || !output_empty() || writing_) return;
@@ -487,7 +483,7 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
 bool Connection::client_may_still_send() {
   // A client that timed out gets no more of our time (nginx does not
   // linger after a timeout either): a slow one would hold the connection.
-  if (peer_closed_ || timed_out_ || tls_ || listener_.draining()) return false;
+  if (peer_closed_ || timed_out_ || tls_ || owner_.draining()) return false;
   if (input_refused_ || parser_.mid_message()) return true;
   // Unread bytes in the socket: a close now would reset the connection,
   // and the client could lose the answer with it.
@@ -503,7 +499,7 @@ void Connection::finish() {
   // EDRI_LINGERING_TIME in all, then the connection closes.
   lingering_ = true;
   read_closed_ = true;
-  linger_until_ = std::chrono::steady_clock::now() + seconds(listener_.config().lingering_time_s);
+  linger_until_ = std::chrono::steady_clock::now() + seconds(owner_.config().lingering_time_s);
   last_input_ = std::chrono::steady_clock::now();
   discard_input();
 }
@@ -535,12 +531,12 @@ void Connection::close() {
   if (ws_) {
     ws_->detach();
     ws_.reset();
-    listener_.need_poll();
+    owner_.wants_poll();
   }
   if (tls_) tls_->shutdown();
-  listener_.events().unwatch(fd_.get());
+  owner_.events().unwatch(fd_.get());
   fd_.reset();
-  listener_.release(*this);
+  owner_.closed(*this);
 }
 
 }  // namespace edri::listener

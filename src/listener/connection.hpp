@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "http/request_parser.hpp"
+#include "listener/connection_owner.hpp"
 #include "listener/file_body.hpp"
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
@@ -36,13 +37,11 @@
 
 namespace edri::listener {
 
-class Listener;
-
 class Connection final : public WebSocketSession::Owner {
  public:
   // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
   // over it when `tls` is given.
-  Connection(Listener& listener, UniqueFd fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
+  Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
   ~Connection() override;
 
   void start();
@@ -86,13 +85,8 @@ class Connection final : public WebSocketSession::Owner {
   // response, but the slot stays open: pieces follow until the last one,
   // and later responses wait behind them. The bytes of each piece are
   // granted back to its producer once the client has taken them
-  // (Listener::stream_credit), so what a stream holds here is bounded by
-  // the producer's window.
-  struct StreamRef {
-    std::uint16_t manager_slot = 0;
-    std::uint64_t id = 0;
-    bool chunked = false;
-  };
+  // (ConnectionOwner::stream_credit), so what a stream holds here is
+  // bounded by the producer's window.
   // `close_after`: the body ends with the connection (HTTP/1.0, no length).
   template <class Write>
   void open_stream(std::uint32_t seq, Write&& write, StreamRef ref, bool close_after);
@@ -274,7 +268,7 @@ class Connection final : public WebSocketSession::Owner {
   bool write_piece(Piece& p, bool& progress);
   bool write_file(FileBody& f, bool& progress);
 
-  Listener& listener_;
+  ConnectionOwner& owner_;
   UniqueFd fd_;
   std::unique_ptr<TlsSession> tls_;
   std::uint32_t id_;

@@ -8,7 +8,6 @@
 #include <cerrno>
 
 #include "listener/connection.hpp"
-#include "listener/listener.hpp"
 
 namespace edri::listener {
 
@@ -90,7 +89,7 @@ void Connection::drop_unsent() {
 void Connection::report_held() {
   const std::size_t now = held_bytes();
   if (now == reported_held_) return;
-  listener_.held_changed(reported_held_, now);
+  owner_.held_changed(reported_held_, now);
   reported_held_ = now;
 }
 
@@ -119,7 +118,7 @@ void Connection::write_out() {
       return;
     }
     // The client took a piece of a stream: its producer may make more.
-    if (queue_.front().credit) listener_.stream_credit(queue_.front().stream, queue_.front().credit);
+    if (queue_.front().credit) owner_.stream_credit(queue_.front().stream, queue_.front().credit);
     queue_.pop_front();
   }
   while (out_off_ < out_.size()) {

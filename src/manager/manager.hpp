@@ -17,14 +17,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/config.hpp"
-#include "runtime/process_loop.hpp"
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
 #include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+#include "runtime/process_loop.hpp"
 
 namespace edri::manager {
 

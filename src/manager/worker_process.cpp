@@ -15,10 +15,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/config.hpp"
-#include "runtime/log.hpp"
 #include "manager/worker_pool_layout.hpp"
 #include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+#include "runtime/log.hpp"
 #include "transport/channel.hpp"
 
 namespace edri::manager {

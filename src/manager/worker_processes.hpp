@@ -31,8 +31,8 @@
 
 #include <edri/plugin.hpp>
 
-#include "runtime/event_loop.hpp"
 #include "manager/worker_pool_layout.hpp"
+#include "runtime/event_loop.hpp"
 #include "transport/channel.hpp"
 #include "transport/doorbell.hpp"
 

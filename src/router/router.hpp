@@ -15,11 +15,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "envelope/control.hpp"
+#include "envelope/envelope.hpp"
 #include "runtime/config.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/successor_watch.hpp"
-#include "envelope/control.hpp"
-#include "envelope/envelope.hpp"
 
 namespace edri::router {
 

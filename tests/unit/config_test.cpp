@@ -89,7 +89,7 @@ TEST_CASE("words: an alias is accepted, the message offers the words", "[config]
                     "EDRI_LOG_LEVEL=loud: must be trace, debug, info, warn, error, critical or off");
 }
 
-TEST_CASE("lists drop empty pieces; an origin must look like one", "[config]") {
+TEST_CASE("lists drop empty pieces, an origin must look like one", "[config]") {
   {
     EnvVar p("EDRI_PLUGINS", ":a.so,,b.so:"), o("EDRI_CORS_ORIGINS", " https://a.example , *,");
     const auto c = Config::from_env();

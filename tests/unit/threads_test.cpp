@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/event_loop.hpp"
 #include "manager/worker_threads.hpp"
+#include "runtime/event_loop.hpp"
 #include "transport/segment.hpp"
 #include "unit/segment_fixture.hpp"
 

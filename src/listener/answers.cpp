@@ -1,0 +1,282 @@
+#include "listener/answers.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include <edri/problem.hpp>
+
+namespace edri::listener {
+
+namespace env = edri::envelope;
+
+namespace {
+
+std::uint64_t now_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
+
+bool is_json_type(std::string_view content_type) {
+  const auto semi = content_type.find(';');
+  const std::string_view t = content_type.substr(0, semi);
+  return t == "application/json" || (t.size() > 5 && t.substr(t.size() - 5) == "+json");
+}
+
+}  // namespace
+
+Answers::Answers(const Config& config, ConnectionTable& table, EventSender& sender, transport::BlobArena* blobs,
+                 std::vector<MiddlewareDecl> middlewares, Metrics metrics)
+    : config_(config),
+      table_(table),
+      sender_(sender),
+      blobs_(blobs),
+      middlewares_(std::move(middlewares)),
+      metrics_(metrics) {
+  for (const auto& mw : middlewares_)
+    if (mw.on_response) has_response_middleware_ = true;
+}
+
+void Answers::on_response(const env::EnvelopeView& v) {
+  const auto& h = v.header;
+  // A body in the blob area is this listener's to free from here on: when
+  // this returns, unless the connection takes it to send.
+  transport::BlobLease blob;
+  const bool has_blob = v.has(env::SectionType::Blob);
+  if (has_blob) blob = transport::claim_blob(blobs_, v.section(env::SectionType::Blob));
+  const bool blob_lost = has_blob && !blob;
+  Connection* c = table_.find(h.origin_connection, h.origin_generation);
+  if (!c) return;  // the client went away
+  if (c->websocket()) {
+    if (!c->ws_slot(h.origin_stream)) return;
+    if (v.has(env::SectionType::File))
+      return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
+    if (blob_lost) return ws_error(*c, h.origin_stream, 502, "the answer's body was lost on the way");
+    return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
+                     blob ? blob.view() : v.text(env::SectionType::Body));
+  }
+  if (!c->slot(h.origin_stream)) return;
+  if (blob_lost)
+    return problem(*c, h.origin_stream, 502, "the answer's body was lost on the way (a process restarted)");
+  collect_headers(v);
+  if (v.has(env::SectionType::Stream)) {
+    env::StreamHead sh{};
+    const auto sec = v.section(env::SectionType::Stream);
+    if (sec.size() != sizeof sh) return problem(*c, h.origin_stream, 502, "a malformed streamed answer");
+    std::memcpy(&sh, sec.data(), sizeof sh);
+    return reply_stream(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), sh, h.request_id,
+                        extra_headers_);
+  }
+  if (v.has(env::SectionType::File)) return reply_file(*c, v);
+  if (blob) {
+    // Sent from the blob area's mapping, never copied into this process;
+    // freed once the socket took it or when the connection goes.
+    const std::size_t length = blob.view().size();
+    return reply_body(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), length,
+                      extra_headers_);
+  }
+  reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
+        extra_headers_);
+}
+
+void Answers::collect_headers(const env::EnvelopeView& v) {
+  const auto& h = v.header;
+  extra_headers_.clear();
+  if (v.has(env::SectionType::Headers)) {
+    env::KeyValueReader kv(v.section(env::SectionType::Headers));
+    std::string_view k, val;
+    while (kv.next(k, val)) {
+      if (!header_safe(k) || !header_safe(val) || k.empty()) {
+        spdlog::warn("dropping a response header with CR/LF from a handler");
+        continue;
+      }
+      extra_headers_.append(k).append(": ").append(val).append("\r\n");
+    }
+  }
+  if (!(h.flags & env::kFlagTiming) || !h.t0_ns) return;
+  const auto& s = h.stamps;
+  const double total = static_cast<double>(now_ns() - h.t0_ns);
+  auto ms = [](double ns) { return ns / 1e6; };
+  char buf[256];
+  const int n = std::snprintf(buf, sizeof buf,
+                              "Server-Timing: broker;dur=%.3f, router;dur=%.3f, manager;dur=%.3f, handler;dur=%.3f, "
+                              "return;dur=%.3f, total;dur=%.3f\r\n",
+                              ms(s[env::kStampBrokerIn]), ms(double(s[env::kStampRouterIn]) - s[env::kStampBrokerIn]),
+                              ms(double(s[env::kStampManagerIn]) - s[env::kStampRouterIn]),
+                              ms(double(s[env::kStampManagerOut]) - s[env::kStampManagerIn]),
+                              ms(total - s[env::kStampManagerOut]), ms(total));
+  if (n > 0) extra_headers_.append(buf, static_cast<std::size_t>(std::min(n, int(sizeof buf) - 1)));
+}
+
+void Answers::reply_file(Connection& c, const env::EnvelopeView& v) {
+  // The handler answered with a file: sent from here, from disk.
+  const auto& h = v.header;
+  const std::string path(v.text(env::SectionType::File));
+  auto a = StaticFiles::serve_file(path, c.slot(h.origin_stream)->conditions, v.text(env::SectionType::ContentType));
+  if (!a) {
+    spdlog::error("a handler answered with the file {}, which cannot be read", path);
+    return problem(
+        c, h.origin_stream, 500,
+        config_.production ? "the answer's file cannot be read" : "the answer's file cannot be read: " + path);
+  }
+  // A handler's own status stands, unless the file answer is partial or
+  // conditional (206, 304, 416).
+  if (a->status == 200) a->status = h.status;
+  extra_headers_ += a->headers;
+  reply_static(c, h.origin_stream, std::move(*a), extra_headers_);
+}
+
+void Answers::on_stream_piece(const env::EnvelopeView& v) {
+  const auto& h = v.header;
+  // A piece in the blob area is this listener's to free from here on.
+  transport::BlobLease blob;
+  const bool has_blob = v.has(env::SectionType::Blob);
+  if (has_blob) blob = transport::claim_blob(blobs_, v.section(env::SectionType::Blob));
+  Connection* c = table_.find(h.origin_connection, h.origin_generation);
+  if (!c || c->websocket()) return;  // gone: its close cancelled the stream
+  const bool end = h.flags & env::kFlagStreamEnd;
+  const bool abort = (h.flags & env::kFlagStreamAbort) || (has_blob && !blob);
+  const std::string_view bytes = blob ? std::string_view() : v.text(env::SectionType::Body);
+  if (abort) spdlog::warn("a streamed answer on connection {} was cut short", c->id());
+  (void)c->stream_piece(h.origin_stream, bytes, std::move(blob), end, abort);
+}
+
+void Answers::compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers) {
+  composed_.assign(headers);
+  composed_ += info.headers;  // added by middleware when the request came in
+  if (!has_response_middleware_) return;
+  response_headers_.clear();
+  for (const auto& mw : middlewares_)
+    if (mw.on_response) mw.on_response(status, response_headers_);
+  composed_ += response_headers_.lines();
+}
+
+void Answers::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+                    std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  compose_headers(*info, status, headers);
+  const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
+  record(*info, status);
+  c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
+}
+
+template <class Body>
+void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+                         std::size_t length, std::string_view headers) {
+  const auto* info = c.slot(seq);
+  if (!info) return;
+  compose_headers(*info, status, headers);
+  const http::ResponseHead h{status, content_type, length, info->keep_alive, info->http10, info->head};
+  record(*info, status);
+  auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
+  if (info->head)
+    c.complete(seq, head);  // the body is dropped unsent: the file closed, the blob freed
+  else
+    c.complete(seq, head, std::move(body));
+}
+
+void Answers::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
+  if (!a.file) return reply(c, seq, a.status, a.content_type, std::string_view(), headers);
+  const auto length = static_cast<std::size_t>(a.file.remaining());  // before the move
+  reply_body(c, seq, a.status, a.content_type, std::move(a.file), length, headers);
+}
+
+void Answers::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                           const env::StreamHead& sh, std::uint64_t id, std::string_view headers) {
+  const StreamRef ref{sh.manager_slot, id, false};
+  const auto* info = c.slot(seq);
+  if (!info) return sender_.stream_cancel(ref);
+  compose_headers(*info, status, headers);
+  record(*info, status);
+  http::ResponseHead h{status,           content_type, sh.length >= 0 ? static_cast<std::size_t>(sh.length) : 0,
+                       info->keep_alive, info->http10, info->head};
+  h.framing = sh.length >= 0 ? http::ResponseHead::Framing::Length : http::ResponseHead::Framing::Chunked;
+  const bool bodyless = status == 204 || status == 304 || status < 200;
+  if (info->head || bodyless) {
+    // No body goes out: the head alone, and the producer is stopped.
+    c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); });
+    return sender_.stream_cancel(ref);
+  }
+  // An HTTP/1.0 client knows no chunks: the body ends with the connection.
+  const bool close_after = sh.length < 0 && info->http10;
+  if (close_after) {
+    h.framing = http::ResponseHead::Framing::Close;
+    h.keep_alive = false;
+  }
+  c.open_stream(
+      seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); },
+      StreamRef{sh.manager_slot, id, h.framing == http::ResponseHead::Framing::Chunked}, close_after);
+}
+
+void Answers::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers) {
+  reply(c, seq, status, "application/problem+json", problem_json(status, detail), headers);
+}
+
+void Answers::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,
+                             std::string_view detail, std::string_view headers) {
+  const auto seq = c.open_slot(keep_alive, http10, head, {});
+  problem(c, seq, status, detail, headers);
+}
+
+void Answers::ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                        std::string_view body) {
+  const std::string* command = c.ws_slot(seq);
+  if (!command) return;
+  std::string msg;
+  msg.reserve(40 + command->size() + body.size());
+  msg.append(R"({"command":)").append(*command);
+  if (status < 400) {
+    msg.append(R"(,"response":)");
+    if (body.empty())
+      msg.append("{}");
+    else if (is_json_type(content_type))
+      msg.append(body);
+    else
+      msg.append(nlohmann::json(std::string(body)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    msg.append(R"(,"error":)");
+    if (is_json_type(content_type) && !body.empty())
+      msg.append(body);
+    else
+      msg.append(problem_json(status, body));
+  }
+  msg.append("}");
+  c.ws_complete(seq, std::move(msg));
+}
+
+void Answers::ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
+  ws_answer(c, seq, status, "application/problem+json", problem_json(status, detail));
+}
+
+void Answers::record(const Connection::SlotInfo& info, int status) {
+  // This listener is the only writer of its block: plain load + store.
+  auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
+    a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  };
+  const auto row = info.route == Connection::kNoRoute ? metrics_.unrouted_row : info.route;
+  bump(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)], 1);
+  const auto us = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - info.opened).count());
+  std::size_t b = 0;
+  while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
+  bump(metrics_.header.latency[b], 1);
+  bump(metrics_.header.latency_sum_us, us);
+  bump(metrics_.header.latency_count, 1);
+}
+
+void Answers::count_refusal() {
+  Connection::SlotInfo info{};
+  info.route = Connection::kNoRoute;
+  info.opened = std::chrono::steady_clock::now();
+  record(info, 503);
+}
+
+}  // namespace edri::listener

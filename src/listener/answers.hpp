@@ -1,0 +1,90 @@
+// Answers: from envelopes back to bytes. Every answer a connection gets is
+// written into its slot here: a handler's response (bytes, a blob, a file,
+// a stream), a hop's problem, or one the listener gives itself; the
+// response-side middleware runs on it and the metrics count it. A WebSocket
+// command's answer takes the same path, framed as a command message.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <edri/plugin.hpp>
+
+#include "envelope/envelope.hpp"
+#include "http/response_writer.hpp"
+#include "listener/connection.hpp"
+#include "listener/connection_table.hpp"
+#include "listener/event_sender.hpp"
+#include "listener/static_files.hpp"
+#include "runtime/config.hpp"
+#include "transport/blob_arena.hpp"
+#include "transport/shm_layout.hpp"
+
+namespace edri::listener {
+
+class Answers {
+ public:
+  struct Metrics {
+    transport::ListenerMetricsHeader& header;
+    std::atomic<std::uint64_t>* request_counters;  // row-major, kStatusColumns per row
+    std::uint32_t unrouted_row;                    // of answers given without a route
+  };
+  Answers(const Config& config, ConnectionTable& table, EventSender& sender, transport::BlobArena* blobs,
+          std::vector<MiddlewareDecl> middlewares, Metrics metrics);
+
+  // A response (or a hop's problem) for a request of this listener.
+  void on_response(const envelope::EnvelopeView& v);
+  // A piece of a streamed answer after its head.
+  void on_stream_piece(const envelope::EnvelopeView& v);
+
+  // Answers slot `seq`: `headers` are header lines ("Name: value\r\n"...)
+  // of this answer, before the slot's middleware lines and what
+  // response-side middleware adds.
+  void reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+             std::string_view headers = {});
+  void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers = {});
+  // A static file's answer (from disk, or its small body).
+  void reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers);
+  // A slot of its own, answered with a problem at once.
+  void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
+                      std::string_view headers = {});
+  // WebSocket command slot `seq`: {"command":..,"response":..} or
+  // {"command":..,"error":{problem}}.
+  void ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body);
+  void ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail);
+  // A connection refused past EDRI_MAX_CONNECTIONS, in the metrics.
+  void count_refusal();
+
+ private:
+  // The same with a body of `length` bytes sent after the head: a
+  // FileBody (from disk) or a BlobLease (from the blob area).
+  template <class Body>
+  void reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+                  std::size_t length, std::string_view headers);
+  void reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                    const envelope::StreamHead& sh, std::uint64_t id, std::string_view headers);
+  void reply_file(Connection& c, const envelope::EnvelopeView& v);
+  // extra_headers_ = the handler's header lines (and Server-Timing).
+  void collect_headers(const envelope::EnvelopeView& v);
+  // composed_ = `headers`, then the slot's middleware lines, then what
+  // response-side middleware adds for `status`.
+  void compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers);
+  void record(const Connection::SlotInfo& info, int status);
+
+  const Config& config_;
+  ConnectionTable& table_;
+  EventSender& sender_;
+  transport::BlobArena* blobs_;
+  std::vector<MiddlewareDecl> middlewares_;
+  bool has_response_middleware_ = false;
+  Metrics metrics_;
+  http::ResponseWriter writer_;
+  // Scratch, reused for every answer:
+  std::string extra_headers_;
+  std::string composed_;
+  ResponseHeaders response_headers_;
+};
+
+}  // namespace edri::listener

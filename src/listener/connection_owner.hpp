@@ -1,0 +1,63 @@
+// ConnectionOwner: what a Connection needs from the listener around it, and
+// nothing more. A connection reads and writes its client; everything it
+// cannot decide alone (what a request means, that it has output to write,
+// that it closed) it says through this, the way WebSocketSession talks to
+// its Connection. No part of the listener behind it is known to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "http/request_parser.hpp"
+#include "runtime/asio.hpp"
+#include "runtime/config.hpp"
+#include "runtime/event_loop.hpp"
+
+namespace edri::listener {
+
+class Connection;
+
+// A streamed answer in flight (Response::stream): its producer's manager
+// slot and request id, and whether its body goes out chunked.
+struct StreamRef {
+  std::uint16_t manager_slot = 0;
+  std::uint64_t id = 0;
+  bool chunked = false;
+};
+
+class ConnectionOwner {
+ public:
+  virtual ~ConnectionOwner() = default;
+
+  virtual const Config& config() const = 0;
+  virtual EventLoop& events() = 0;
+  // The queue WebSocket sessions post Beast's handlers to (decision 0005).
+  virtual asio::io_context& io() = 0;
+  virtual http::ParserLimits parser_limits() const = 0;
+  virtual bool draining() const = 0;
+
+  // What the client sent: a whole request, one it must be refused (with
+  // `status`, and the connection closes after), or a WebSocket message.
+  virtual void request(Connection& c, http::HttpRequest& req) = 0;
+  virtual void refuse(Connection& c, int status, std::string_view reason) = 0;
+  virtual void websocket_message(Connection& c, std::string_view text) = 0;
+
+  // The connection has output to write this turn; a WebSocket session has
+  // handlers to run; the connection closed (it goes at the end of the turn).
+  virtual void wants_flush(Connection& c) = 0;
+  virtual void wants_poll() = 0;
+  virtual void closed(Connection& c) = 0;
+
+  // The bytes the connection holds for its client changed (the listener's
+  // EDRI_OUTPUT_BUFFER_TOTAL); it was closed for falling behind.
+  virtual void held_changed(std::size_t before, std::size_t after) = 0;
+  virtual void shed() = 0;
+
+  // A streamed answer's client took `bytes` more (its producer may make as
+  // many), or went away (its producer stops).
+  virtual void stream_credit(const StreamRef& s, std::uint64_t bytes) = 0;
+  virtual void stream_cancel(const StreamRef& s) = 0;
+};
+
+}  // namespace edri::listener

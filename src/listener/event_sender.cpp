@@ -1,0 +1,86 @@
+#include "listener/event_sender.hpp"
+
+#include <time.h>
+
+#include <spdlog/spdlog.h>
+
+#include "envelope/control.hpp"
+#include "envelope/send.hpp"
+
+namespace edri::listener {
+
+namespace env = edri::envelope;
+
+namespace {
+
+std::uint64_t now_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+EventSender::EventSender(transport::Outbox& to_broker, std::uint16_t listener_index)
+    : to_broker_(to_broker), index_(listener_index), next_request_(std::uint64_t{listener_index} << 48) {}
+
+env::EnvelopeHeader EventSender::origin_header(const Connection& c, env::Kind kind, std::uint64_t type,
+                                               std::uint32_t seq) {
+  auto h = env::make_header(kind, type, ++next_request_);
+  h.origin_listener = index_;
+  h.origin_connection = c.id();
+  h.origin_generation = c.generation();
+  h.origin_stream = seq;
+  // With request_id, unique across listener restarts (which start the
+  // counter over): Request::id.
+  if (kind == env::Kind::Request) h.t0_ns = now_ns();
+  return h;
+}
+
+bool EventSender::send(const env::EnvelopeWriter& w, transport::Admission admission) {
+  return env::send(to_broker_, w, admission);
+}
+
+bool EventSender::send_control(const Connection& c, std::uint64_t code, std::uint32_t seq,
+                               std::span<const std::byte> payload) {
+  env::EnvelopeWriter w(origin_header(c, env::Kind::Control, code, seq));
+  if (!payload.empty()) w.raw(env::SectionType::Control, payload);
+  // A subscription is new work (refused when the broker is far behind); an
+  // unsubscription must arrive, or the broker keeps pushing to nobody.
+  return send(w, code == env::kControlPushSubscribe ? transport::Admission::Work : transport::Admission::Answer);
+}
+
+void EventSender::stream_credit(const StreamRef& s, std::uint64_t bytes) {
+  stream_control(s, env::kControlStreamCredit, std::as_bytes(std::span<const std::uint64_t>(&bytes, 1)));
+}
+
+void EventSender::stream_cancel(const StreamRef& s) { stream_control(s, env::kControlStreamCancel, {}); }
+
+void EventSender::stream_control(const StreamRef& s, std::uint64_t code, std::span<const std::byte> payload) {
+  auto h = env::make_header(env::Kind::Control, code, s.id);
+  h.origin_listener = index_;
+  h.reply_to = s.manager_slot;
+  env::EnvelopeWriter w(h);
+  if (!payload.empty()) w.raw(env::SectionType::Control, payload);
+  if (!send(w, transport::Admission::Answer)) spdlog::error("a stream credit did not fit a record");
+}
+
+void EventSender::listener_reset() {
+  // Subscriptions of this listener's previous life died with its
+  // connections; the broker forgets them before anything new arrives.
+  auto h = env::make_header(env::Kind::Control, env::kControlListenerReset, 0);
+  h.origin_listener = index_;
+  if (!send(env::EnvelopeWriter(h), transport::Admission::Answer))
+    spdlog::error("cannot tell the broker this listener restarted");
+}
+
+void add_validated(env::EnvelopeWriter& w, const ValidatedFields& validated) {
+  if (!validated.query.empty())
+    w.key_values(env::SectionType::QueryParams, validated.query, env::StringPairKey{}, env::StringPairValue{});
+  if (!validated.headers.empty())
+    w.key_values(env::SectionType::Headers, validated.headers, env::StringPairKey{}, env::StringPairValue{});
+  if (!validated.cookies.empty())
+    w.key_values(env::SectionType::Cookies, validated.cookies, env::StringPairKey{}, env::StringPairValue{});
+}
+
+}  // namespace edri::listener

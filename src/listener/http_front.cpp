@@ -1,0 +1,293 @@
+#include "listener/http_front.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include <edri/problem.hpp>
+
+#include "listener/upload_file.hpp"
+#include "listener/websocket_front.hpp"
+#include "transport/unique_fd.hpp"
+
+namespace edri::listener {
+
+namespace env = edri::envelope;
+using Result = http::RouteTable::Match::Result;
+
+namespace {
+
+bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
+
+// The whole file at `path` into `out`.
+bool read_file(const std::string& path, std::string& out) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  out.clear();
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  return n == 0;
+}
+
+constexpr unsigned bit(Method m) { return 1u << static_cast<unsigned>(m); }
+
+}  // namespace
+
+HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
+                     const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
+                     EventSender& sender, WebSocketFront& websocket, BuiltinEndpoints& builtins, const Cors* cors,
+                     transport::BlobArena* blobs, std::uint16_t listener_index)
+    : config_(config),
+      answers_(answers),
+      sender_(sender),
+      websocket_(websocket),
+      builtins_(builtins),
+      cors_(cors),
+      blobs_(blobs),
+      index_(listener_index),
+      instance_tag_(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                    static_cast<std::uint32_t>(::getpid())) {
+  for (const auto& r : plugins.routes()) {
+    const auto t = static_cast<std::uint32_t>(targets_.size());
+    const auto& ev = plugins.events()[r.event];
+    targets_.push_back(Target{ev.type_id, validators[r.event], ev.replay});
+    routes_.add(r.method, r.path, t);
+  }
+  for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
+  if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
+  for (const auto& mw : plugins.middlewares())
+    if (mw.on_request) middlewares_.push_back(mw);
+  view_.max_json_depth = config.max_json_depth;  // a middleware's req.json() too
+}
+
+void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
+  const auto method = http::to_method(req.method);
+  Exchange ex(c, answers_, req.keep_alive, req.http_minor == 0, method == Method::Head);
+  request_headers_.clear();
+  if (!method) return ex.problem(501, "method not implemented");
+  const std::string_view target = req.target;
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  if (answer_builtin(ex, *method, path)) return;
+  if (!run_request_middleware(ex, req, *method, path, query)) return;
+  ex.add_middleware_lines(request_headers_);
+  if (req.upgrade && !config_.websocket_path.empty() && path == config_.websocket_path)
+    return websocket_.upgrade(c, req, request_headers_.lines(), ex.http10());
+  if (*method == Method::Options && target == "*")  // asterisk-form (RFC 9110 9.3.7): what the server allows
+    return ex.answer(204, {}, {}, "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n");
+  if (path.empty() || path[0] != '/') return ex.refuse(400, "the request-target must be an absolute path");
+  route(ex, req, *method, path, query);
+}
+
+bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view path) {
+  // Before middleware: health checks need no credentials.
+  if ((method != Method::Get && method != Method::Head) || !BuiltinEndpoints::is_builtin(path)) return false;
+  const auto a = builtins_.handle(path);
+  ex.answer(a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
+  return true;
+}
+
+bool HttpFront::run_request_middleware(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path,
+                                       std::string_view query) {
+  if (config_.request_id) add_request_id(req);
+  if (cors_) {
+    const auto verdict = cors_->apply(req, method, request_headers_);
+    if (verdict == Cors::Verdict::Preflight || verdict == Cors::Verdict::Refused) {
+      ex.add_middleware_lines(request_headers_);
+      if (verdict == Cors::Verdict::Preflight)
+        ex.answer(204, {}, {});
+      else
+        ex.problem(403, "origin not allowed");
+      return false;
+    }
+  }
+  if (middlewares_.empty()) return true;
+  view_.method = method;
+  view_.path = path;
+  view_.query = query;
+  view_.headers.clear();
+  for (const auto& [k, v] : req.headers) view_.headers.push_back(Param{k, v});
+  view_.body = req.body;
+  for (const auto& mw : middlewares_) {
+    std::optional<Response> early;
+    try {
+      early = mw.on_request(view_, request_headers_);
+    } catch (const std::exception& e) {
+      spdlog::error("middleware {} threw: {}", mw.name, e.what());
+      early =
+          Response::problem(500, "Internal Server Error",
+                            config_.production ? "the request failed" : std::string("middleware threw: ") + e.what());
+    }
+    if (!early) continue;
+    std::string lines;
+    for (const auto& [k, v] : early->headers)
+      if (header_safe(k) && header_safe(v) && !k.empty()) lines.append(k).append(": ").append(v).append("\r\n");
+    ex.add_middleware_lines(request_headers_);
+    ex.answer(early->status, early->content_type, early->body, lines);
+    return false;
+  }
+  return true;
+}
+
+void HttpFront::add_request_id(const http::HttpRequest& req) {
+  // Keep a sane id the client (or a proxy) sent; otherwise make one.
+  std::string_view sent = req.header("x-request-id");
+  const bool sane = !sent.empty() && sent.size() <= 128 &&
+                    sent.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:") ==
+                        std::string_view::npos;
+  if (sane) {
+    request_id_.assign(sent);
+  } else {
+    // <instance:8 hex>-<listener:4 hex>-<counter:12 hex>, without printf.
+    static constexpr char hex[] = "0123456789abcdef";
+    char buf[26];
+    auto put = [&](char* at, std::uint64_t v, int digits) {
+      for (int i = digits - 1; i >= 0; --i, v >>= 4) at[i] = hex[v & 15];
+    };
+    put(buf, instance_tag_, 8);
+    buf[8] = '-';
+    put(buf + 9, index_, 4);
+    buf[13] = '-';
+    put(buf + 14, ++request_ids_, 12);
+    request_id_.assign(buf, 26);
+  }
+  request_headers_.add("X-Request-Id", request_id_);
+}
+
+void HttpFront::route(Exchange& ex, http::HttpRequest& req, Method method, std::string_view path,
+                      std::string_view query) {
+  const bool head = method == Method::Head;
+  auto m = routes_.find(method, path);
+  if (head && m.result == Result::MethodNotAllowed && (m.allowed & bit(Method::Get)))
+    m = routes_.find(Method::Get, path);  // HEAD is GET without the body
+  if (m.result == Result::NotFound && (method == Method::Get || head) && answer_static(ex, req, path)) return;
+  if (m.result == Result::NotFound) {
+    if (!config_.websocket_path.empty() && path == config_.websocket_path)
+      return ex.problem(426, "this is the WebSocket endpoint: send a WebSocket upgrade request",
+                        "Upgrade: websocket\r\nConnection: Upgrade\r\n");
+    return ex.problem(404, "no route for " + std::string(path));
+  }
+  if (m.result == Result::MethodNotAllowed) return answer_not_allowed(ex, m, method);
+  if (!decode_params(ex, m)) return;
+  const Target& target = targets_[m.target];
+  ex.set_route(m.target);
+  if (!check_fields(ex, target, req, query)) return;
+  send_event(ex, req, target, m, query);
+}
+
+bool HttpFront::answer_static(Exchange& ex, const http::HttpRequest& req, std::string_view path) {
+  if (static_files_.empty()) return false;
+  auto a = static_files_.serve(path, req);
+  if (!a) return false;
+  const std::string extra = std::move(a->headers);
+  answers_.reply_static(ex.connection(), ex.open(), std::move(*a), extra);
+  return true;
+}
+
+void HttpFront::answer_not_allowed(Exchange& ex, const http::RouteTable::Match& m, Method method) {
+  std::uint8_t allowed = m.allowed;
+  if (allowed & bit(Method::Get)) allowed |= bit(Method::Head);
+  allowed |= bit(Method::Options);
+  const std::string allow = "Allow: " + http::RouteTable::allow_header(allowed) + "\r\n";
+  // A path that exists answers OPTIONS itself unless a plugin routes it.
+  if (method == Method::Options) return ex.answer(204, {}, {}, allow);
+  ex.problem(405, std::string(method_name(method)) + " is not allowed here", allow);
+}
+
+bool HttpFront::decode_params(Exchange& ex, const http::RouteTable::Match& m) {
+  // Path parameters reach handlers percent-decoded ("%20" -> " ").
+  decoded_params_.clear();
+  const auto params = m.path_params();
+  const bool escaped = std::any_of(params.begin(), params.end(),
+                                   [](const auto& p) { return p.value.find('%') != std::string_view::npos; });
+  if (!escaped) return true;
+  for (const auto& p : params) {
+    std::string value;
+    if (!percent_decode(p.value, value, false)) {
+      ex.problem(400, "malformed percent-escape in the path");
+      return false;
+    }
+    decoded_params_.emplace_back(std::string(p.name), std::move(value));
+  }
+  return true;
+}
+
+bool HttpFront::check_fields(Exchange& ex, const Target& target, http::HttpRequest& req, std::string_view query) {
+  // A body written to a file as it came (EDRI_UPLOAD_THRESHOLD): complete.
+  auto* upload = static_cast<UploadFile*>(req.spill.get());
+  if (upload) upload->finish();
+  validated_.clear();
+  if (target.validator && target.validator->reads_body() && upload && !read_file(upload->path(), req.body)) {
+    ex.problem(500, "the request body's file cannot be read");
+    return false;
+  }
+  if (target.validator) {
+    target.validator->check(query, req, validated_);
+    if (validated_.status) {
+      ex.answer(validated_.status, "application/problem+json", RequestValidator::problem_body(validated_));
+      return false;
+    }
+  }
+  if (config_.request_id) validated_.headers.emplace_back("x-request-id", request_id_);
+  return true;
+}
+
+void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& target, const http::RouteTable::Match& m,
+                           std::string_view query) {
+  Connection& c = ex.connection();
+  const auto seq = ex.open();
+  // Kept in case the handler answers with a file (Response::file).
+  if (auto conditions = StaticFiles::Conditions::of(req); conditions.any())
+    c.set_conditions(seq, std::move(conditions));
+  auto h = sender_.origin_header(c, env::Kind::Request, target.event_type, seq);
+  if (target.replay) h.flags |= env::kFlagReplay;
+  if (config_.server_timing) h.flags |= env::kFlagTiming;
+  env::EnvelopeWriter w(h);
+  const auto params = m.path_params();
+  if (!decoded_params_.empty())
+    w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
+  else if (!params.empty())
+    w.key_values(env::SectionType::PathParams, params, env::ParamKey{}, env::ParamValue{});
+  if (!query.empty()) w.text(env::SectionType::Query, query);
+  add_validated(w, validated_);
+  if (req.body_size > 0)
+    if (const auto type = req.header("content-type"); !type.empty()) w.text(env::SectionType::BodyType, type);
+  transport::BlobLease blob;
+  std::string upload_section;
+  if (!add_body(w, ex, seq, req, blob, upload_section)) return;
+  if (sender_.send(w))
+    (void)blob.take();  // the manager frees it
+  else
+    answers_.problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
+}
+
+bool HttpFront::add_body(env::EnvelopeWriter& w, Exchange& ex, std::uint32_t seq, http::HttpRequest& req,
+                         transport::BlobLease& blob, std::string& upload_section) {
+  // A large body is written once into the blob area; the manager reads it
+  // there and frees it. A larger one is in its file already: the manager
+  // maps it, and it is removed when the response is sent.
+  Connection& c = ex.connection();
+  if (auto* upload = static_cast<UploadFile*>(req.spill.get())) {
+    c.hold_upload(seq, req.spill);
+    const std::uint64_t size = upload->size();
+    upload_section.assign(reinterpret_cast<const char*>(&size), sizeof size).append(upload->path());
+    w.text(env::SectionType::Upload, upload_section);
+  } else if (blobs_ && req.body.size() >= config_.blob_threshold) {
+    blob = transport::BlobLease(blobs_, blobs_->store(req.body));
+    if (!blob) {
+      answers_.problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
+      return false;
+    }
+    w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
+  } else if (!req.body.empty()) {
+    w.text(env::SectionType::Body, req.body);
+  }
+  return true;
+}
+
+}  // namespace edri::listener
