@@ -103,7 +103,7 @@ void BM_JsonResponse(benchmark::State& state) {
   for (auto _ : state) {
     auto r = edri::Response::json(
         {{"id", 12345}, {"title", "a note"}, {"body", "some text"}, {"done", false}, {"tags", {"a", "b"}}}, 200);
-    benchmark::DoNotOptimize(r.body.data());
+    benchmark::DoNotOptimize(r.body_bytes().data());
   }
 }
 BENCHMARK(BM_JsonResponse);
@@ -146,10 +146,10 @@ void BM_ManagerDispatch(benchmark::State& state) {
     }
     edri::Responder defer() override { return edri::Responder(nullptr); }
     std::string render(std::string_view, const nlohmann::json&) override { return {}; }
-    edri::Response in_thread(std::function<edri::Response()>) override { return {}; }
-    edri::Response in_process(std::string_view, std::string,
-                              std::function<edri::Response(const edri::TaskResult&)>) override {
-      return {};
+    edri::Reply in_thread(std::function<edri::Response()>) override { return edri::Deferred{}; }
+    edri::Reply in_process(std::string_view, std::string,
+                           std::function<edri::Response(const edri::TaskResult&)>) override {
+      return edri::Deferred{};
     }
   } ctx;
   edri::Request req;
@@ -162,10 +162,11 @@ void BM_ManagerDispatch(benchmark::State& state) {
     std::string_view k, val;
     while (kv.next(k, val)) req.path_params.push_back(edri::Param{k, val});
     req.body = v.text(env::SectionType::Body);
-    const auto resp = handler(req, ctx);
+    const auto reply = handler(req, ctx);
+    const auto& resp = std::get<edri::Response>(reply);
     env::EnvelopeWriter w(env::make_header(env::Kind::Response, v.header.event_type, v.header.request_id));
     w.text(env::SectionType::ContentType, resp.content_type);
-    w.text(env::SectionType::Body, resp.body);
+    w.text(env::SectionType::Body, resp.body_bytes());
     w.write(out.data());
     benchmark::DoNotOptimize(out.data());
   }

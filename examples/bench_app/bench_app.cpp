@@ -151,7 +151,7 @@ void register_bench(edri::Registry& r) {
   const int maxw = env_int("BENCH_MAXW", 1, 1, 256);
   if (worker == "thread") {
     r.worker_threads(static_cast<std::size_t>(maxw), 1024);
-    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) {
+    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
       const auto ms = req.int_param("ms");
       if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
       return ctx.in_thread([ms] {
@@ -173,7 +173,7 @@ void register_bench(edri::Registry& r) {
       return std::string(R"({"ok":true})");
     });
     r.worker_processes(static_cast<std::size_t>(maxw), 1024);
-    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) {
+    r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
       const auto ms = req.int_param("ms");
       if (ms < 0 || ms > 60000) return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
       return ctx.in_process("burn", std::to_string(ms), [](const edri::TaskResult& t) {
@@ -201,7 +201,7 @@ void register_bench(edri::Registry& r) {
   // /route/{n}: round trips through the real router, to a manager of its own.
   r.domain("bench");
   const int window = env_int("BENCH_ROUTE_WINDOW", 1, 1, 4096);
-  r.get("/route/{n:int}", "bench.route", [window](const edri::Request& req, edri::Context& ctx) {
+  r.get("/route/{n:int}", "bench.route", [window](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
     const auto n = req.int_param("n");
     if (n < 0 || n > 100000000) return edri::Response::problem(422, "Unprocessable Content", "n: 0..100000000");
     auto run = std::make_shared<RouteRun>(ctx, ctx.defer(), n, window);
@@ -209,7 +209,7 @@ void register_bench(edri::Registry& r) {
       run->finish();
     else
       run->pump();
-    return edri::Response::deferred();
+    return edri::Deferred{};
   });
   r.domain("pong");
   r.event("bench.pong");

@@ -6,7 +6,8 @@ namespace {
 void register_hello(edri::Registry& r) {
   r.domain("hello");
   r.get("/hello/{name}", "hello.greet", [](const edri::Request& req, edri::Context&) {
-    return edri::Response::json({{"hello", std::string(*req.path_param("name"))}});
+    return edri::Response::json({{"hello", std::string(*req.path_param("name"))}}, edri::Status::Ok)
+        .header("Cache-Control", "no-store");
   });
 }
 

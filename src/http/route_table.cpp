@@ -1,16 +1,16 @@
 #include "http/route_table.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <system_error>
 
 namespace edri::http {
 
 bool is_int_segment(std::string_view s) {
-  std::size_t i = (!s.empty() && s[0] == '-') ? 1 : 0;
-  const std::size_t digits = s.size() - i;
-  if (digits == 0 || digits > 18) return false;
-  for (; i < s.size(); ++i)
-    if (s[i] < '0' || s[i] > '9') return false;
-  return true;
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return error == std::errc{} && end == s.data() + s.size();
 }
 
 bool is_uuid_segment(std::string_view s) {

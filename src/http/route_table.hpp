@@ -76,6 +76,8 @@ class RouteTable {
   std::size_t routes_ = 0;
 };
 
+// The whole of `s` is a 64-bit integer: what Request::int_param and
+// int_query can read ("-" and digits only, no '+', no overflow).
 bool is_int_segment(std::string_view s);
 bool is_uuid_segment(std::string_view s);
 

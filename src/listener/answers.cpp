@@ -22,8 +22,6 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
-
 bool is_json_type(std::string_view content_type) {
   const auto semi = content_type.find(';');
   const std::string_view t = content_type.substr(0, semi);
@@ -93,8 +91,10 @@ void Answers::collect_headers(const env::EnvelopeView& v) {
     env::KeyValueReader kv(v.section(env::SectionType::Headers));
     std::string_view k, val;
     while (kv.next(k, val)) {
-      if (!header_safe(k) || !header_safe(val) || k.empty()) {
-        spdlog::warn("dropping a response header with CR/LF from a handler");
+      // Response::header refuses these; a handler that pushed one into
+      // Response::headers directly meets the same rule here.
+      if (!is_valid_header(k, val)) {
+        spdlog::warn("dropping a response header with CR, LF or NUL from a handler");
         continue;
       }
       extra_headers_.append(k).append(": ").append(val).append("\r\n");

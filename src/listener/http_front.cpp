@@ -9,6 +9,7 @@
 
 #include <edri/problem.hpp>
 
+#include "envelope/body.hpp"
 #include "listener/upload_file.hpp"
 #include "listener/websocket_front.hpp"
 #include "transport/unique_fd.hpp"
@@ -19,8 +20,6 @@ namespace env = edri::envelope;
 using Result = http::RouteTable::Match::Result;
 
 namespace {
-
-bool header_safe(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
 
 // The whole file at `path` into `out`.
 bool read_file(const std::string& path, std::string& out) {
@@ -126,9 +125,9 @@ bool HttpFront::run_request_middleware(Exchange& ex, const http::HttpRequest& re
     if (!early) continue;
     std::string lines;
     for (const auto& [k, v] : early->headers)
-      if (header_safe(k) && header_safe(v) && !k.empty()) lines.append(k).append(": ").append(v).append("\r\n");
+      if (is_valid_header(k, v)) lines.append(k).append(": ").append(v).append("\r\n");
     ex.add_middleware_lines(request_headers_);
-    ex.answer(early->status, early->content_type, early->body, lines);
+    ex.answer(early->status, early->content_type, early->body_bytes(), lines);
     return false;
   }
   return true;
@@ -277,15 +276,9 @@ bool HttpFront::add_body(env::EnvelopeWriter& w, Exchange& ex, std::uint32_t seq
     const std::uint64_t size = upload->size();
     upload_section.assign(reinterpret_cast<const char*>(&size), sizeof size).append(upload->path());
     w.text(env::SectionType::Upload, upload_section);
-  } else if (blobs_ && req.body.size() >= config_.blob_threshold) {
-    blob = transport::BlobLease(blobs_, blobs_->store(req.body));
-    if (!blob) {
-      answers_.problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
-      return false;
-    }
-    w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
-  } else if (!req.body.empty()) {
-    w.text(env::SectionType::Body, req.body);
+  } else if (!env::attach_body(w, blob, blobs_, config_.blob_threshold, req.body)) {
+    answers_.problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
+    return false;
   }
   return true;
 }

@@ -6,8 +6,10 @@
 #include <cstring>
 #include <optional>
 
+#include "envelope/body.hpp"
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
+#include "envelope/send.hpp"
 #include "http/multipart.hpp"
 #include "manager/mapped_upload.hpp"
 
@@ -45,7 +47,7 @@ class DeferredAnswer final : public Responder::Sink {
  public:
   DeferredAnswer(Manager& m, const env::EnvelopeHeader& request) : manager_(m), request_(request) {}
   void send(Response response) override {
-    if (sent_ || response.is_deferred()) return;
+    if (sent_) return;
     sent_ = true;
     manager_.respond(request_, std::move(response));
   }
@@ -93,11 +95,9 @@ void Manager::start() {
     WorkerProcesses::Options o;
     o.domain = domain_;
     o.title = title_;
-    o.processes = config_.worker_processes ? config_.worker_processes
-                  : decl                   ? decl->processes
-                  : worker_cpus_.empty()   ? 1
-                                           : worker_cpus_.size();
-    o.queue = config_.worker_queue ? config_.worker_queue : decl ? decl->queue : 256;
+    const auto size = pool_size(config_.worker_processes, decl ? decl->processes : 0, decl ? decl->queue : 0);
+    o.processes = size.workers;
+    o.queue = size.queue;
     o.ring_bytes = config_.ring_bytes;
     o.cpus = worker_cpus_;
     for (const auto* t : plugins_.tasks(domain_)) o.tasks.insert(t->name);
@@ -114,8 +114,7 @@ void Manager::subscribe() {
   auto h = env::make_header(env::Kind::Control, env::kControlSubscribe, 0);
   env::EnvelopeWriter w(h);
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
-  if (!to_router_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
+  if (!env::send(to_router_, w, transport::Admission::Answer))
     spdlog::error("cannot subscribe: the subscription does not fit a record");
   spdlog::debug("domain {}: subscribed {} events", domain_, ids.size() - 1);
 }
@@ -211,26 +210,26 @@ void Manager::on_request(env::EnvelopeView& v) {
     }
     for (const auto& p : parts_) request_.form.push_back(FormPart{p.name, p.filename, p.content_type, p.data});
   }
-  Response resp;
+  Reply reply;
   current_ = &h;
   try {
-    resp = (*it->second.handler)(request_, *this);
+    reply = (*it->second.handler)(request_, *this);
   } catch (const RequestError& e) {
     // The client's mistake (Request::json() refused the body, say): its
     // status, and the detail is for the client.
     const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
     spdlog::debug("handler for {} refused the request: {} {}", it->second.event, status, e.what());
-    resp = Response::problem(status, reason_phrase(status), e.what());
+    reply = Response::problem(status, reason_phrase(status), e.what());
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", it->second.event, e.what());
-    resp = Response::problem(500, "Internal Server Error",
-                             config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
+    reply = Response::problem(500, "Internal Server Error",
+                              config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
   } catch (...) {
     spdlog::error("handler for {} threw a non-exception", it->second.event);
-    resp = Response::problem(500, "Internal Server Error", "the handler failed");
+    reply = Response::problem(500, "Internal Server Error", "the handler failed");
   }
   current_ = nullptr;
-  if (!resp.is_deferred()) respond(h, std::move(resp));
+  if (auto* resp = std::get_if<Response>(&reply)) respond(h, std::move(*resp));
 }
 
 void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
@@ -245,34 +244,29 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
   }
   env::EnvelopeWriter w(answer_header(request, resp.status));
   add_head(w, resp);
-  // A large body is written once into the blob area; the record carries
-  // its handle (transport/blob_layout.hpp). Freed here unless it is sent.
+  if (const auto* file = std::get_if<FileBody>(&resp.body)) w.text(env::SectionType::File, file->path);
+  // Freed here unless it is sent.
   transport::BlobLease blob;
-  auto* blobs = loop_.blobs();
-  if (blobs && resp.body.size() >= config_.blob_threshold) {
-    blob = transport::BlobLease(blobs, blobs->store(resp.body));
-    if (blob) {
-      w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
-    } else if (resp.body.size() + 4096 > to_router_.max_record()) {
-      if (blobs->capacity() < resp.body.size())
-        (void)env::send_problem(to_router_, request, 500,
-                                "the response is larger than the blob area (EDRI_BLOB_BYTES)");
-      else
-        (void)env::send_problem(to_router_, request, 503, "the blob area is full; retry later");
-      return;
-    }
+  const std::string_view bytes = resp.body_bytes();
+  if (!env::attach_body(w, blob, loop_.blobs(), config_.blob_threshold, bytes)) {
+    if (bytes.size() + 4096 > to_router_.max_record()) return refuse_large_answer(request, bytes.size());
+    w.text(env::SectionType::Body, bytes);
   }
-  if (!blob) w.text(env::SectionType::Body, resp.body);
-  if (!resp.file_path.empty()) w.text(env::SectionType::File, resp.file_path);
   if (w.size() > to_router_.max_record()) {
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
   // An answer: never refused for room (transport/outbox.hpp); its size
   // was checked above.
-  if (to_router_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
-    (void)blob.take();  // its reader frees it now
+  if (env::send(to_router_, w, transport::Admission::Answer)) (void)blob.take();  // its reader frees it now
+}
+
+// A body for the blob area, which has no room for it, nor a record.
+void Manager::refuse_large_answer(const env::EnvelopeHeader& request, std::size_t size) {
+  if (loop_.blobs()->capacity() < size)
+    (void)env::send_problem(to_router_, request, 500, "the response is larger than the blob area (EDRI_BLOB_BYTES)");
+  else
+    (void)env::send_problem(to_router_, request, 503, "the blob area is full; retry later");
 }
 
 void Manager::on_notification(env::EnvelopeView& v) {
@@ -299,14 +293,12 @@ void Manager::on_response(env::EnvelopeView& v) {
   Response r{v.header.status,
              std::string(v.text(env::SectionType::ContentType)),
              std::string(v.text(env::SectionType::Body)),
-             {},
-             std::string(v.text(env::SectionType::File)),
-             {},
              {}};
+  if (v.has(env::SectionType::File)) r.body = FileBody{std::string(v.text(env::SectionType::File))};
   if (v.has(env::SectionType::Blob)) {
     // The other manager's large body: taken over, copied, freed.
     if (const auto body = transport::claim_blob(loop_.blobs(), v.section(env::SectionType::Blob)))
-      r.body.assign(body.view());
+      r.body = std::string(body.view());
     else
       r = Response::problem(502, "Bad Gateway", "the response body was lost on the way");
   }
@@ -329,14 +321,13 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::ContentType, "application/json");
   w.text(env::SectionType::Body, body);
-  if (to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) return true;
+  if (env::send(to_router_, w)) return true;
   // Not queued (the router is far behind): WebSocket subscribers of it
   // must not miss it in silence; the router has the broker close them.
   auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
   env::EnvelopeWriter l(lost);
   l.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&h.event_type, 1)));
-  (void)to_router_.emplace(
-      l.size(), [&](std::byte* p) { l.write(p); }, transport::Admission::Answer);
+  (void)env::send(to_router_, l, transport::Admission::Answer);
   return false;
 }
 
@@ -351,7 +342,7 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   const std::string text = body.dump();
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::Body, text);
-  if (!to_router_.emplace(w.size(), [&](std::byte* p) { w.write(p); })) {
+  if (!env::send(to_router_, w)) {
     on_response(Response::problem(503, "Service Unavailable", "the router channel is full"));
     return true;
   }
@@ -361,30 +352,32 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
 
 Manager::~Manager() = default;
 
-Response Manager::in_thread(std::function<Response()> work) {
+// A worker pool's size, threads or processes alike: the setting when set,
+// else what the plugin declared (0: nothing), else one worker per CPU the
+// pool may use; the queue likewise, else 256.
+Manager::PoolSize Manager::pool_size(std::size_t setting, std::size_t declared, std::size_t declared_queue) const {
+  const std::size_t per_cpu = worker_cpus_.empty() ? 1 : worker_cpus_.size();
+  const std::size_t workers = setting ? setting : declared ? declared : per_cpu;
+  const std::size_t queue = config_.worker_queue ? config_.worker_queue : declared_queue ? declared_queue : 256;
+  return {workers, queue};
+}
+
+Reply Manager::in_thread(std::function<Response()> work) {
   if (!current_) throw std::logic_error("in_thread() outside a request handler");
   if (!workers_) {
     const auto decl = plugins_.worker_pool(domain_);
-    const std::size_t threads = config_.worker_threads ? config_.worker_threads
-                                : decl                 ? decl->threads
-                                : worker_cpus_.empty() ? 1
-                                                       : worker_cpus_.size();
-    const std::size_t queue = config_.worker_queue ? config_.worker_queue : decl ? decl->queue : 256;
-    workers_ = std::make_unique<WorkerThreads>(loop_.events(), threads, queue, worker_cpus_);
+    const auto size = pool_size(config_.worker_threads, decl ? decl->threads : 0, decl ? decl->queue : 0);
+    workers_ = std::make_unique<WorkerThreads>(loop_.events(), size.workers, size.queue, worker_cpus_);
   }
   const env::EnvelopeHeader request = *current_;
-  auto done = [this, request](Response r) {
-    if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a worker job returned deferred()");
-    respond(request, std::move(r));
-  };
+  auto done = [this, request](Response r) { respond(request, std::move(r)); };
   if (!workers_->submit(std::move(work), std::move(done)))
     return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
         .header("Retry-After", "1");
-  return Response::deferred();
+  return Deferred{};
 }
 
-Response Manager::in_process(std::string_view task, std::string input,
-                             std::function<Response(const TaskResult&)> then) {
+Reply Manager::in_process(std::string_view task, std::string input, std::function<Response(const TaskResult&)> then) {
   if (!current_) throw std::logic_error("in_process() outside a request handler");
   if (!processes_) throw std::invalid_argument("domain " + domain_ + " registered no tasks (Registry::task)");
   if (!processes_->runs(task))
@@ -399,12 +392,11 @@ Response Manager::in_process(std::string_view task, std::string input,
       r = Response::problem(500, "Internal Server Error",
                             config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
     }
-    if (r.is_deferred()) r = Response::problem(500, "Internal Server Error", "a task continuation returned deferred()");
     respond(request, std::move(r));
   };
   const std::size_t size = input.size();
   switch (processes_->submit(task, std::move(input), std::move(done))) {
-    case WorkerProcesses::Submitted::Queued: return Response::deferred();
+    case WorkerProcesses::Submitted::Queued: return Deferred{};
     case WorkerProcesses::Submitted::QueueFull:
       return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
           .header("Retry-After", "1");
@@ -416,19 +408,19 @@ Response Manager::in_process(std::string_view task, std::string input,
 }
 
 void Manager::open_stream(const env::EnvelopeHeader& request, Response& resp) {
+  auto& stream = std::get<StreamBody>(resp.body);
   env::EnvelopeWriter w(answer_header(request, resp.status));
   add_head(w, resp);
   const env::StreamHead head{static_cast<std::uint16_t>(loop_.slot()), 0,
                              static_cast<std::uint32_t>(config_.stream_window),
-                             resp.stream_length ? static_cast<std::int64_t>(*resp.stream_length) : -1};
+                             stream.length ? static_cast<std::int64_t>(*stream.length) : -1};
   w.raw(env::SectionType::Stream, std::as_bytes(std::span<const env::StreamHead>(&head, 1)));
-  if (!to_router_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer)) {
+  if (!env::send(to_router_, w, transport::Admission::Answer)) {
     (void)env::send_problem(to_router_, request, 500, "the streamed answer's head does not fit a record");
     return;
   }
   // The listener may take a window's worth before its first credit.
-  streams_.insert_or_assign(request.request_id, OpenStream{request, std::move(resp.producer), config_.stream_window,
+  streams_.insert_or_assign(request.request_id, OpenStream{request, std::move(stream.next), config_.stream_window,
                                                            head.length, 0, std::chrono::steady_clock::now()});
   pump(request.request_id);
   if (!stream_timer_armed_ && !streams_.empty()) {
@@ -494,17 +486,11 @@ bool Manager::send_piece(const OpenStream& s, std::string_view bytes, std::uint1
   rh.flags = static_cast<std::uint16_t>(env::kFlagStreamPiece | flags);
   env::EnvelopeWriter w(rh);
   transport::BlobLease blob;
-  auto* blobs = loop_.blobs();
-  if (blobs && bytes.size() >= config_.blob_threshold) {
-    blob = transport::BlobLease(blobs, blobs->store(bytes));
-    if (blob) w.raw(env::SectionType::Blob, transport::BlobArena::section_of(blob.handle()));
-  }
-  if (!blob && !bytes.empty()) w.text(env::SectionType::Body, bytes);
+  if (!env::attach_body(w, blob, loop_.blobs(), config_.blob_threshold, bytes))
+    w.text(env::SectionType::Body, bytes);  // inline, if a record holds it
   if (w.size() > to_router_.max_record()) return false;
   // Pieces are answers, bounded by the stream window.
-  if (!to_router_.emplace(
-          w.size(), [&](std::byte* p) { w.write(p); }, transport::Admission::Answer))
-    return false;
+  if (!env::send(to_router_, w, transport::Admission::Answer)) return false;
   (void)blob.take();  // the listener frees it
   return true;
 }
@@ -554,7 +540,7 @@ Response Manager::collect(Response& resp) {
   try {
     for (int idle = 0;;) {
       const std::size_t before = body.size();
-      const bool more = resp.producer(body);
+      const bool more = std::get<StreamBody>(resp.body).next(body);
       if (body.size() > limit)
         return Response::problem(500, "Internal Server Error",
                                  "the streamed answer is larger than one body may be (" + std::to_string(limit) +
@@ -569,8 +555,7 @@ Response Manager::collect(Response& resp) {
     return Response::problem(500, "Internal Server Error",
                              config_.production ? "the handler failed" : std::string("producer threw: ") + e.what());
   }
-  Response whole{resp.status, std::move(resp.content_type), std::move(body), std::move(resp.headers), {}, {}, {}};
-  return whole;
+  return Response{resp.status, std::move(resp.content_type), std::move(body), std::move(resp.headers)};
 }
 
 Responder Manager::defer() {

@@ -50,13 +50,17 @@ class Manager final : public Context {
   std::string render(std::string_view name, const nlohmann::json& data) override {
     return templates_.render(name, data);
   }
-  Response in_thread(std::function<Response()> work) override;
-  Response in_process(std::string_view task, std::string input,
-                      std::function<Response(const TaskResult&)> then) override;
+  Reply in_thread(std::function<Response()> work) override;
+  Reply in_process(std::string_view task, std::string input, std::function<Response(const TaskResult&)> then) override;
 
   // Sends `resp` as the answer to the request with header `request`; a
   // stream opens here and goes on as its client takes it.
   void respond(const envelope::EnvelopeHeader& request, Response resp);
+  void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
+  struct PoolSize {
+    std::size_t workers, queue;
+  };
+  PoolSize pool_size(std::size_t setting, std::size_t declared, std::size_t declared_queue) const;
 
  private:
   struct Entry {

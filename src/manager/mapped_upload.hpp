@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "transport/unique_fd.hpp"
+
 namespace edri::manager {
 
 class MappedUpload {
@@ -31,19 +33,18 @@ class MappedUpload {
     if (section.size() <= sizeof size) return false;
     std::memcpy(&size, section.data(), sizeof size);
     path_.assign(reinterpret_cast<const char*>(section.data()) + sizeof size, section.size() - sizeof size);
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    const UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return false;
     struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == size;
+    bool ok = ::fstat(fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == size;
     if (ok && size > 0) {
-      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
       ok = p != MAP_FAILED;
       if (ok) {
         data_ = p;
         size_ = size;
       }
     }
-    ::close(fd);
     return ok;
   }
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }

@@ -20,6 +20,7 @@
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
 #include "transport/channel.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::manager {
 
@@ -67,12 +68,12 @@ int run_worker_process() {
   std::unordered_map<std::string_view, const Task*> tasks;
   for (const auto* t : plugins.tasks(domain)) tasks.emplace(t->name, &t->task);
 
+  const UniqueFd memfd(in.memfd);  // closed once mapped: the mapping keeps the memory
   struct stat st {};
-  if (::fstat(in.memfd, &st) != 0) throw std::runtime_error("worker: the pool memory is not inherited");
+  if (::fstat(memfd.get(), &st) != 0) throw std::runtime_error("worker: the pool memory is not inherited");
   const auto bytes = static_cast<std::size_t>(st.st_size);
-  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, in.memfd, 0);
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
   if (map == MAP_FAILED) throw std::runtime_error(std::string("worker: mmap failed: ") + std::strerror(errno));
-  ::close(in.memfd);
   auto* base = static_cast<std::byte*>(map);
   const auto& header = *reinterpret_cast<const pool::PoolHeader*>(base);
   if (header.magic != pool::kPoolMagic || header.layout_version != pool::kPoolLayoutVersion ||

@@ -46,10 +46,11 @@ WorkerProcesses::WorkerProcesses(EventLoop& loop, Options options) : loop_(loop)
   if (options_.processes == 0) options_.processes = 1;
   const auto n = static_cast<std::uint32_t>(options_.processes);
   bytes_ = pool::pool_bytes(n, rb);
-  memfd_ = ::memfd_create("edri-worker-pool", MFD_CLOEXEC);
-  if (memfd_ < 0) throw sys_error("memfd_create for the worker pool");
-  if (::ftruncate(memfd_, static_cast<off_t>(bytes_)) != 0) throw sys_error("ftruncate of the worker pool memory");
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
+  memfd_.reset(::memfd_create("edri-worker-pool", MFD_CLOEXEC));
+  if (!memfd_) throw sys_error("memfd_create for the worker pool");
+  if (::ftruncate(memfd_.get(), static_cast<off_t>(bytes_)) != 0)
+    throw sys_error("ftruncate of the worker pool memory");
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_.get(), 0);
   if (p == MAP_FAILED) throw sys_error("mmap of the worker pool memory");
   base_ = static_cast<std::byte*>(p);
   auto* header = new (base_) pool::PoolHeader{};
@@ -60,9 +61,9 @@ WorkerProcesses::WorkerProcesses(EventLoop& loop, Options options) : loop_(loop)
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = pool::kPoolMagic;
 
-  results_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (results_fd_ < 0) throw sys_error("eventfd for worker results");
-  loop_.watch(results_fd_, EPOLLIN, [this](std::uint32_t) { on_results(); });
+  results_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!results_fd_) throw sys_error("eventfd for worker results");
+  loop_.watch(results_fd_.get(), EPOLLIN, [this](std::uint32_t) { on_results(); });
 
   workers_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -90,14 +91,10 @@ WorkerProcesses::~WorkerProcesses() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    loop_.unwatch(w.pidfd);
-    ::close(w.pidfd);
-    ::close(w.bell_fd);
+    loop_.unwatch(w.pidfd.get());
   }
-  loop_.unwatch(results_fd_);
-  ::close(results_fd_);
+  loop_.unwatch(results_fd_.get());
   ::munmap(base_, bytes_);
-  ::close(memfd_);
 }
 
 void WorkerProcesses::spawn(std::size_t i) {
@@ -112,13 +109,13 @@ void WorkerProcesses::spawn(std::size_t i) {
   w.results = transport::ChannelConsumer(&w.block->results, base_ + pool::results_ring_offset(n, idx, rb), rb);
   // A fresh doorbell per worker: the worker blocks reading it, so it is not
   // non-blocking, and a count left by the previous worker must not leak.
-  w.bell_fd = ::eventfd(0, EFD_CLOEXEC);
-  if (w.bell_fd < 0) {
+  w.bell_fd.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!w.bell_fd) {
     spdlog::error("eventfd for worker {} failed: {}", i, std::strerror(errno));
     w.restart->expires_after(std::chrono::seconds(1));
     return;
   }
-  w.bell = transport::Doorbell(&w.block->bell, w.bell_fd);
+  w.bell = transport::Doorbell(&w.block->bell, w.bell_fd.get());
 
   // Everything the child needs is built here: between fork and exec it may
   // only make system calls (the manager may have worker threads).
@@ -128,8 +125,9 @@ void WorkerProcesses::spawn(std::size_t i) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "EDRI_INTERNAL_WORKER", 20) != 0) env_strings.emplace_back(*e);
-  env_strings.push_back("EDRI_INTERNAL_WORKER=" + std::to_string(memfd_) + "," + std::to_string(i) + "," +
-                        std::to_string(w.bell_fd) + "," + std::to_string(results_fd_) + "," + std::to_string(parent));
+  env_strings.push_back("EDRI_INTERNAL_WORKER=" + std::to_string(memfd_.get()) + "," + std::to_string(i) + "," +
+                        std::to_string(w.bell_fd.get()) + "," + std::to_string(results_fd_.get()) + "," +
+                        std::to_string(parent));
   env_strings.push_back("EDRI_INTERNAL_WORKER_DOMAIN=" + options_.domain);
   env_strings.push_back("EDRI_INTERNAL_WORKER_TITLE=worker " + std::to_string(i) + " of " + options_.title);
   std::vector<char*> envp;
@@ -139,13 +137,12 @@ void WorkerProcesses::spawn(std::size_t i) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int c : options_.cpus) CPU_SET(c, &cpus);
-  const int inherit[] = {memfd_, w.bell_fd, results_fd_};
+  const int inherit[] = {memfd_.get(), w.bell_fd.get(), results_fd_.get()};
 
   const pid_t pid = ::fork();
   if (pid < 0) {
     spdlog::error("fork for worker {} failed: {}", i, std::strerror(errno));
-    ::close(w.bell_fd);
-    w.bell_fd = -1;
+    w.bell_fd.reset();
     w.restart->expires_after(std::chrono::seconds(1));
     return;
   }
@@ -162,19 +159,18 @@ void WorkerProcesses::spawn(std::size_t i) {
     ::_exit(127);
   }
   w.pid = pid;
-  w.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (w.pidfd < 0) {
+  w.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!w.pidfd) {
     // Without a pidfd the loop cannot see this worker die: do without it.
     spdlog::error("pidfd_open for worker {} failed: {}; stopping it", i, std::strerror(errno));
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     w.pid = -1;
-    ::close(w.bell_fd);
-    w.bell_fd = -1;
+    w.bell_fd.reset();
     w.restart->expires_after(std::chrono::seconds(1));
     return;
   }
-  loop_.watch(w.pidfd, EPOLLIN, [this, i](std::uint32_t) { on_exit(i); });
+  loop_.watch(w.pidfd.get(), EPOLLIN, [this, i](std::uint32_t) { on_exit(i); });
   spdlog::debug("started worker {} (pid {})", i, pid);
   dispatch();
 }
@@ -191,9 +187,8 @@ void WorkerProcesses::on_exit(std::size_t i) {
   int status = 0;
   if (::waitpid(w.pid, &status, WNOHANG) <= 0) return;  // not yet: a spurious wake-up
   const bool was_ready = w.block->bell.pid.load(std::memory_order_acquire) == static_cast<std::uint32_t>(w.pid);
-  loop_.unwatch(w.pidfd);
-  ::close(w.pidfd);
-  w.pidfd = -1;
+  loop_.unwatch(w.pidfd.get());
+  w.pidfd.reset();
   collect(i);  // a result it committed before dying still counts
   const std::string how = describe_exit(status);
   if (w.holding && !was_ready) {
@@ -210,8 +205,7 @@ void WorkerProcesses::on_exit(std::size_t i) {
   } else if (!stopping_) {
     spdlog::error("worker {} (pid {}) {}; replacing it", i, w.pid, how);
   }
-  ::close(w.bell_fd);
-  w.bell_fd = -1;
+  w.bell_fd.reset();
   w.pid = -1;
   if (stopping_) return;
   start_failures_ = was_ready ? 0 : start_failures_ + 1;
@@ -251,7 +245,7 @@ void WorkerProcesses::collect(std::size_t i) {
 
 void WorkerProcesses::on_results() {
   std::uint64_t count;
-  [[maybe_unused]] auto n = ::read(results_fd_, &count, sizeof count);
+  [[maybe_unused]] auto n = ::read(results_fd_.get(), &count, sizeof count);
   for (std::size_t i = 0; i < workers_.size(); ++i)
     if (workers_[i].pid > 0 && workers_[i].holding) collect(i);
   dispatch();

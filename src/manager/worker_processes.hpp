@@ -35,6 +35,7 @@
 #include "runtime/event_loop.hpp"
 #include "transport/channel.hpp"
 #include "transport/doorbell.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::manager {
 
@@ -80,8 +81,8 @@ class WorkerProcesses {
   };
   struct Worker {
     pid_t pid = -1;
-    int pidfd = -1;
-    int bell_fd = -1;
+    UniqueFd pidfd;
+    UniqueFd bell_fd;
     pool::WorkerBlock* block = nullptr;
     transport::ChannelProducer tasks;
     transport::ChannelConsumer results;
@@ -101,8 +102,8 @@ class WorkerProcesses {
 
   EventLoop& loop_;
   Options options_;
-  int memfd_ = -1;
-  int results_fd_ = -1;  // eventfd the workers write after each result
+  UniqueFd memfd_;
+  UniqueFd results_fd_;  // eventfd the workers write after each result
   std::byte* base_ = nullptr;
   std::size_t bytes_ = 0;
   std::vector<Worker> workers_;

@@ -18,8 +18,8 @@ WorkerThreads::WorkerThreads(EventLoop& loop, std::size_t threads, std::size_t q
       queue_limit_(queue_limit),
       cpus_(std::move(cpus)),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (wake_fd_ < 0) throw std::runtime_error("eventfd for worker threads failed");
-  loop_.watch(wake_fd_, EPOLLIN, [this](std::uint32_t) { deliver(); });
+  if (!wake_fd_) throw std::runtime_error("eventfd for worker threads failed");
+  loop_.watch(wake_fd_.get(), EPOLLIN, [this](std::uint32_t) { deliver(); });
 }
 
 WorkerThreads::~WorkerThreads() {
@@ -29,8 +29,7 @@ WorkerThreads::~WorkerThreads() {
   }
   work_ready_.notify_all();
   for (auto& t : threads_) t.join();
-  loop_.unwatch(wake_fd_);
-  ::close(wake_fd_);
+  loop_.unwatch(wake_fd_.get());
 }
 
 bool WorkerThreads::submit(Work work, Done done) {
@@ -88,14 +87,14 @@ void WorkerThreads::run() {
     }
     if (wake) {
       const std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+      [[maybe_unused]] auto n = ::write(wake_fd_.get(), &one, sizeof one);
     }
   }
 }
 
 void WorkerThreads::deliver() {
   std::uint64_t count;
-  [[maybe_unused]] auto n = ::read(wake_fd_, &count, sizeof count);
+  [[maybe_unused]] auto n = ::read(wake_fd_.get(), &count, sizeof count);
   std::deque<Finished> ready;
   {
     std::lock_guard lock(mutex_);

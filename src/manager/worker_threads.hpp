@@ -1,7 +1,7 @@
 // WorkerThreads: a manager's pool of threads for CPU work.
 //
 // A handler hands a job to the pool (Context::in_thread) and returns
-// Response::deferred(); a worker thread runs the job and queues its result,
+// Deferred; a worker thread runs the job and queues its result,
 // and the manager's loop, woken through an eventfd in its epoll set, sends
 // the answer. Handlers, envelopes and channels are touched by the loop
 // thread only; a job sees nothing but what it captured.
@@ -24,6 +24,7 @@
 #include <edri/plugin.hpp>
 
 #include "runtime/event_loop.hpp"
+#include "transport/unique_fd.hpp"
 
 namespace edri::manager {
 
@@ -61,7 +62,7 @@ class WorkerThreads {
   std::size_t size_;
   std::size_t queue_limit_;
   std::vector<int> cpus_;
-  int wake_fd_;
+  UniqueFd wake_fd_;
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::deque<Job> jobs_;

@@ -87,6 +87,17 @@ void check_plugin_file(const std::string& path, const std::string& where) {
     throw PluginError(where + ": its folder " + dir + " may be written by anyone (mode o+w); refusing to load it");
 }
 
+// std::function, std::string and nlohmann::json cross dlopen inside
+// edri's types: a plugin built by another compiler or against another
+// standard library or JSON release may lay them out otherwise, and would
+// fail in ways no message explains.
+void check_toolchain(const PluginDescriptor& d, const std::string& where) {
+  const std::string_view plugin_toolchain = d.toolchain ? d.toolchain : "an unknown toolchain";
+  if (plugin_toolchain != EDRI_TOOLCHAIN)
+    throw PluginError(where + ": built with " + std::string(plugin_toolchain) + ", this edri-server with " +
+                      EDRI_TOOLCHAIN + "; rebuild the plugin with the same compiler and libraries");
+}
+
 }  // namespace
 
 PluginSet PluginSet::load(const std::vector<std::string>& paths) {
@@ -111,6 +122,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
     if (d->abi_version != kPluginAbiVersion)
       throw PluginError(where + ": plugin ABI version " + std::to_string(d->abi_version) + ", this edri-server has " +
                         std::to_string(kPluginAbiVersion) + "; rebuild the plugin against this edri");
+    check_toolchain(*d, where);
     if (!d->name || !*d->name) throw PluginError(where + ": the plugin has no name");
     if (!d->register_plugin) throw PluginError(where + ": the plugin has no registration function");
 
@@ -121,10 +133,11 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
     } catch (const std::exception& e) {
       throw PluginError(where + ": registration failed: " + e.what());
     }
+    auto& decls = PluginBinding::declarations(reg);
 
     const std::size_t plugin_index = set.paths_.size();
     set.paths_.push_back(path);
-    for (auto& e : reg.events) {
+    for (auto& e : decls.events) {
       if (e.name.empty()) throw PluginError(where + ": an event has no name");
       if (e.domain.empty()) throw PluginError(where + ": event " + e.name + " has an empty domain");
       if (event_by_name.count(e.name)) throw PluginError(where + ": event " + e.name + " is declared twice");
@@ -135,17 +148,17 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       event_by_name.emplace(e.name, set.events_.size());
       if (set.domain_index(e.domain) < 0) set.domains_.push_back(e.domain);
       const bool notification =
-          std::find(reg.notifications.begin(), reg.notifications.end(), e.name) != reg.notifications.end();
+          std::find(decls.notifications.begin(), decls.notifications.end(), e.name) != decls.notifications.end();
       set.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index, -1, notification});
     }
-    for (auto& r : reg.routes) {
+    for (auto& r : decls.routes) {
       auto it = event_by_name.find(r.event);
       if (it == event_by_name.end())
         throw PluginError(where + ": route " + std::string(method_name(r.method)) + " " + r.path +
                           " names undeclared event " + r.event);
       set.routes_.push_back(LoadedRoute{r.method, r.path, it->second});
     }
-    for (auto& hd : reg.handlers) {
+    for (auto& hd : decls.handlers) {
       auto it = event_by_name.find(hd.event);
       if (it == event_by_name.end()) throw PluginError(where + ": handler for undeclared event " + hd.event);
       auto& ev = set.events_[it->second];
@@ -165,7 +178,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
         if (p.subscribe == name || p.unsubscribe == name)
           throw PluginError(where + ": WebSocket command " + name + " is declared twice");
     };
-    for (auto& c : reg.commands) {
+    for (auto& c : decls.commands) {
       auto it = event_by_name.find(c.event);
       if (it == event_by_name.end())
         throw PluginError(where + ": WebSocket command " + c.command + " names undeclared event " + c.event);
@@ -175,7 +188,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       claim_command(c.command);
       set.commands_.push_back(LoadedCommand{std::move(c.command), it->second});
     }
-    for (auto& p : reg.pushes) {
+    for (auto& p : decls.pushes) {
       auto it = event_by_name.find(p.notification);
       if (it == event_by_name.end() || !set.events_[it->second].notification)
         throw PluginError(where + ": push of " + p.notification + ", which is not a declared notification");
@@ -185,7 +198,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
       claim_command(p.unsubscribe);
       set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
     }
-    for (const auto& name : reg.replayed) {
+    for (const auto& name : decls.replayed) {
       auto it = event_by_name.find(name);
       if (it == event_by_name.end() || set.events_[it->second].plugin != plugin_index)
         throw PluginError(where + ": replay of " + name + ", which this plugin does not declare");
@@ -193,24 +206,24 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
         throw PluginError(where + ": replay of notification " + name + " (only requests are replayed)");
       set.events_[it->second].replay = true;
     }
-    for (auto& [domain, n] : reg.replica_counts) {
+    for (auto& [domain, n] : decls.replica_counts) {
       if (n == 0 || n > 64)
         throw PluginError(where + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");
       set.replica_counts_.emplace_back(domain, n);
     }
-    for (auto& w : reg.worker_pools) {
+    for (auto& w : decls.worker_pools) {
       if (w.threads == 0 || w.threads > 1024)
         throw PluginError(where + ": worker_threads(" + std::to_string(w.threads) + ") for domain " + w.domain +
                           ": must be 1..1024");
       set.worker_pools_.push_back(std::move(w));
     }
-    for (auto& w : reg.worker_process_pools) {
+    for (auto& w : decls.worker_process_pools) {
       if (w.processes == 0 || w.processes > 256)
         throw PluginError(where + ": worker_processes(" + std::to_string(w.processes) + ") for domain " + w.domain +
                           ": must be 1..256");
       set.worker_process_pools_.push_back(std::move(w));
     }
-    for (auto& t : reg.tasks) {
+    for (auto& t : decls.tasks) {
       if (t.name.empty() || t.name.size() > 255 || !t.task)
         throw PluginError(where + ": a task needs a name of 1..255 bytes and a function");
       for (const auto& other : set.tasks_)
@@ -218,11 +231,11 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
           throw PluginError(where + ": task " + t.name + " is registered twice in domain " + t.domain);
       set.tasks_.push_back(std::move(t));
     }
-    for (const auto& sd : reg.subscribers)
+    for (const auto& sd : decls.subscribers)
       if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);
-    pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(reg.subscribers.begin()),
-                               std::make_move_iterator(reg.subscribers.end()));
-    for (auto& [prefix, folder] : reg.asset_mounts) {
+    pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(decls.subscribers.begin()),
+                               std::make_move_iterator(decls.subscribers.end()));
+    for (auto& [prefix, folder] : decls.asset_mounts) {
       std::string dir = folder;
       if (dir.empty() || dir.front() != '/') {
         const auto slash = path.rfind('/');
@@ -233,7 +246,7 @@ PluginSet PluginSet::load(const std::vector<std::string>& paths) {
         throw PluginError(where + ": assets folder " + dir + " is not a directory");
       set.asset_mounts_.emplace_back(prefix, dir);
     }
-    for (auto& m : reg.middlewares) {
+    for (auto& m : decls.middlewares) {
       if (!m.on_request && !m.on_response) throw PluginError(where + ": middleware " + m.name + " does nothing");
       set.middlewares_.push_back(std::move(m));
     }

@@ -79,3 +79,33 @@ TEST_CASE("query, header and cookie fields, with defaults", "[binding]") {
   CHECK(c.get("/search?q=x&limit=abc").status == 422);
   CHECK(c.get("/search?q=%zz").status == 422);
 }
+
+TEST_CASE("plugin API: integers are 64-bit or refused, a response header follows the one rule", "[binding]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+
+  SECTION("int_param reads a 64-bit integer and refuses anything else with 400") {
+    CHECK(json::parse(c.get("/int-of/-42").body)["value"] == -42);
+    for (const char* bad : {"abc", "99999999999999999999", "12x", "-", "+1"}) {
+      INFO(bad);
+      const auto r = c.get(std::string("/int-of/") + bad);
+      CHECK(r.status == 400);
+      CHECK(json::parse(r.body)["detail"] == "path parameter v is not a 64-bit integer");
+    }
+  }
+  SECTION("an {id:int} route matches exactly the 64-bit integers") {
+    CHECK(json::parse(c.get("/typed-int/9223372036854775807").body)["value"] == INT64_MAX);
+    CHECK(json::parse(c.get("/typed-int/-9223372036854775808").body)["value"] == INT64_MIN);
+    CHECK(c.get("/typed-int/9223372036854775808").status == 404);
+  }
+  SECTION("Response::header refuses CR, LF and NUL: the handler's request is a 500, nothing injected") {
+    for (const char* query : {"crlf", "nul"}) {
+      INFO(query);
+      const auto r = c.get(std::string("/bad-header?") + query);
+      CHECK(r.status == 500);
+      CHECK(r.header("injected").empty());
+      CHECK(r.header("x-bad").empty());
+    }
+    CHECK(c.get("/int-of/1").status == 200);  // the manager lives on
+  }
+}

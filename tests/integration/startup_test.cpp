@@ -30,6 +30,14 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
     CHECK(r.err.find("ABI version 999") != std::string::npos);
     CHECK(r.err.find("has " + std::to_string(edri::kPluginAbiVersion)) != std::string::npos);
   }
+  SECTION("another toolchain") {
+    const auto path = test_plugin_path("other_toolchain");
+    const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("built with gcc 4; libstdc++ 4") != std::string::npos);
+    CHECK(r.err.find(std::string("this edri-server with ") + EDRI_TOOLCHAIN) != std::string::npos);
+  }
   SECTION("a route to an undeclared event") {
     const auto path = test_plugin_path("bad_route");
     const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}});

@@ -214,7 +214,11 @@ void reg(edri::Registry& r) {
         .cookie("theme", "dark", {"/", 3600, false, true, "Strict"});
   });
   r.get("/evil-header", "test.evil", [](const edri::Request&, edri::Context&) {
-    return edri::Response::text("x").header("X-Evil", "a\r\nSet-Cookie: injected=1");
+    // Past Response::header (which refuses it), straight into the vector:
+    // the listener applies the same rule and drops it.
+    auto r = edri::Response::text("x");
+    r.headers.emplace_back("X-Evil", "a\r\nSet-Cookie: injected=1");
+    return r;
   });
   r.get("/request-id", "test.request_id", [](const edri::Request& req, edri::Context&) {
     return edri::Response::json({{"id", std::string(req.header("x-request-id").value_or(""))}});
@@ -258,16 +262,30 @@ void reg(edri::Registry& r) {
     ++notified;
     notified_sum += req.json().at("i").get<long>();
   });
+  // Plugin API v9: integer accessors refuse what is not a 64-bit integer
+  // (a `{v}` parameter is not checked by the listener), and a response
+  // header is refused by the rule ResponseHeaders::add follows.
+  r.get("/int-of/{v}", "test.int_of", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"value", req.int_param("v")}});
+  });
+  r.get("/typed-int/{v:int}", "test.typed_int", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"value", req.int_param("v")}}, edri::Status::Ok);
+  });
+  r.get("/bad-header", "test.bad_header", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::text("never sent")
+        .header("X-Bad", std::string(req.query) == "nul" ? std::string("a\0b", 3) : "a\r\nInjected: 1");
+  });
   r.get("/notified", "test.notified", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"count", notified}, {"sum", notified_sum}});
   });
   r.get("/ask", "test.ask", [](const edri::Request&, edri::Context& ctx) {
     auto responder = ctx.defer();
     ctx.request("other.pid", nlohmann::json::object(), [responder](const edri::Response& r) {
-      responder.send(edri::Response::json(
-          {{"status", r.status}, {"other", nlohmann::json::parse(r.body).at("pid")}, {"asked_from", ::getpid()}}));
+      responder.send(edri::Response::json({{"status", r.status},
+                                           {"other", nlohmann::json::parse(r.body_bytes()).at("pid")},
+                                           {"asked_from", ::getpid()}}));
     });
-    return edri::Response::deferred();
+    return edri::Deferred{};
   });
   r.get("/ask-nobody", "test.ask_nobody", [](const edri::Request&, edri::Context& ctx) {
     if (!ctx.request("no.such.event", {}, [](const edri::Response&) {}))

@@ -2,6 +2,6 @@
 #include <edri/plugin.hpp>
 
 extern "C" __attribute__((visibility("default"))) const edri::PluginDescriptor* edri_plugin_descriptor() {
-  static const edri::PluginDescriptor d{999u, "wrong_abi", [](edri::Registry&) {}};
+  static const edri::PluginDescriptor d{999u, EDRI_TOOLCHAIN, "wrong_abi", [](edri::Registry&) {}};
   return &d;
 }

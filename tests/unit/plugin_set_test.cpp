@@ -34,6 +34,9 @@ TEST_CASE("plugins that cannot be used are refused with the file and the reason"
   CHECK_THROWS_WITH(PluginSet::load({test_plugin("not_a_plugin")}), Catch::Contains("not an edri plugin"));
   CHECK_THROWS_WITH(PluginSet::load({test_plugin("wrong_abi")}),
                     Catch::Contains("wrong_abi.so") && Catch::Contains("ABI version 999"));
+  CHECK_THROWS_WITH(PluginSet::load({test_plugin("other_toolchain")}),
+                    Catch::Contains("other_toolchain.so") && Catch::Contains("built with gcc 4") &&
+                        Catch::Contains(EDRI_TOOLCHAIN) && Catch::Contains("rebuild the plugin"));
   CHECK_THROWS_WITH(PluginSet::load({test_plugin("bad_route")}), Catch::Contains("undeclared event nowhere"));
   // The same plugin twice declares its events twice.
   CHECK_THROWS_AS(PluginSet::load({test_plugin("test_app"), test_plugin("test_app")}), PluginError);

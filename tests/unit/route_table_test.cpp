@@ -37,6 +37,12 @@ TEST_CASE("literal and typed routes", "[routes]") {
   CHECK(t.find(Method::Get, "/notes/abc").result == Result::NotFound);
   CHECK(t.find(Method::Get, "/notes/1.5").result == Result::NotFound);
   CHECK(t.find(Method::Get, "/notes/99999999999999999999").result == Result::NotFound);
+  // Exactly the 64-bit integers: what Request::int_param reads.
+  CHECK(t.find(Method::Get, "/notes/9223372036854775807").target == 1);
+  CHECK(t.find(Method::Get, "/notes/-9223372036854775808").target == 1);
+  CHECK(t.find(Method::Get, "/notes/9223372036854775808").result == Result::NotFound);
+  CHECK(t.find(Method::Get, "/notes/-").result == Result::NotFound);
+  CHECK(t.find(Method::Get, "/notes/+1").result == Result::NotFound);
 
   m = t.find(Method::Get, "/users/ann/notes/7");
   REQUIRE(m.result == Result::Found);

@@ -1,0 +1,277 @@
+// What a plugin declares (Registry: events, routes, handlers, WebSocket
+// commands and pushes, middleware, worker pools), and the entry point
+// EDRI_PLUGIN generates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <edri/abi.hpp>
+#include <edri/context.hpp>
+#include <edri/fields.hpp>
+#include <edri/request.hpp>
+#include <edri/response.hpp>
+
+namespace edri {
+
+struct EventDecl {
+  std::string name;
+  std::string domain;
+  std::vector<FieldDecl> fields;
+};
+
+struct RouteDecl {
+  Method method;
+  std::string path;  // e.g. "/notes/{id:int}"; parameter types: int, str, uuid
+  std::string event;
+};
+
+// A WebSocket command: a text message {"command": command, ...fields}
+// becomes a request for `event`, its fields bound like a JSON body (path
+// and query fields of the event are read from the message too).
+struct CommandDecl {
+  std::string command;
+  std::string event;
+};
+
+// WebSocket pushes of a notification: {"command": subscribe} (optionally
+// with "filter": {field: value, "a.b": value}) makes the connection receive
+// {"command": notification, "event": payload} for each matching publish;
+// {"command": unsubscribe} stops them.
+struct PushDecl {
+  std::string notification;
+  std::string subscribe;
+  std::string unsubscribe;
+};
+
+// The worker thread pool of a domain.
+struct WorkerPoolDecl {
+  std::string domain;
+  std::size_t threads;
+  std::size_t queue;
+};
+
+// The worker process pool of a domain.
+struct WorkerProcessesDecl {
+  std::string domain;
+  std::size_t processes;
+  std::size_t queue;
+};
+
+struct TaskDecl {
+  std::string name;
+  std::string domain;
+  Task task;
+};
+
+struct HandlerDecl {
+  std::string event;
+  Handler handler;
+};
+
+struct SubscriberDecl {
+  std::string event;
+  std::string domain;
+  Subscriber subscriber;
+};
+
+// Middleware runs in the listener, in a defined order, on every request
+// before it is routed: `on_request` sees the method, path, raw query and
+// every header (not the path parameters), may add response headers, and
+// may answer at once by returning a Response (the request then goes no
+// further). `on_response` sees the final status of every response and may
+// add headers. Middleware never runs in a manager.
+struct MiddlewareDecl {
+  std::string name;
+  int order = 0;  // lower runs first; equal orders keep declaration order
+  std::function<std::optional<Response>(const Request&, ResponseHeaders&)> on_request;
+  std::function<void(int status, ResponseHeaders&)> on_response;
+};
+
+// Everything a plugin declared, in declaration order: what edri-server
+// reads of a Registry once registration is over (PluginBinding).
+struct RegistryDeclarations {
+  std::vector<EventDecl> events;
+  std::vector<RouteDecl> routes;
+  std::vector<HandlerDecl> handlers;
+  std::vector<MiddlewareDecl> middlewares;
+  std::vector<std::pair<std::string, std::string>> asset_mounts;  // (URL prefix, folder)
+  std::vector<std::string> notifications;                         // events declared with notification()
+  std::vector<SubscriberDecl> subscribers;
+  std::vector<CommandDecl> commands;
+  std::vector<PushDecl> pushes;
+  std::vector<WorkerPoolDecl> worker_pools;
+  std::vector<TaskDecl> tasks;
+  std::vector<WorkerProcessesDecl> worker_process_pools;
+  std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
+  std::vector<std::string> replayed;                                // events declared with replay()
+};
+
+// What a plugin declares. Filled by the plugin's registration function.
+class Registry {
+ public:
+  // Sets the domain (manager process) for the events declared after it.
+  // The default domain is the plugin's name.
+  Registry& domain(std::string name) {
+    current_domain_ = std::move(name);
+    return *this;
+  }
+
+  Registry& event(std::string name, std::vector<FieldDecl> fields = {}) {
+    d_.events.push_back(EventDecl{std::move(name), current_domain_, std::move(fields)});
+    return *this;
+  }
+
+  Registry& route(Method method, std::string path, std::string event_name) {
+    d_.routes.push_back(RouteDecl{method, std::move(path), std::move(event_name)});
+    return *this;
+  }
+
+  Registry& handle(std::string event_name, Handler handler) {
+    d_.handlers.push_back(HandlerDecl{std::move(event_name), std::move(handler)});
+    return *this;
+  }
+
+  // Declares an event that is published (Context::publish), not routed.
+  Registry& notification(std::string name, std::vector<FieldDecl> fields = {}) {
+    d_.events.push_back(EventDecl{std::move(name), current_domain_, std::move(fields)});
+    d_.notifications.push_back(d_.events.back().name);
+    return *this;
+  }
+  // The current domain runs `s` for every notification of `event_name`.
+  Registry& subscribe(std::string event_name, Subscriber s) {
+    d_.subscribers.push_back(SubscriberDecl{std::move(event_name), current_domain_, std::move(s)});
+    return *this;
+  }
+
+  // Shorthands: declare an event, route it and handle it in one call.
+  Registry& get(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Get, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& post(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Post, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& put(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Put, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& del(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Delete, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& on(Method m, std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
+    event(event_name, std::move(fields));
+    route(m, std::move(path), event_name);
+    return handle(std::move(event_name), std::move(h));
+  }
+
+  // Makes `event` a WebSocket command named `command` (default: the
+  // event's own name). Only declared commands are reachable over WebSocket.
+  Registry& command(std::string command, std::string event_name = {}) {
+    if (event_name.empty()) event_name = command;
+    d_.commands.push_back(CommandDecl{std::move(command), std::move(event_name)});
+    return *this;
+  }
+  // Lets WebSocket clients subscribe to `notification` (see PushDecl).
+  Registry& push(std::string notification, std::string subscribe_command, std::string unsubscribe_command) {
+    d_.pushes.push_back(
+        PushDecl{std::move(notification), std::move(subscribe_command), std::move(unsubscribe_command)});
+    return *this;
+  }
+
+  const std::string& current_domain() const { return current_domain_; }
+
+  // Serves the files of `folder` (relative to the plugin file's own
+  // directory unless absolute) under the URL prefix, from the listener.
+  Registry& assets(std::string url_prefix, std::string folder) {
+    d_.asset_mounts.push_back({std::move(url_prefix), std::move(folder)});
+    return *this;
+  }
+
+  // Sizes the worker thread pool of the current domain (Context::in_thread):
+  // `threads` threads, up to `queue` jobs waiting. EDRI_WORKER_THREADS and
+  // EDRI_WORKER_QUEUE, when set, win.
+  Registry& worker_threads(std::size_t threads, std::size_t queue = 256) {
+    d_.worker_pools.push_back(WorkerPoolDecl{current_domain_, threads, queue});
+    return *this;
+  }
+
+  // Registers `task` under `name` in the current domain, for
+  // Context::in_process. A domain with tasks starts its worker processes
+  // with its manager.
+  Registry& task(std::string name, Task task) {
+    d_.tasks.push_back(TaskDecl{std::move(name), current_domain_, std::move(task)});
+    return *this;
+  }
+  // Sizes the worker process pool of the current domain: `processes`
+  // processes, up to `queue` tasks waiting. EDRI_WORKER_PROCESSES and
+  // EDRI_WORKER_QUEUE, when set, win; the default is one per CPU.
+  Registry& worker_processes(std::size_t processes, std::size_t queue = 256) {
+    d_.worker_process_pools.push_back(WorkerProcessesDecl{current_domain_, processes, queue});
+    return *this;
+  }
+
+  // Runs the current domain in `n` manager processes (replicas); the router
+  // spreads its requests over them, and each notification reaches one of
+  // them. Only for domains whose state is not in the process (a database,
+  // or none). EDRI_MANAGER_REPLICAS, when set, wins.
+  Registry& replicas(std::size_t n) {
+    d_.replica_counts.emplace_back(current_domain_, n);
+    return *this;
+  }
+
+  // When the manager handling a request of `event_name` dies before it
+  // answers, the request is handed once more to its successor instead of
+  // being answered 503. Only for handlers that may run twice for one
+  // request: reads, and writes that are idempotent or that deduplicate on
+  // Request::id (which is the same both times). A request whose second run
+  // kills the manager again is answered 503.
+  Registry& replay(std::string event_name) {
+    d_.replayed.push_back(std::move(event_name));
+    return *this;
+  }
+
+  Registry& middleware(MiddlewareDecl m) {
+    d_.middlewares.push_back(std::move(m));
+    return *this;
+  }
+
+ private:
+  friend struct PluginBinding;
+  RegistryDeclarations d_;
+  std::string current_domain_;
+};
+
+// The descriptor the entry point returns. abi_version comes first and stays
+// first in every future version, so a loader can read it before trusting
+// anything else.
+struct PluginDescriptor {
+  std::uint32_t abi_version;
+  // EDRI_TOOLCHAIN where the plugin was built: std::function and
+  // nlohmann::json cross dlopen, so their layouts must be edri-server's.
+  const char* toolchain;
+  const char* name;
+  void (*register_plugin)(Registry&);
+};
+
+// The loader's access to a Registry: it sets the default domain before
+// registration and takes the declarations after it.
+struct PluginBinding {
+  static void start(Registry& r, std::string domain) { r.current_domain_ = std::move(domain); }
+  static RegistryDeclarations& declarations(Registry& r) { return r.d_; }
+};
+
+}  // namespace edri
+
+#define EDRI_PLUGIN_ENTRY_SYMBOL "edri_plugin_descriptor"
+
+// Declares this shared library an edri plugin. NAME is a string literal (the
+// default domain); REGISTER is `void(edri::Registry&)`.
+#define EDRI_PLUGIN(NAME, REGISTER)                                                                              \
+  extern "C" __attribute__((visibility("default"))) const ::edri::PluginDescriptor* edri_plugin_descriptor() {   \
+    static const ::edri::PluginDescriptor descriptor{::edri::kPluginAbiVersion, EDRI_TOOLCHAIN, NAME, REGISTER}; \
+    return &descriptor;                                                                                          \
+  }
