@@ -25,12 +25,15 @@ bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int sta
   return send(out, w, transport::Admission::Answer);
 }
 
-void stamp(EnvelopeHeader& h, Stamp which) {
-  if (!(h.flags & kFlagTiming)) return;
+std::uint64_t monotonic_ns() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  const std::uint64_t now =
-      static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void stamp(EnvelopeHeader& h, Stamp which) {
+  if (!(h.flags & kFlagTiming)) return;
+  const std::uint64_t now = monotonic_ns();
   h.stamps[which] = now > h.t0_ns ? static_cast<std::uint32_t>(std::min<std::uint64_t>(now - h.t0_ns, UINT32_MAX)) : 0;
 }
 

@@ -3,6 +3,7 @@
 // RFC 9457 problem, addressed back to the request's origin.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,9 @@ EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status);
 // refused for room). Returns false only if it cannot fit a record.
 [[nodiscard]] bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status,
                                 std::string_view detail);
+
+// The clock of t0_ns and of hop stamps: CLOCK_MONOTONIC, in nanoseconds.
+std::uint64_t monotonic_ns();
 
 // Records the time of a hop when the request asked for timing.
 void stamp(EnvelopeHeader& h, Stamp which);

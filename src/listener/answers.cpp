@@ -1,7 +1,5 @@
 #include "listener/answers.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -10,17 +8,13 @@
 
 #include <edri/problem.hpp>
 
+#include "envelope/problem.hpp"
+
 namespace edri::listener {
 
 namespace env = edri::envelope;
 
 namespace {
-
-std::uint64_t now_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 bool is_json_type(std::string_view content_type) {
   const auto semi = content_type.find(';');
@@ -102,7 +96,7 @@ void Answers::collect_headers(const env::EnvelopeView& v) {
   }
   if (!(h.flags & env::kFlagTiming) || !h.t0_ns) return;
   const auto& s = h.stamps;
-  const double total = static_cast<double>(now_ns() - h.t0_ns);
+  const double total = static_cast<double>(env::monotonic_ns() - h.t0_ns);
   auto ms = [](double ns) { return ns / 1e6; };
   char buf[256];
   const int n = std::snprintf(buf, sizeof buf,

@@ -1,25 +1,13 @@
 #include "listener/event_sender.hpp"
-
-#include <time.h>
-
 #include <spdlog/spdlog.h>
 
 #include "envelope/control.hpp"
+#include "envelope/problem.hpp"
 #include "envelope/send.hpp"
 
 namespace edri::listener {
 
 namespace env = edri::envelope;
-
-namespace {
-
-std::uint64_t now_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 EventSender::EventSender(transport::Outbox& to_broker, std::uint16_t listener_index)
     : to_broker_(to_broker), index_(listener_index), next_request_(std::uint64_t{listener_index} << 48) {}
@@ -33,7 +21,7 @@ env::EnvelopeHeader EventSender::origin_header(const Connection& c, env::Kind ki
   h.origin_stream = seq;
   // With request_id, unique across listener restarts (which start the
   // counter over): Request::id.
-  if (kind == env::Kind::Request) h.t0_ns = now_ns();
+  if (kind == env::Kind::Request) h.t0_ns = env::monotonic_ns();
   return h;
 }
 
