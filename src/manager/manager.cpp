@@ -202,34 +202,44 @@ void Manager::on_request(env::EnvelopeView& v) {
     request_.body = upload.bytes();
     request_.body_file = upload.path();
   }
-  if (http::is_multipart_form(request_.content_type)) {
-    const auto error = http::parse_multipart(request_.content_type, request_.body, parts_);
-    if (!error.empty()) {
-      (void)env::send_problem(to_router_, h, 400, "malformed multipart/form-data body: " + error);
-      return;
-    }
-    for (const auto& p : parts_) request_.form.push_back(FormPart{p.name, p.filename, p.content_type, p.data});
-  }
-  Reply reply;
+  if (!split_form(h)) return;
   current_ = &h;
+  Reply reply = call_handler(it->second);
+  current_ = nullptr;
+  if (auto* resp = std::get_if<Response>(&reply)) respond(h, std::move(*resp));
+}
+
+// A multipart/form-data body into Request::form; false (answered 400)
+// when it is malformed.
+bool Manager::split_form(const env::EnvelopeHeader& h) {
+  if (!http::is_multipart_form(request_.content_type)) return true;
+  const auto error = http::parse_multipart(request_.content_type, request_.body, parts_);
+  if (!error.empty()) {
+    (void)env::send_problem(to_router_, h, 400, "malformed multipart/form-data body: " + error);
+    return false;
+  }
+  for (const auto& p : parts_) request_.form.push_back(FormPart{p.name, p.filename, p.content_type, p.data});
+  return true;
+}
+
+// Runs the handler on request_; what it throws becomes a problem answer.
+Reply Manager::call_handler(const Entry& entry) {
   try {
-    reply = (*it->second.handler)(request_, *this);
+    return (*entry.handler)(request_, *this);
   } catch (const RequestError& e) {
     // The client's mistake (Request::json() refused the body, say): its
     // status, and the detail is for the client.
     const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
-    spdlog::debug("handler for {} refused the request: {} {}", it->second.event, status, e.what());
-    reply = Response::problem(status, reason_phrase(status), e.what());
+    spdlog::debug("handler for {} refused the request: {} {}", entry.event, status, e.what());
+    return Response::problem(status, reason_phrase(status), e.what());
   } catch (const std::exception& e) {
-    spdlog::error("handler for {} threw: {}", it->second.event, e.what());
-    reply = Response::problem(500, "Internal Server Error",
-                              config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
+    spdlog::error("handler for {} threw: {}", entry.event, e.what());
+    return Response::problem(500, "Internal Server Error",
+                             config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
   } catch (...) {
-    spdlog::error("handler for {} threw a non-exception", it->second.event);
-    reply = Response::problem(500, "Internal Server Error", "the handler failed");
+    spdlog::error("handler for {} threw a non-exception", entry.event);
+    return Response::problem(500, "Internal Server Error", "the handler failed");
   }
-  current_ = nullptr;
-  if (auto* resp = std::get_if<Response>(&reply)) respond(h, std::move(*resp));
 }
 
 void Manager::respond(const env::EnvelopeHeader& request, Response resp) {

@@ -56,17 +56,19 @@ class Manager final : public Context {
   // Sends `resp` as the answer to the request with header `request`; a
   // stream opens here and goes on as its client takes it.
   void respond(const envelope::EnvelopeHeader& request, Response resp);
-  void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
-  struct PoolSize {
-    std::size_t workers, queue;
-  };
-  PoolSize pool_size(std::size_t setting, std::size_t declared, std::size_t declared_queue) const;
 
  private:
   struct Entry {
     const Handler* handler;
     std::string_view event;
   };
+  bool split_form(const envelope::EnvelopeHeader& h);
+  Reply call_handler(const Entry& entry);
+  void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
+  struct PoolSize {
+    std::size_t workers, queue;
+  };
+  PoolSize pool_size(std::size_t setting, std::size_t declared, std::size_t declared_queue) const;
 
   void on_record(std::span<const std::byte> record);
   void on_request(envelope::EnvelopeView& v);

@@ -100,174 +100,276 @@ void check_toolchain(const PluginDescriptor& d, const std::string& where) {
 
 }  // namespace
 
+// Takes plugins into a set one by one, one kind of declaration at a time,
+// checking each against what earlier plugins declared.
+class PluginSet::Builder {
+ public:
+  void add(const std::string& path);
+  PluginSet finish();
+
+ private:
+  Registry register_plugin(const std::string& path);
+  void take_events(RegistryDeclarations& d);
+  void take_routes(RegistryDeclarations& d);
+  void take_handlers(RegistryDeclarations& d);
+  void claim_command(const std::string& name) const;
+  void take_commands(RegistryDeclarations& d);
+  void take_pushes(RegistryDeclarations& d);
+  void take_replays(const RegistryDeclarations& d);
+  void take_pool_sizes(RegistryDeclarations& d);
+  void take_tasks(RegistryDeclarations& d);
+  void take_subscribers(RegistryDeclarations& d);
+  void take_assets(const RegistryDeclarations& d);
+  void take_middlewares(RegistryDeclarations& d);
+  void resolve_subscribers();
+  void check_complete() const;
+  std::size_t declared_event(const std::string& name) const;  // its index, or npos
+
+  PluginSet set_;
+  std::unordered_map<std::string, std::size_t> event_by_name_;
+  std::unordered_map<std::uint64_t, std::string> name_by_id_;
+  std::vector<SubscriberDecl> pending_subscribers_;  // resolved once every plugin declared its events
+  std::string path_;                                 // of the plugin being added
+  std::string where_;                                // "plugin <path>", for messages
+  std::size_t plugin_index_ = 0;
+};
+
 PluginSet PluginSet::load(const std::vector<std::string>& paths) {
-  PluginSet set;
-  std::unordered_map<std::string, std::size_t> event_by_name;
-  std::unordered_map<std::uint64_t, std::string> name_by_id;
-  std::vector<SubscriberDecl> pending_subscribers;  // resolved once every plugin declared its events
+  Builder b;
+  for (const auto& path : paths) b.add(path);
+  return b.finish();
+}
 
-  for (const auto& path : paths) {
-    const std::string where = "plugin " + path;
-    check_plugin_file(path, where);
-    // RTLD_LOCAL: plugins do not see each other's symbols.
-    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) throw PluginError(where + ": cannot load: " + ::dlerror());
-    set.handles_.push_back(h);
-    auto entry = reinterpret_cast<const PluginDescriptor* (*)()>(::dlsym(h, EDRI_PLUGIN_ENTRY_SYMBOL));
-    if (!entry)
-      throw PluginError(where + ": not an edri plugin (no " EDRI_PLUGIN_ENTRY_SYMBOL
-                                " symbol; declare it with EDRI_PLUGIN)");
-    const PluginDescriptor* d = entry();
-    if (!d) throw PluginError(where + ": its entry point returned no descriptor");
-    if (d->abi_version != kPluginAbiVersion)
-      throw PluginError(where + ": plugin ABI version " + std::to_string(d->abi_version) + ", this edri-server has " +
-                        std::to_string(kPluginAbiVersion) + "; rebuild the plugin against this edri");
-    check_toolchain(*d, where);
-    if (!d->name || !*d->name) throw PluginError(where + ": the plugin has no name");
-    if (!d->register_plugin) throw PluginError(where + ": the plugin has no registration function");
+void PluginSet::Builder::add(const std::string& path) {
+  path_ = path;
+  where_ = "plugin " + path;
+  Registry reg = register_plugin(path);
+  auto& d = PluginBinding::declarations(reg);
+  plugin_index_ = set_.paths_.size();
+  set_.paths_.push_back(path);
+  take_events(d);
+  take_routes(d);
+  take_handlers(d);
+  take_commands(d);
+  take_pushes(d);
+  take_replays(d);
+  take_pool_sizes(d);
+  take_tasks(d);
+  take_subscribers(d);
+  take_assets(d);
+  take_middlewares(d);
+}
 
-    Registry reg;
-    PluginBinding::start(reg, d->name);
-    try {
-      d->register_plugin(reg);
-    } catch (const std::exception& e) {
-      throw PluginError(where + ": registration failed: " + e.what());
-    }
-    auto& decls = PluginBinding::declarations(reg);
-
-    const std::size_t plugin_index = set.paths_.size();
-    set.paths_.push_back(path);
-    for (auto& e : decls.events) {
-      if (e.name.empty()) throw PluginError(where + ": an event has no name");
-      if (e.domain.empty()) throw PluginError(where + ": event " + e.name + " has an empty domain");
-      if (event_by_name.count(e.name)) throw PluginError(where + ": event " + e.name + " is declared twice");
-      const auto id = envelope::event_type_id(e.name);
-      if (auto it = name_by_id.find(id); it != name_by_id.end())
-        throw PluginError(where + ": event " + e.name + " collides with " + it->second + " (same type id)");
-      name_by_id.emplace(id, e.name);
-      event_by_name.emplace(e.name, set.events_.size());
-      if (set.domain_index(e.domain) < 0) set.domains_.push_back(e.domain);
-      const bool notification =
-          std::find(decls.notifications.begin(), decls.notifications.end(), e.name) != decls.notifications.end();
-      set.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index, -1, notification});
-    }
-    for (auto& r : decls.routes) {
-      auto it = event_by_name.find(r.event);
-      if (it == event_by_name.end())
-        throw PluginError(where + ": route " + std::string(method_name(r.method)) + " " + r.path +
-                          " names undeclared event " + r.event);
-      set.routes_.push_back(LoadedRoute{r.method, r.path, it->second});
-    }
-    for (auto& hd : decls.handlers) {
-      auto it = event_by_name.find(hd.event);
-      if (it == event_by_name.end()) throw PluginError(where + ": handler for undeclared event " + hd.event);
-      auto& ev = set.events_[it->second];
-      if (ev.plugin != plugin_index)
-        throw PluginError(where + ": handler for event " + hd.event + " declared by another plugin");
-      if (ev.handler >= 0) throw PluginError(where + ": two handlers for event " + hd.event);
-      if (!hd.handler) throw PluginError(where + ": empty handler for event " + hd.event);
-      ev.handler = static_cast<std::int32_t>(set.handlers_.size());
-      set.handlers_.push_back(std::move(hd.handler));
-    }
-    // WebSocket command names share one namespace across plugins.
-    auto claim_command = [&](const std::string& name) {
-      if (name.empty()) throw PluginError(where + ": a WebSocket command has no name");
-      for (const auto& c : set.commands_)
-        if (c.command == name) throw PluginError(where + ": WebSocket command " + name + " is declared twice");
-      for (const auto& p : set.pushes_)
-        if (p.subscribe == name || p.unsubscribe == name)
-          throw PluginError(where + ": WebSocket command " + name + " is declared twice");
-    };
-    for (auto& c : decls.commands) {
-      auto it = event_by_name.find(c.event);
-      if (it == event_by_name.end())
-        throw PluginError(where + ": WebSocket command " + c.command + " names undeclared event " + c.event);
-      if (set.events_[it->second].notification)
-        throw PluginError(where + ": WebSocket command " + c.command + " names notification " + c.event +
-                          " (a command sends a request; use push() for notifications)");
-      claim_command(c.command);
-      set.commands_.push_back(LoadedCommand{std::move(c.command), it->second});
-    }
-    for (auto& p : decls.pushes) {
-      auto it = event_by_name.find(p.notification);
-      if (it == event_by_name.end() || !set.events_[it->second].notification)
-        throw PluginError(where + ": push of " + p.notification + ", which is not a declared notification");
-      if (p.subscribe == p.unsubscribe)
-        throw PluginError(where + ": push of " + p.notification + " has the same subscribe and unsubscribe command");
-      claim_command(p.subscribe);
-      claim_command(p.unsubscribe);
-      set.pushes_.push_back(LoadedPush{it->second, std::move(p.subscribe), std::move(p.unsubscribe)});
-    }
-    for (const auto& name : decls.replayed) {
-      auto it = event_by_name.find(name);
-      if (it == event_by_name.end() || set.events_[it->second].plugin != plugin_index)
-        throw PluginError(where + ": replay of " + name + ", which this plugin does not declare");
-      if (set.events_[it->second].notification)
-        throw PluginError(where + ": replay of notification " + name + " (only requests are replayed)");
-      set.events_[it->second].replay = true;
-    }
-    for (auto& [domain, n] : decls.replica_counts) {
-      if (n == 0 || n > 64)
-        throw PluginError(where + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");
-      set.replica_counts_.emplace_back(domain, n);
-    }
-    for (auto& w : decls.worker_pools) {
-      if (w.threads == 0 || w.threads > 1024)
-        throw PluginError(where + ": worker_threads(" + std::to_string(w.threads) + ") for domain " + w.domain +
-                          ": must be 1..1024");
-      set.worker_pools_.push_back(std::move(w));
-    }
-    for (auto& w : decls.worker_process_pools) {
-      if (w.processes == 0 || w.processes > 256)
-        throw PluginError(where + ": worker_processes(" + std::to_string(w.processes) + ") for domain " + w.domain +
-                          ": must be 1..256");
-      set.worker_process_pools_.push_back(std::move(w));
-    }
-    for (auto& t : decls.tasks) {
-      if (t.name.empty() || t.name.size() > 255 || !t.task)
-        throw PluginError(where + ": a task needs a name of 1..255 bytes and a function");
-      for (const auto& other : set.tasks_)
-        if (other.domain == t.domain && other.name == t.name)
-          throw PluginError(where + ": task " + t.name + " is registered twice in domain " + t.domain);
-      set.tasks_.push_back(std::move(t));
-    }
-    for (const auto& sd : decls.subscribers)
-      if (set.domain_index(sd.domain) < 0) set.domains_.push_back(sd.domain);
-    pending_subscribers.insert(pending_subscribers.end(), std::make_move_iterator(decls.subscribers.begin()),
-                               std::make_move_iterator(decls.subscribers.end()));
-    for (auto& [prefix, folder] : decls.asset_mounts) {
-      std::string dir = folder;
-      if (dir.empty() || dir.front() != '/') {
-        const auto slash = path.rfind('/');
-        dir = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + dir;
-      }
-      struct stat st {};
-      if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-        throw PluginError(where + ": assets folder " + dir + " is not a directory");
-      set.asset_mounts_.emplace_back(prefix, dir);
-    }
-    for (auto& m : decls.middlewares) {
-      if (!m.on_request && !m.on_response) throw PluginError(where + ": middleware " + m.name + " does nothing");
-      set.middlewares_.push_back(std::move(m));
-    }
-  }
-  std::stable_sort(set.middlewares_.begin(), set.middlewares_.end(),
+PluginSet PluginSet::Builder::finish() {
+  std::stable_sort(set_.middlewares_.begin(), set_.middlewares_.end(),
                    [](const MiddlewareDecl& a, const MiddlewareDecl& b) { return a.order < b.order; });
-  for (auto& sd : pending_subscribers) {
-    auto it = event_by_name.find(sd.event);
-    if (it == event_by_name.end())
+  resolve_subscribers();
+  check_complete();
+  return std::move(set_);
+}
+
+// Loads the file, checks its descriptor and runs its registration.
+Registry PluginSet::Builder::register_plugin(const std::string& path) {
+  check_plugin_file(path, where_);
+  // RTLD_LOCAL: plugins do not see each other's symbols.
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw PluginError(where_ + ": cannot load: " + ::dlerror());
+  set_.handles_.push_back(h);
+  auto entry = reinterpret_cast<const PluginDescriptor* (*)()>(::dlsym(h, EDRI_PLUGIN_ENTRY_SYMBOL));
+  if (!entry)
+    throw PluginError(where_ + ": not an edri plugin (no " EDRI_PLUGIN_ENTRY_SYMBOL
+                               " symbol; declare it with EDRI_PLUGIN)");
+  const PluginDescriptor* d = entry();
+  if (!d) throw PluginError(where_ + ": its entry point returned no descriptor");
+  if (d->abi_version != kPluginAbiVersion)
+    throw PluginError(where_ + ": plugin ABI version " + std::to_string(d->abi_version) + ", this edri-server has " +
+                      std::to_string(kPluginAbiVersion) + "; rebuild the plugin against this edri");
+  check_toolchain(*d, where_);
+  if (!d->name || !*d->name) throw PluginError(where_ + ": the plugin has no name");
+  if (!d->register_plugin) throw PluginError(where_ + ": the plugin has no registration function");
+  Registry reg;
+  PluginBinding::start(reg, d->name);
+  try {
+    d->register_plugin(reg);
+  } catch (const std::exception& e) {
+    throw PluginError(where_ + ": registration failed: " + e.what());
+  }
+  return reg;
+}
+
+std::size_t PluginSet::Builder::declared_event(const std::string& name) const {
+  const auto it = event_by_name_.find(name);
+  return it == event_by_name_.end() ? std::string::npos : it->second;
+}
+
+void PluginSet::Builder::take_events(RegistryDeclarations& d) {
+  for (auto& e : d.events) {
+    if (e.name.empty()) throw PluginError(where_ + ": an event has no name");
+    if (e.domain.empty()) throw PluginError(where_ + ": event " + e.name + " has an empty domain");
+    if (event_by_name_.count(e.name)) throw PluginError(where_ + ": event " + e.name + " is declared twice");
+    const auto id = envelope::event_type_id(e.name);
+    if (auto it = name_by_id_.find(id); it != name_by_id_.end())
+      throw PluginError(where_ + ": event " + e.name + " collides with " + it->second + " (same type id)");
+    name_by_id_.emplace(id, e.name);
+    event_by_name_.emplace(e.name, set_.events_.size());
+    if (set_.domain_index(e.domain) < 0) set_.domains_.push_back(e.domain);
+    const bool notification =
+        std::find(d.notifications.begin(), d.notifications.end(), e.name) != d.notifications.end();
+    set_.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index_, -1, notification});
+  }
+}
+
+void PluginSet::Builder::take_routes(RegistryDeclarations& d) {
+  for (auto& r : d.routes) {
+    const auto event = declared_event(r.event);
+    if (event == std::string::npos)
+      throw PluginError(where_ + ": route " + std::string(method_name(r.method)) + " " + r.path +
+                        " names undeclared event " + r.event);
+    set_.routes_.push_back(LoadedRoute{r.method, r.path, event});
+  }
+}
+
+void PluginSet::Builder::take_handlers(RegistryDeclarations& d) {
+  for (auto& hd : d.handlers) {
+    const auto event = declared_event(hd.event);
+    if (event == std::string::npos) throw PluginError(where_ + ": handler for undeclared event " + hd.event);
+    auto& ev = set_.events_[event];
+    if (ev.plugin != plugin_index_)
+      throw PluginError(where_ + ": handler for event " + hd.event + " declared by another plugin");
+    if (ev.handler >= 0) throw PluginError(where_ + ": two handlers for event " + hd.event);
+    if (!hd.handler) throw PluginError(where_ + ": empty handler for event " + hd.event);
+    ev.handler = static_cast<std::int32_t>(set_.handlers_.size());
+    set_.handlers_.push_back(std::move(hd.handler));
+  }
+}
+
+// WebSocket command names share one namespace across plugins.
+void PluginSet::Builder::claim_command(const std::string& name) const {
+  if (name.empty()) throw PluginError(where_ + ": a WebSocket command has no name");
+  for (const auto& c : set_.commands_)
+    if (c.command == name) throw PluginError(where_ + ": WebSocket command " + name + " is declared twice");
+  for (const auto& p : set_.pushes_)
+    if (p.subscribe == name || p.unsubscribe == name)
+      throw PluginError(where_ + ": WebSocket command " + name + " is declared twice");
+}
+
+void PluginSet::Builder::take_commands(RegistryDeclarations& d) {
+  for (auto& c : d.commands) {
+    const auto event = declared_event(c.event);
+    if (event == std::string::npos)
+      throw PluginError(where_ + ": WebSocket command " + c.command + " names undeclared event " + c.event);
+    if (set_.events_[event].notification)
+      throw PluginError(where_ + ": WebSocket command " + c.command + " names notification " + c.event +
+                        " (a command sends a request; use push() for notifications)");
+    claim_command(c.command);
+    set_.commands_.push_back(LoadedCommand{std::move(c.command), event});
+  }
+}
+
+void PluginSet::Builder::take_pushes(RegistryDeclarations& d) {
+  for (auto& p : d.pushes) {
+    const auto event = declared_event(p.notification);
+    if (event == std::string::npos || !set_.events_[event].notification)
+      throw PluginError(where_ + ": push of " + p.notification + ", which is not a declared notification");
+    if (p.subscribe == p.unsubscribe)
+      throw PluginError(where_ + ": push of " + p.notification + " has the same subscribe and unsubscribe command");
+    claim_command(p.subscribe);
+    claim_command(p.unsubscribe);
+    set_.pushes_.push_back(LoadedPush{event, std::move(p.subscribe), std::move(p.unsubscribe)});
+  }
+}
+
+void PluginSet::Builder::take_replays(const RegistryDeclarations& d) {
+  for (const auto& name : d.replayed) {
+    const auto event = declared_event(name);
+    if (event == std::string::npos || set_.events_[event].plugin != plugin_index_)
+      throw PluginError(where_ + ": replay of " + name + ", which this plugin does not declare");
+    if (set_.events_[event].notification)
+      throw PluginError(where_ + ": replay of notification " + name + " (only requests are replayed)");
+    set_.events_[event].replay = true;
+  }
+}
+
+void PluginSet::Builder::take_pool_sizes(RegistryDeclarations& d) {
+  for (auto& [domain, n] : d.replica_counts) {
+    if (n == 0 || n > 64)
+      throw PluginError(where_ + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");
+    set_.replica_counts_.emplace_back(domain, n);
+  }
+  for (auto& w : d.worker_pools) {
+    if (w.threads == 0 || w.threads > 1024)
+      throw PluginError(where_ + ": worker_threads(" + std::to_string(w.threads) + ") for domain " + w.domain +
+                        ": must be 1..1024");
+    set_.worker_pools_.push_back(std::move(w));
+  }
+  for (auto& w : d.worker_process_pools) {
+    if (w.processes == 0 || w.processes > 256)
+      throw PluginError(where_ + ": worker_processes(" + std::to_string(w.processes) + ") for domain " + w.domain +
+                        ": must be 1..256");
+    set_.worker_process_pools_.push_back(std::move(w));
+  }
+}
+
+void PluginSet::Builder::take_tasks(RegistryDeclarations& d) {
+  for (auto& t : d.tasks) {
+    if (t.name.empty() || t.name.size() > 255 || !t.task)
+      throw PluginError(where_ + ": a task needs a name of 1..255 bytes and a function");
+    for (const auto& other : set_.tasks_)
+      if (other.domain == t.domain && other.name == t.name)
+        throw PluginError(where_ + ": task " + t.name + " is registered twice in domain " + t.domain);
+    set_.tasks_.push_back(std::move(t));
+  }
+}
+
+void PluginSet::Builder::take_subscribers(RegistryDeclarations& d) {
+  for (const auto& sd : d.subscribers)
+    if (set_.domain_index(sd.domain) < 0) set_.domains_.push_back(sd.domain);
+  pending_subscribers_.insert(pending_subscribers_.end(), std::make_move_iterator(d.subscribers.begin()),
+                              std::make_move_iterator(d.subscribers.end()));
+}
+
+// A relative assets folder is relative to the plugin file's own directory.
+void PluginSet::Builder::take_assets(const RegistryDeclarations& d) {
+  for (const auto& [prefix, folder] : d.asset_mounts) {
+    std::string dir = folder;
+    if (dir.empty() || dir.front() != '/') {
+      const auto slash = path_.rfind('/');
+      dir = (slash == std::string::npos ? std::string(".") : path_.substr(0, slash)) + "/" + dir;
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw PluginError(where_ + ": assets folder " + dir + " is not a directory");
+    set_.asset_mounts_.emplace_back(prefix, dir);
+  }
+}
+
+void PluginSet::Builder::take_middlewares(RegistryDeclarations& d) {
+  for (auto& m : d.middlewares) {
+    if (!m.on_request && !m.on_response) throw PluginError(where_ + ": middleware " + m.name + " does nothing");
+    set_.middlewares_.push_back(std::move(m));
+  }
+}
+
+void PluginSet::Builder::resolve_subscribers() {
+  for (auto& sd : pending_subscribers_) {
+    const auto event = declared_event(sd.event);
+    if (event == std::string::npos)
       throw PluginError("a subscriber in domain " + sd.domain + " names undeclared event " + sd.event);
     if (!sd.subscriber) throw PluginError("empty subscriber for event " + sd.event);
-    set.subscribers_.push_back(LoadedSubscriber{it->second, sd.domain, std::move(sd.subscriber)});
+    set_.subscribers_.push_back(LoadedSubscriber{event, sd.domain, std::move(sd.subscriber)});
   }
-  for (const auto& t : set.tasks_)
-    if (set.domain_index(t.domain) < 0)
+}
+
+// What only the whole set can tell: a task's domain has a manager, and
+// every routed event has a handler.
+void PluginSet::Builder::check_complete() const {
+  for (const auto& t : set_.tasks_)
+    if (set_.domain_index(t.domain) < 0)
       throw PluginError("task " + t.name + " is in domain " + t.domain +
                         ", which has no handler to run it: register tasks in a domain with handlers");
-  for (const auto& e : set.events_)
+  for (const auto& e : set_.events_)
     if (e.handler < 0 && !e.notification)
-      throw PluginError("plugin " + set.paths_[e.plugin] + ": event " + e.name + " has no handler");
-  return set;
+      throw PluginError("plugin " + set_.paths_[e.plugin] + ": event " + e.name + " has no handler");
 }
 
 }  // namespace edri::plugin

@@ -92,6 +92,8 @@ class PluginSet {
   int domain_index(const std::string& name) const;
 
  private:
+  class Builder;
+
   std::vector<std::string> paths_;
   std::vector<void*> handles_;
   std::vector<std::string> domains_;
