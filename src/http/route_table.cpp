@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <system_error>
 
 namespace edri::http {
@@ -35,6 +36,26 @@ bool matches(ParamType t, std::string_view seg) {
     case ParamType::Str: return !seg.empty();
   }
   return false;
+}
+
+// A segment's hash from its length and its first and last eight bytes (the
+// bytes that differ between siblings like resource1..resource99): a couple
+// of nanoseconds whatever its length, where a byte-by-byte hash costs one
+// multiply per byte. Collisions only cost a probe: every slot is compared.
+std::uint64_t segment_hash(std::string_view s) {
+  std::uint64_t head = 0, tail = 0;
+  if (s.size() >= 8) {
+    std::memcpy(&head, s.data(), 8);
+    std::memcpy(&tail, s.data() + s.size() - 8, 8);
+  } else if (!s.empty()) {  // an empty view may have no data pointer at all
+    std::memcpy(&head, s.data(), s.size());
+  }
+  // Bytes that differ are often the last ones, the high bits of `tail`:
+  // fold high into low before and after the multiply (MurmurHash3's fmix).
+  std::uint64_t h = head ^ (tail + 0x9E3779B97F4A7C15ull) ^ s.size();
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 33);
 }
 
 // Splits off the first segment of `rest` (which starts after a '/').
@@ -117,6 +138,7 @@ void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) 
         const auto child = static_cast<std::uint32_t>(nodes_.size());
         nodes_.emplace_back();
         nodes_[node].literals.emplace_back(std::string(seg), child);
+        index_literals(nodes_[node]);
         node = child;
       }
     }
@@ -125,6 +147,34 @@ void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) 
   if (slot >= 0) throw std::invalid_argument(where + ": declared twice");
   slot = target;
   ++routes_;
+}
+
+void RouteTable::index_literals(Node& n) {
+  n.literal_index.clear();
+  if (n.literals.size() < kIndexFrom) return;
+  std::size_t slots = 16;
+  while (slots < 2 * n.literals.size()) slots *= 2;
+  n.literal_index.assign(slots, 0);
+  for (std::uint32_t i = 0; i < n.literals.size(); ++i) {
+    auto at = segment_hash(n.literals[i].first) & (slots - 1);
+    while (n.literal_index[at] != 0) at = (at + 1) & (slots - 1);
+    n.literal_index[at] = i + 1;
+  }
+}
+
+std::int64_t RouteTable::literal_child(const Node& n, std::string_view seg) {
+  if (n.literal_index.empty()) {
+    for (const auto& [lit, child] : n.literals)
+      if (lit == seg) return child;
+    return -1;
+  }
+  const std::size_t mask = n.literal_index.size() - 1;
+  for (auto at = segment_hash(seg) & mask;; at = (at + 1) & mask) {
+    const std::uint32_t slot = n.literal_index[at];
+    if (slot == 0) return -1;
+    const auto& [lit, child] = n.literals[slot - 1];
+    if (lit == seg) return child;
+  }
 }
 
 bool RouteTable::walk(std::uint32_t node, std::string_view rest, Method method, Match& m,
@@ -143,8 +193,8 @@ bool RouteTable::walk(std::uint32_t node, std::string_view rest, Method method, 
     }
     return walk(child, rest, method, m, end_node);
   };
-  for (const auto& [lit, child] : n.literals)
-    if (lit == seg && descend(child)) return true;
+  // Literals are distinct, so at most one matches.
+  if (const auto child = literal_child(n, seg); child >= 0 && descend(static_cast<std::uint32_t>(child))) return true;
   for (const auto& e : n.params) {
     if (!matches(e.type, seg)) continue;
     const std::size_t at = m.param_count++;

@@ -2,12 +2,15 @@
 //
 // A small type with no I/O: routes are added at start-up and looked up per
 // request. Templates are '/'-separated segments; a segment is literal text
-// or a parameter `{name}` / `{name:str}`, `{name:int}` (optional '-', then
-// 1..18 digits) or `{name:uuid}` (8-4-4-4-12 hex). At each segment a literal
+// or a parameter `{name}` / `{name:str}`, `{name:int}` (a 64-bit integer)
+// or `{name:uuid}` (8-4-4-4-12 hex). At each segment a literal
 // wins over a parameter, and parameters are tried int, uuid, str; a path
 // whose parameter has the wrong type does not match (404).
 //
-// Lookup is a walk down a segment trie; it allocates nothing.
+// Lookup is a walk down a segment trie; it allocates nothing. A node with
+// many literal children (an API's resources under /api/v1) finds the one
+// it needs through a small open-addressing hash index, one probe or two,
+// instead of comparing the segment with each in turn.
 #pragma once
 
 #include <array>
@@ -65,10 +68,20 @@ class RouteTable {
   };
   struct Node {
     std::vector<std::pair<std::string, std::uint32_t>> literals;
+    // Over kIndexFrom literals: slots of 1 + an index into `literals` (0:
+    // empty), a power of two at least twice their number.
+    std::vector<std::uint32_t> literal_index;
     std::vector<ParamEdge> params;  // in try order: int, uuid, str
     std::array<std::int64_t, kMethodCount> targets;
     Node() { targets.fill(-1); }
   };
+  // Below this many literals a node compares them in turn: as fast as
+  // hashing the segment, and no index to keep.
+  static constexpr std::size_t kIndexFrom = 8;
+
+  static void index_literals(Node& n);
+  // The child for literal `seg`, or -1.
+  static std::int64_t literal_child(const Node& n, std::string_view seg);
 
   bool walk(std::uint32_t node, std::string_view rest, Method method, Match& m, std::uint32_t& end_node) const;
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "http/route_table.hpp"
@@ -94,6 +95,31 @@ TEST_CASE("a 300-route table finds each of its routes", "[routes]") {
     REQUIRE(t.find(Method::Get, base).target == i * 3);
     REQUIRE(t.find(Method::Get, base + "/5").target == i * 3 + 1);
     REQUIRE(t.find(Method::Post, base + "/5/items/x").target == i * 3 + 2);
+  }
+  // Misses through the hashed children: near names, other lengths, a
+  // prefix, the empty segment.
+  for (const char* miss : {"/r100", "/r", "/r1x", "/R1", "/r01", "/", "/r99/5/item/x"})
+    CHECK(t.find(Method::Get, miss).result == Result::NotFound);
+}
+
+TEST_CASE("hashed literals: long names alike but for their ends, and their misses", "[routes]") {
+  RouteTable t;
+  // Long segments that share their first and most of their last eight bytes.
+  std::vector<std::string> names;
+  for (int i = 0; i < 64; ++i)
+    names.push_back("a-long-common-prefix-" + std::string(static_cast<std::size_t>(i % 7), 'x') + std::to_string(i));
+  for (std::uint32_t i = 0; i < names.size(); ++i) t.add(Method::Get, "/" + names[i], i);
+  for (std::uint32_t i = 0; i < names.size(); ++i) REQUIRE(t.find(Method::Get, "/" + names[i]).target == i);
+  for (const auto& n : names) {
+    CHECK(t.find(Method::Get, "/" + n + "0").result == Result::NotFound);
+    // A name cut short is another route only if it is another name.
+    const auto cut = n.substr(0, n.size() - 1);
+    const auto m = t.find(Method::Get, "/" + cut);
+    const auto other = std::find(names.begin(), names.end(), cut);
+    if (other == names.end())
+      CHECK(m.result == Result::NotFound);
+    else
+      CHECK(m.target == static_cast<std::uint32_t>(other - names.begin()));
   }
 }
 
