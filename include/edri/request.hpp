@@ -50,6 +50,17 @@ inline bool write_file(const std::string& path, std::string_view data) {
   return std::fclose(f) == 0 && ok;
 }
 
+// The whole of `v` as a 64-bit integer: '-' and digits, no '+', no
+// overflow, nothing after. The one rule for `{name:int}` path segments and
+// Request::int_param/int_query, so a value the route matched is one the
+// handler can read.
+inline std::optional<std::int64_t> parse_int64(std::string_view v) {
+  std::int64_t out = 0;
+  const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (error != std::errc{} || end != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
 // One part of a multipart/form-data body (Request::form); views into the
 // body, valid for the handler call.
 struct FormPart {
@@ -185,14 +196,9 @@ class Request {
       if (p.name == name) return p.value;
     return std::nullopt;
   }
-  // The whole of `v` as a 64-bit integer; anything else (a sign alone,
-  // trailing bytes, a value past the range) is the client's mistake.
   static std::int64_t to_int(std::string_view v, std::string_view what, std::string_view name) {
-    std::int64_t out = 0;
-    const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), out);
-    if (error != std::errc{} || end != v.data() + v.size())
-      throw RequestError(400, std::string(what) + " " + std::string(name) + " is not a 64-bit integer");
-    return out;
+    if (const auto n = parse_int64(v)) return *n;
+    throw RequestError(400, std::string(what) + " " + std::string(name) + " is not a 64-bit integer");
   }
   static constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? char(c + 32) : c; }
 };

@@ -1,18 +1,12 @@
 #include "http/route_table.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <system_error>
 
 namespace edri::http {
 
-bool is_int_segment(std::string_view s) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
-  return error == std::errc{} && end == s.data() + s.size();
-}
+bool is_int_segment(std::string_view s) { return parse_int64(s).has_value(); }
 
 bool is_uuid_segment(std::string_view s) {
   if (s.size() != 36) return false;
@@ -130,10 +124,9 @@ void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) 
     } else {
       if (seg.find_first_of("{}") != std::string_view::npos)
         throw std::invalid_argument(where + ": braces are only allowed around a whole segment");
-      auto& lits = nodes_[node].literals;
-      auto it = std::find_if(lits.begin(), lits.end(), [&](const auto& l) { return l.first == seg; });
-      if (it != lits.end()) {
-        node = it->second;
+      // The lookup's own index: adding many literals stays linear.
+      if (const auto existing = literal_child(nodes_[node], seg); existing >= 0) {
+        node = static_cast<std::uint32_t>(existing);
       } else {
         const auto child = static_cast<std::uint32_t>(nodes_.size());
         nodes_.emplace_back();
@@ -149,17 +142,24 @@ void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) 
   ++routes_;
 }
 
+// Indexes the literal just added: into the index while it stays at most
+// half full, else into a new one twice the size, so adding n literals
+// costs O(n) in all, not O(n^2).
 void RouteTable::index_literals(Node& n) {
-  n.literal_index.clear();
-  if (n.literals.size() < kIndexFrom) return;
+  const auto count = n.literals.size();
+  if (count < kIndexFrom) return;
+  if (!n.literal_index.empty() && 2 * count <= n.literal_index.size()) return index_literal(n, count - 1);
   std::size_t slots = 16;
-  while (slots < 2 * n.literals.size()) slots *= 2;
+  while (slots < 2 * count) slots *= 2;
   n.literal_index.assign(slots, 0);
-  for (std::uint32_t i = 0; i < n.literals.size(); ++i) {
-    auto at = segment_hash(n.literals[i].first) & (slots - 1);
-    while (n.literal_index[at] != 0) at = (at + 1) & (slots - 1);
-    n.literal_index[at] = i + 1;
-  }
+  for (std::uint32_t i = 0; i < count; ++i) index_literal(n, i);
+}
+
+void RouteTable::index_literal(Node& n, std::uint32_t i) {
+  const std::size_t mask = n.literal_index.size() - 1;
+  auto at = segment_hash(n.literals[i].first) & mask;
+  while (n.literal_index[at] != 0) at = (at + 1) & mask;
+  n.literal_index[at] = i + 1;
 }
 
 std::int64_t RouteTable::literal_child(const Node& n, std::string_view seg) {

@@ -80,6 +80,7 @@ class RouteTable {
   static constexpr std::size_t kIndexFrom = 8;
 
   static void index_literals(Node& n);
+  static void index_literal(Node& n, std::uint32_t i);
   // The child for literal `seg`, or -1.
   static std::int64_t literal_child(const Node& n, std::string_view seg);
 
