@@ -177,7 +177,32 @@ std::optional<Options> parse_options(int argc, char** argv) {
   }
   options.duration_seconds = duration.value_or(quick ? 1.0 : 5.0);
   options.warmup_seconds = warmup.value_or(quick ? 0.3 : 1.0);
+  // Where the machine has cores to spare, the load generator (one thread)
+  // keeps off the servers' cores unless told otherwise.
+  const auto cpus = allowed_cpus();
+  if (!options.client_cpu && options.server_cpus.empty() && cpus.size() >= 4) {
+    options.default_split = true;
+    options.client_cpu = cpus.front();
+    options.server_cpu_list.assign(cpus.begin() + 1, cpus.end());
+  }
   return options;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::vector<int> doubling_up_to(int n) {
+  std::vector<int> out{1, 2};
+  for (int k = 4; k <= n; k *= 2) out.push_back(k);
+  return out;
 }
 
 }  // namespace edri::bench

@@ -17,6 +17,10 @@ struct Options {
   std::optional<int> client_cpu;
   std::string server_cpus;
   std::vector<int> server_cpu_list;
+  // Neither --client-cpu nor --server-cpus, on a machine of 4 CPUs or more:
+  // the load generator on the first CPU allowed, the servers confined to
+  // the others by affinity (edri still decides its own placement there).
+  bool default_split = false;
   bool verbose = false;
   bool quick = false;   // a smoke run: short, and not recorded
   int runs = 1;         // --runs N: repeated, reported as ranges
@@ -31,6 +35,12 @@ struct Options {
 // Accepts "--name value" and "--name=value". Returns nullopt after printing
 // the problem to stderr.
 std::optional<Options> parse_options(int argc, char** argv);
+
+// CPUs this process may use, in order (sched_getaffinity).
+std::vector<int> allowed_cpus();
+// 1, 2, 4, ... up to `n` (and 2 even where `n` is 1): the counts of a
+// scaling scenario on this machine.
+std::vector<int> doubling_up_to(int n);
 
 // The "options:" part of the usage text.
 void print_options_help(std::FILE* to);

@@ -140,7 +140,10 @@ StartedServer start_edri(const ServerSettings& settings) {
                    .args = {},
                    .env = {{"EDRI_HOST", kLoopback}, {"EDRI_PORT", "0"}, {"EDRI_PLUGINS", plugin.string()}},
                    .working_dir = {},
-                   .cpus = {},  // edri pins its own processes from EDRI_CPUS
+                   // edri pins its own processes from EDRI_CPUS; confined by
+                   // affinity otherwise (bench's default split), it decides
+                   // within what it is given.
+                   .cpus = settings.server_cpus.empty() ? settings.server_cpu_list : std::vector<int>{},
                    .stdout_to = OutputTo::kPipe,
                    .stderr_to = server_output(settings)};
   if (!settings.server_cpus.empty()) spec.env.emplace_back("EDRI_CPUS", settings.server_cpus);
@@ -195,16 +198,16 @@ StartedServer start_fastapi(const ServerSettings& settings) {
   const auto port = pick_free_port();
   if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
 
-  ProcessSpec spec{
-      .program = kPython,
-      .args = {"-m", "uvicorn", "fastapi_app:app", "--host", kLoopback, "--port", std::to_string(*port), "--loop",
-               "uvloop", "--http", "httptools", "--workers", "1", "--no-access-log", "--log-level", "warning"},
-      // Keeps __pycache__ out of the source tree.
-      .env = {{"PYTHONDONTWRITEBYTECODE", "1"}},
-      .working_dir = reference_dir().string(),
-      .cpus = settings.server_cpu_list,
-      .stdout_to = server_output(settings),
-      .stderr_to = server_output(settings)};
+  ProcessSpec spec{.program = kPython,
+                   .args = {"-m", "uvicorn", "fastapi_app:app", "--host", kLoopback, "--port", std::to_string(*port),
+                            "--loop", "uvloop", "--http", "httptools", "--workers", std::to_string(settings.workers),
+                            "--no-access-log", "--log-level", "warning"},
+                   // Keeps __pycache__ out of the source tree.
+                   .env = {{"PYTHONDONTWRITEBYTECODE", "1"}},
+                   .working_dir = reference_dir().string(),
+                   .cpus = settings.server_cpu_list,
+                   .stdout_to = server_output(settings),
+                   .stderr_to = server_output(settings)};
   add_extra_env(spec, settings);
   StartedServer server;
   std::string error;
@@ -256,6 +259,7 @@ StartedServer start_nginx(const ServerSettings& settings) {
 
   replace_all(*config, "@PREFIX@", prefix.string());
   replace_all(*config, "@PORT@", std::to_string(*port));
+  replace_all(*config, "@WORKERS@", std::to_string(settings.workers));
   {
     std::ofstream out(prefix / "nginx.conf", std::ios::binary);
     out << *config;

@@ -24,6 +24,7 @@ struct ServerSettings {
   std::string server_cpus;           // as the user wrote it; handed to edri as EDRI_CPUS
   std::vector<int> server_cpu_list;  // the same, expanded, for pinning the references
   bool verbose = false;
+  int workers = 1;  // FastAPI's uvicorn workers, nginx's worker processes
   const volatile std::sig_atomic_t* stop_requested = nullptr;
   // Added to this start's environment last, so they win over bench's own
   // settings; e.g. BENCH_MIDDLEWARES, which bench_app reads at start.

@@ -6,12 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "options.hpp"
 #include "report.hpp"
 #include "scenario_support.hpp"
 #include "scenarios.hpp"
@@ -52,6 +54,33 @@ ScenarioOutcome measure(const ScenarioContext& context, const std::string& label
     note_if_exited(server, name, c, notes);
   }
   return server.outcome == StartedServer::Outcome::kRunning ? ScenarioOutcome::kDone : ScenarioOutcome::kServerFailed;
+}
+
+// nginx with `workers` worker processes, measured like measure() does edri.
+ScenarioOutcome measure_nginx(const ScenarioContext& context, const std::string& label, int workers,
+                              const std::vector<int>& concurrencies, std::vector<Row>& rows,
+                              std::vector<std::string>& notes) {
+  ServerSettings settings = server_settings(context);
+  settings.workers = workers;
+  StartedServer server = start_server_reporting(ServerKind::kNginx, label, settings, notes);
+  if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
+  for (int c : concurrencies) {
+    if (server.outcome != StartedServer::Outcome::kRunning) {
+      rows.push_back(Row{label, c, std::nullopt, unavailable_cell(server)});
+      continue;
+    }
+    const LoadResult result = run_reported_load(context, label, load_options(context, server.port, c));
+    if (result.interrupted) return ScenarioOutcome::kInterrupted;
+    rows.push_back(Row{label, c, summarize(result), {}});
+    note_if_exited(server, label, c, notes);
+  }
+  return server.outcome == StartedServer::Outcome::kRunning ? ScenarioOutcome::kDone : ScenarioOutcome::kServerFailed;
+}
+
+// The CPUs the servers may use: the scaling scenarios' counts go up to it.
+int server_cpu_count(const ScenarioContext& context) {
+  const auto& list = context.options.server_cpu_list;
+  return static_cast<int>(list.empty() ? allowed_cpus().size() : list.size());
 }
 
 // The label with 1 for its first number: "managers=4 EDRI_CPUS=all" ->
@@ -116,7 +145,7 @@ ScenarioOutcome run_worker_scenario(const ScenarioContext& context) {
   std::vector<std::string> notes;
   ScenarioOutcome outcome = ScenarioOutcome::kDone;
   for (const std::string kind : {"thread", "process"})
-    for (int maxw : {1, 2, 4}) {
+    for (int maxw : doubling_up_to(server_cpu_count(context))) {
       const std::string label = kind + " maxw=" + std::to_string(maxw);
       const auto o = measure(context, label, {{"BENCH_WORKER", kind}, {"BENCH_MAXW", std::to_string(maxw)}},
                              {get("/cpu/50")}, false, concurrencies, rows, notes);
@@ -133,8 +162,9 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
   std::vector<Row> rows;
   std::vector<std::string> notes;
   ScenarioOutcome outcome = ScenarioOutcome::kDone;
+  const auto counts = doubling_up_to(std::min(server_cpu_count(context), 64));
   for (const std::string cpus : {"one", "auto", "all"}) {
-    for (int m : {1, 2, 4}) {
+    for (int m : counts) {
       std::vector<HttpRequest> requests;
       for (int k = 0; k < m; ++k) requests.push_back(get("/busy/" + std::to_string(k) + "/2"));
       const std::string label = "managers=" + std::to_string(m) + " EDRI_CPUS=" + cpus;
@@ -145,7 +175,7 @@ ScenarioOutcome run_managers_scenario(const ScenarioContext& context) {
     }
   }
   // Replicas: one domain in several processes, the router spreading its requests.
-  for (int n : {1, 2, 4}) {
+  for (int n : counts) {
     const std::string label = "replicas=" + std::to_string(n) + " EDRI_CPUS=auto";
     const auto o = measure(context, label, {{"EDRI_MANAGER_REPLICAS", std::to_string(n)}}, {get("/busy/0/2")}, false,
                            concurrencies, rows, notes);
@@ -171,25 +201,24 @@ ScenarioOutcome run_listener_scenario(const ScenarioContext& context) {
   std::vector<Row> rows;
   std::vector<std::string> notes;
   ScenarioOutcome outcome = ScenarioOutcome::kDone;
-  for (const bool websocket : {false, true}) {
-    for (const auto& [listeners, cpus] :
-         std::vector<std::pair<int, std::string>>{{1, "auto"}, {2, "auto"}, {2, "all"}}) {
-      const std::string label = std::string(websocket ? "WS noop" : "GET /noop") +
-                                " listeners=" + std::to_string(listeners) + " EDRI_CPUS=" + cpus;
-      const auto o =
-          measure(context, label, {{"EDRI_LISTENER_WORKERS", std::to_string(listeners)}, {"EDRI_CPUS", cpus}},
-                  {get("/noop")}, websocket, concurrencies, rows, notes);
+  // Listener processes beside nginx with as many workers, 1, 2, 4, ... up
+  // to the CPUs the servers may use.
+  for (const int n : doubling_up_to(std::min(server_cpu_count(context), 64))) {
+    for (const bool websocket : {false, true}) {
+      const std::string label = std::string(websocket ? "WS noop" : "GET /noop") + " listeners=" + std::to_string(n);
+      const auto o = measure(context, label, {{"EDRI_LISTENER_WORKERS", std::to_string(n)}}, {get("/noop")}, websocket,
+                             concurrencies, rows, notes);
       if (o == ScenarioOutcome::kInterrupted) return o;
       if (o == ScenarioOutcome::kServerFailed) outcome = o;
     }
+    const auto o =
+        measure_nginx(context, "nginx GET /noop workers=" + std::to_string(n), n, concurrencies, rows, notes);
+    if (o == ScenarioOutcome::kInterrupted) return o;
   }
-  return finish(
-      context, outcome, "GET /noop and the WebSocket command noop, 1 or 2 listener processes", rows, "listeners",
-      [](const std::string& label) {
-        const auto at = label.find(" listeners=");
-        return label.substr(0, at) + " listeners=1 EDRI_CPUS=auto";
-      },
-      notes);
+  return finish(context, outcome,
+                "GET /noop and the WebSocket command noop on 1, 2, 4, ... listener processes (EDRI_CPUS=auto), and "
+                "GET /noop on nginx with as many workers",
+                rows, "listeners", with_one, notes);
 }
 
 ScenarioOutcome run_route_scenario(const ScenarioContext& context) {

@@ -96,8 +96,11 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
 
 void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed) {
   const Options& options = context.options;
-  const std::string pinning = (options.client_cpu ? ", client on CPU " + std::to_string(*options.client_cpu) : "") +
-                              (options.server_cpus.empty() ? "" : ", server CPUs " + options.server_cpus);
+  const std::string pinning =
+      (options.client_cpu ? ", client on CPU " + std::to_string(*options.client_cpu) : "") +
+      (options.server_cpus.empty() ? "" : ", server CPUs " + options.server_cpus) +
+      (options.default_split ? ", servers on the other " + std::to_string(options.server_cpu_list.size()) + " CPUs"
+                             : "");
   std::printf("%s\n", context.context_line.c_str());
   if (!timed) {
     std::printf("%.*s%s\n\n", static_cast<int>(load_description.size()), load_description.data(), pinning.c_str());

@@ -13,12 +13,27 @@ namespace {
 
 enum class ServerRunOutcome { kDone, kUnavailable, kFailed, kInterrupted };
 
-// Starts `kind` once and measures it at every concurrency, appending one row
+// A server of a comparison: its kind and processes (uvicorn workers,
+// nginx worker processes; edri ignores it).
+struct Contender {
+  ServerKind kind;
+  int workers = 1;
+  std::string name() const {
+    std::string n(display_name(kind));
+    if (workers > 1) n.append(" ").append(std::to_string(workers)).append(" workers");
+    return n;
+  }
+};
+
+// Starts `who` once and measures it at every concurrency, appending one row
 // per concurrency (unavailable rows too, so every table has the same shape).
-ServerRunOutcome measure_server(const ScenarioContext& context, ServerKind kind, const std::vector<int>& concurrencies,
-                                std::vector<Row>& rows, std::vector<std::string>& notes) {
-  const std::string name(display_name(kind));
-  StartedServer server = start_server_reporting(kind, name, server_settings(context), notes);
+ServerRunOutcome measure_server(const ScenarioContext& context, const Contender& who,
+                                const std::vector<int>& concurrencies, std::vector<Row>& rows,
+                                std::vector<std::string>& notes) {
+  const std::string name = who.name();
+  ServerSettings settings = server_settings(context);
+  settings.workers = who.workers;
+  StartedServer server = start_server_reporting(who.kind, name, settings, notes);
   if (server.outcome == StartedServer::Outcome::kInterrupted) return ServerRunOutcome::kInterrupted;
   if (server.outcome != StartedServer::Outcome::kRunning) {
     for (int c : concurrencies) rows.push_back(Row{name, c, std::nullopt, unavailable_cell(server)});
@@ -38,12 +53,12 @@ ServerRunOutcome measure_server(const ScenarioContext& context, ServerKind kind,
 
 // Measures `servers` one after the other; a server that is not installed
 // leaves its rows marked and the others still run.
-ScenarioOutcome measure_servers(const ScenarioContext& context, const std::vector<ServerKind>& servers,
+ScenarioOutcome measure_servers(const ScenarioContext& context, const std::vector<Contender>& servers,
                                 const std::vector<int>& concurrencies, std::vector<Row>& rows,
                                 std::vector<std::string>& notes) {
   bool any_failed = false;
-  for (ServerKind kind : servers) {
-    const ServerRunOutcome outcome = measure_server(context, kind, concurrencies, rows, notes);
+  for (const Contender& who : servers) {
+    const ServerRunOutcome outcome = measure_server(context, who, concurrencies, rows, notes);
     if (outcome == ServerRunOutcome::kInterrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
     any_failed = any_failed || outcome == ServerRunOutcome::kFailed;
   }
@@ -56,7 +71,7 @@ ScenarioOutcome run_noop_scenario(const ScenarioContext& context) {
   const std::vector<int>& concurrencies = context.options.concurrencies_or(kDefaultConcurrencies);
   std::vector<Row> rows;
   std::vector<std::string> notes;
-  const ScenarioOutcome outcome = measure_servers(context, {ServerKind::kEdri}, concurrencies, rows, notes);
+  const ScenarioOutcome outcome = measure_servers(context, {{ServerKind::kEdri}}, concurrencies, rows, notes);
   if (outcome == ScenarioOutcome::kInterrupted) return outcome;
   print_report_header(context, "keep-alive GET /noop");
   print_noop_table(rows);
@@ -68,8 +83,11 @@ ScenarioOutcome run_compare_scenario(const ScenarioContext& context) {
   const std::vector<int>& concurrencies = context.options.concurrencies_or(kDefaultConcurrencies);
   std::vector<Row> rows;
   std::vector<std::string> notes;
+  // Upstream's columns: FastAPI with 1 and 4 workers; nginx with as many
+  // workers as edri has listener processes (one by default).
   const ScenarioOutcome outcome = measure_servers(
-      context, {ServerKind::kEdri, ServerKind::kFastApi, ServerKind::kNginx}, concurrencies, rows, notes);
+      context, {{ServerKind::kEdri}, {ServerKind::kFastApi, 1}, {ServerKind::kFastApi, 4}, {ServerKind::kNginx, 1}},
+      concurrencies, rows, notes);
   if (outcome == ScenarioOutcome::kInterrupted) return outcome;
   print_report_header(context, "keep-alive GET /noop");
   print_compare_table(rows, concurrencies);

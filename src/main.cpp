@@ -21,6 +21,7 @@
 #include "router/router.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
+#include "runtime/placement.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/settings.hpp"
 #include "supervisor/supervisor.hpp"
@@ -60,7 +61,7 @@ std::vector<int> parse_fds(const std::string& s) {
 
 // CPU placement and scheduling policy; failures are reported, not fatal.
 // Returns the CPUs the process was allowed before (worker threads use them).
-std::vector<int> apply_placement(const Config& config, transport::Role role) {
+std::vector<int> apply_placement(const Config& config, const PlacementChoice& choice, transport::Role role) {
   std::vector<int> before;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -71,10 +72,12 @@ std::vector<int> apply_placement(const Config& config, transport::Role role) {
   if (config.placement == Config::Placement::List) {
     for (int c : config.cpus) CPU_SET(c, &set);
   } else if (config.placement == Config::Placement::One ||
-             (config.placement == Config::Placement::Auto && role != transport::Role::Manager)) {
-    // Keep the pipeline together: a hop between processes on one core costs
-    // ~1.4 us, between cores ~37 us here (docs/decisions/0003). Managers,
-    // where the CPU work is, float (docs/decisions/0006).
+             (config.placement == Config::Placement::Auto && !choice.spread && role != transport::Role::Manager)) {
+    // Keep the pipeline together where cores are few: a hop between
+    // processes on one core costs ~1.4 us, between cores ~37 us here
+    // (docs/decisions/0003). Managers, where the CPU work is, float
+    // (docs/decisions/0006). With cores to spare, every process floats and
+    // spins a while before sleeping instead (docs/decisions/0017).
     cpu_set_t allowed;
     if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
       for (int c = CPU_SETSIZE - 1; c >= 0; --c)
@@ -124,12 +127,15 @@ int run_child(std::uint32_t slot) {
   const std::string comm = "edri-" + std::string(transport::role_name(role));
   ::prctl(PR_SET_NAME, comm.c_str());
   ::signal(SIGPIPE, SIG_IGN);
-  const std::vector<int> allowed_cpus = apply_placement(config, role);
+  // Before this process is pinned: every process decides from the CPUs the
+  // supervisor may use, and decides alike.
+  const PlacementChoice placement = choose_placement(config, allowed_cpu_count(), topology.process_slots() - 1);
+  const std::vector<int> allowed_cpus = apply_placement(config, placement, role);
 
   const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
   if (doorbells.size() != topology.process_slots()) throw std::runtime_error("doorbell count mismatch");
-  ProcessLoop loop(segment, topology, slot, doorbells, config);
+  ProcessLoop loop(segment, topology, slot, doorbells, config, placement.spin);
   std::optional<transport::BlobArena> blobs;
   if (const char* blob_fd = std::getenv("EDRI_INTERNAL_BLOB_FD"); blob_fd && std::atoi(blob_fd) >= 0) {
     blobs.emplace(transport::BlobArena::open(std::atoi(blob_fd)));
@@ -141,6 +147,7 @@ int run_child(std::uint32_t slot) {
       const char* unix_fd = std::getenv("EDRI_INTERNAL_UNIX_FD");
       listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
                            std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")), unix_fd ? std::atoi(unix_fd) : -1);
+      l.set_placement(placement.describe(config), placement.spread, placement.spin);
       l.start();
       loop.run();
       break;

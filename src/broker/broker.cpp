@@ -18,16 +18,21 @@ namespace env = edri::envelope;
 using transport::Topology;
 
 Broker::Broker(ProcessLoop& loop, const Config& config)
-    : timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
+    : loop_(loop),
+      timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
       max_json_depth_(config.max_json_depth),
       to_router_(loop.outbox_to(Topology::kRouter)),
       timer_(loop.events(),
              [this] {
                timer_armed_ = false;
+               drain_listeners();
                expire();
                arm_deadline_timer();
              }),
-      lost_watch_(loop, [this] { answer_lost(); }) {
+      lost_watch_(loop, [this] {
+        drain_listeners();
+        answer_lost();
+      }) {
   const auto& topo = loop.topology();
   for (std::uint32_t i = 0; i < topo.listeners(); ++i) {
     const auto slot = topo.listener_slot(i);
@@ -60,6 +65,7 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
         spdlog::error("a stream credit larger than a record was dropped");
       return;
     }
+    if (h.event_type == env::kControlAnswered) return forget_answered(record);
     return on_control(h, record);
   }
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.origin_listener != listener) {
@@ -317,6 +323,22 @@ void Broker::close_targets(std::uint16_t listener, std::span<const env::PushTarg
     it = it->second.empty() ? push_.erase(it) : std::next(it);
   }
   announce_push_events(false);
+}
+
+void Broker::forget_answered(std::span<const std::byte> record) {
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None) return;
+  const auto ids = v.section(env::SectionType::Control);
+  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= ids.size(); at += sizeof(std::uint64_t)) {
+    std::uint64_t id;
+    std::memcpy(&id, ids.data() + at, sizeof id);
+    pending_.erase(id);
+  }
+}
+
+void Broker::drain_listeners() {
+  const auto& topo = loop_.topology();
+  for (std::uint32_t i = 0; i < topo.listeners(); ++i) loop_.drain_from(topo.listener_slot(i));
 }
 
 void Broker::arm_deadline_timer() {

@@ -6,6 +6,10 @@
 // which notifications (with their filters), asks the router for those
 // notifications, and sends each once to every listener with matching
 // connections, naming them (the listener frames it once for all of them).
+// A client's answer may also come from its manager straight to the
+// listener (docs/decisions/0016): the listener then says so
+// (kControlAnswered), and the broker reads what its listeners sent before
+// it decides that a request is late or lost.
 // Answers are never refused for room; a push that cannot be queued closes
 // the connections that would miss it (kControlPushClose), never a silent
 // gap.
@@ -60,6 +64,11 @@ class Broker {
   void announce_push_events(bool force);
   void answer_control(const envelope::EnvelopeHeader& h, int status);
   static bool matches(const nlohmann::json& filter, const nlohmann::json& payload);
+  // kControlAnswered from a listener: these requests are answered.
+  void forget_answered(std::span<const std::byte> record);
+  // Reads every record the listeners sent so far (their kControlAnswered
+  // come without a wake-up).
+  void drain_listeners();
   void arm_deadline_timer();
   void expire();
   // The router died: what was sent before and is still unanswered once its
@@ -67,6 +76,7 @@ class Broker {
   // overflow): 503.
   void answer_lost();
 
+  ProcessLoop& loop_;
   std::chrono::nanoseconds timeout_;
   std::size_t max_json_depth_;  // EDRI_MAX_JSON_DEPTH, for subscription filters
   transport::Outbox& to_router_;

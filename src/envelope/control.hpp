@@ -51,6 +51,11 @@ inline constexpr std::uint64_t kControlPushesLost = 22;
 // (it could not be queued for the listener): close them (1013), never
 // leave a silent gap. Payload: PushTarget array.
 inline constexpr std::uint64_t kControlPushClose = 23;
+// manager -> router, and listener -> broker: these requests of clients
+// were answered on a manager -> listener channel (docs/decisions/0016),
+// so the router and the broker drop them from their books. Sent without
+// a wake-up: read when the receiver next runs. Payload: u64 request ids.
+inline constexpr std::uint64_t kControlAnswered = 24;
 
 // origin_stream of a control that expects no answer.
 inline constexpr std::uint32_t kNoAnswer = UINT32_MAX;

@@ -2,6 +2,11 @@
 // another process.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
+#include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "transport/outbox.hpp"
 
@@ -14,6 +19,21 @@ namespace edri::envelope {
                                transport::Admission admission = transport::Admission::Work) {
   return out.emplace(
       w.size(), [&](std::byte* p) { w.write(p); }, admission);
+}
+
+// Queues kControlAnswered notices for `ids` into `out` without waking its
+// consumer (Outbox::emplace_quiet), as many ids per record as fit.
+inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t> ids, std::uint16_t origin_listener) {
+  auto h = make_header(Kind::Control, kControlAnswered, 0);
+  h.origin_listener = origin_listener;
+  const std::size_t per_record = std::max<std::size_t>(1, (out.max_record() - 512) / sizeof(std::uint64_t));
+  while (!ids.empty()) {
+    const auto batch = ids.first(std::min(per_record, ids.size()));
+    ids = ids.subspan(batch.size());
+    EnvelopeWriter w(h);
+    w.raw(SectionType::Control, std::as_bytes(batch));
+    (void)out.emplace_quiet(w.size(), [&](std::byte* p) { w.write(p); });
+  }
 }
 
 }  // namespace edri::envelope

@@ -74,7 +74,10 @@ BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
     if (p.restart_delay_ms > 0) entry["restart_delay_ms"] = p.restart_delay_ms;
     list.push_back(std::move(entry));
   }
-  nlohmann::json j{{"status", all ? "ok" : "degraded"}, {"processes", list}};
+  nlohmann::json j{
+      {"status", all ? "ok" : "degraded"},
+      {"processes", list},
+      {"placement", {{"spread", placement_.spread}, {"spin", placement_.spin}, {"summary", placement_.summary}}}};
   return {all ? 200 : 503, "application/json", j.dump()};
 }
 

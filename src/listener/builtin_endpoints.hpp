@@ -29,6 +29,9 @@ class BuiltinEndpoints {
 
   // The blob area whose use /metrics reports (none: not reported).
   void set_blobs(const transport::BlobArena* blobs) { blobs_ = blobs; }
+  void set_placement(std::string summary, bool spread, std::uint32_t spin) {
+    placement_ = {std::move(summary), spread, spin};
+  }
 
   // The answer for `path`, or nothing if it is not a built-in endpoint.
   std::optional<Answer> handle(std::string_view path) const;
@@ -54,6 +57,11 @@ class BuiltinEndpoints {
   std::vector<std::string> slot_names_;    // by process slot
   std::vector<std::string> route_labels_;  // by route row: "GET /notes/{id:int}"
   const transport::BlobArena* blobs_ = nullptr;
+  struct Placement {
+    std::string summary;
+    bool spread = false;
+    std::uint32_t spin = 0;
+  } placement_;
 };
 
 }  // namespace edri::listener

@@ -33,6 +33,7 @@ class EventSender {
   // This listener (re)started: the broker forgets its old subscriptions.
   void listener_reset();
   transport::Outbox& outbox() { return to_broker_; }
+  std::uint16_t index() const { return index_; }
 
  private:
   void stream_control(const StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);

@@ -7,6 +7,7 @@
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
+#include "envelope/send.hpp"
 
 namespace edri::listener {
 
@@ -76,6 +77,10 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   websocket_.set_table(table_);
   loop_.on_records_from(transport::Topology::kBroker,
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });
+  const auto& topo = loop.topology();
+  if (topo.direct_answers())
+    for (std::uint32_t j = 0; j < topo.managers(); ++j)
+      loop_.on_records_from(topo.manager_slot(j), [this](std::span<const std::byte> rec) { on_manager_record(rec); });
   loop_.after_drain([this] { return after_drain(); });
   loop_.on_stop_signal([this] { begin_drain(); });
   loop_.on_peer_death([this](std::uint32_t slot) {
@@ -137,7 +142,27 @@ void Listener::on_broker_record(std::span<const std::byte> record) {
   answers_.on_response(v);
 }
 
+void Listener::on_manager_record(std::span<const std::byte> record) {
+  env::EnvelopeView v;
+  if (auto e = env::decode(record, v); e != env::DecodeError::None) {
+    spdlog::error("dropping a malformed envelope from a manager: {}", env::to_string(e));
+    return;
+  }
+  if (v.header.kind != static_cast<std::uint8_t>(env::Kind::Response) || (v.header.flags & env::kFlagStreamPiece)) {
+    spdlog::error("dropping an envelope of kind {} sent by a manager directly", v.header.kind);
+    return;
+  }
+  answered_.push_back(v.header.request_id);
+  answers_.on_response(v);
+}
+
 bool Listener::after_drain() {
+  // The broker keeps its books of what is pending from these; it reads
+  // them when it next runs, woken by nothing here.
+  if (!answered_.empty()) {
+    env::send_answered(sender_.outbox(), answered_, sender_.index());
+    answered_.clear();
+  }
   // WebSocket work first: it may add output to the connections flushed
   // next, and a flush may let a session take its next message.
   for (int round = 0; round < 4; ++round) {

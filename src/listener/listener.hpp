@@ -46,6 +46,10 @@ class Listener final : public ConnectionOwner {
   Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
            int listen_fd, int unix_fd = -1);
   ~Listener() override;
+  // What placement this server runs with, for /health.
+  void set_placement(std::string summary, bool spread, std::uint32_t spin) {
+    builtins_.set_placement(std::move(summary), spread, spin);
+  }
 
   void start();
 
@@ -70,6 +74,8 @@ class Listener final : public ConnectionOwner {
   // One record from the broker: a response, a stream piece, a push or a
   // control.
   void on_broker_record(std::span<const std::byte> record);
+  // An answer a manager sent here directly (docs/decisions/0016).
+  void on_manager_record(std::span<const std::byte> record);
   // True: work is left for the next turn (a WebSocket session to poll, a
   // connection to flush).
   bool after_drain();
@@ -93,8 +99,9 @@ class Listener final : public ConnectionOwner {
   ProcessLoop& loop_;
   const Config& config_;
   EventSender sender_;
-  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
-  std::unique_ptr<Cors> cors_;       // null: CORS off
+  std::vector<std::uint64_t> answered_;  // request ids answered by managers directly, for the broker
+  std::unique_ptr<TlsContext> tls_;      // null: plain HTTP
+  std::unique_ptr<Cors> cors_;           // null: CORS off
   BuiltinEndpoints builtins_;
   std::vector<std::shared_ptr<const RequestValidator>> validators_;  // by event (null: no fields)
   Answers answers_;

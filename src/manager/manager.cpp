@@ -87,6 +87,24 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
   // Request ids of this manager's own requests: top bit set, then its slot.
   next_request_ = (std::uint64_t{1} << 63) | (static_cast<std::uint64_t>(loop.slot()) << 48);
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_record(rec); });
+  const auto& topo = loop.topology();
+  if (topo.direct_answers())
+    for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
+  loop.after_drain([this] {
+    report_answered();
+    return false;
+  });
+}
+
+transport::Outbox& Manager::answer_channel(const env::EnvelopeHeader& request) {
+  if (request.reply_to != 0 || request.origin_listener >= to_listener_.size()) return to_router_;
+  return *to_listener_[request.origin_listener];
+}
+
+void Manager::report_answered() {
+  if (answered_.empty()) return;
+  env::send_answered(to_router_, answered_, 0);
+  answered_.clear();
 }
 
 void Manager::start() {
@@ -262,13 +280,19 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
     if (bytes.size() + 4096 > to_router_.max_record()) return refuse_large_answer(request, bytes.size());
     w.text(env::SectionType::Body, bytes);
   }
-  if (w.size() > to_router_.max_record()) {
+  auto& out = answer_channel(request);
+  if (w.size() > out.max_record()) {
     (void)env::send_problem(to_router_, request, 500, "the response is too large for a channel record");
     return;
   }
   // An answer: never refused for room (transport/outbox.hpp); its size
   // was checked above.
-  if (env::send(to_router_, w, transport::Admission::Answer)) (void)blob.take();  // its reader frees it now
+  if (!env::send(out, w, transport::Admission::Answer)) return;
+  (void)blob.take();  // its reader frees it now
+  // The router learns after the listener has it: should this process die
+  // in between, the router answers 503 for a request the listener no
+  // longer waits for, and the listener drops that.
+  if (&out != &to_router_) answered_.push_back(request.request_id);
 }
 
 // A body for the blob area, which has no room for it, nor a record.

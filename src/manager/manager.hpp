@@ -65,6 +65,13 @@ class Manager final : public Context {
   bool split_form(const envelope::EnvelopeHeader& h);
   Reply call_handler(const Entry& entry);
   void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
+  // Where the answer to `request` goes: its listener's own channel when it
+  // came from a client and one exists (docs/decisions/0016), else the
+  // router.
+  transport::Outbox& answer_channel(const envelope::EnvelopeHeader& request);
+  // Tells the router, without waking it, which answers went straight to
+  // their listeners this turn.
+  void report_answered();
   struct PoolSize {
     std::size_t workers, queue;
   };
@@ -103,6 +110,8 @@ class Manager final : public Context {
   const plugin::PluginSet& plugins_;
   std::string domain_;
   transport::Outbox& to_router_;
+  std::vector<transport::Outbox*> to_listener_;  // by listener index; empty: answers go through the router
+  std::vector<std::uint64_t> answered_;          // request ids answered straight to a listener, not yet reported
   std::unordered_map<std::uint64_t, Entry> handlers_;
   struct Subscribers {
     std::string_view event;

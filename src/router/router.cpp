@@ -132,6 +132,14 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
   return unanswered_.erase(it);
 }
 
+void Router::forget_answered(std::span<const std::byte> ids) {
+  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= ids.size(); at += sizeof(std::uint64_t)) {
+    std::uint64_t id;
+    std::memcpy(&id, ids.data() + at, sizeof id);
+    if (const auto it = unanswered_.find(RequestKey{id, 0}); it != unanswered_.end()) forget(it);
+  }
+}
+
 void Router::on_manager_death(std::uint32_t manager) {
   const auto slot = loop_.topology().manager_slot(manager);
   // Its answers already sent count: take them first.
@@ -228,6 +236,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       env::EnvelopeView v;
       if (env::decode(record, v) != env::DecodeError::None) {
         spdlog::error("dropping a malformed control envelope from manager {}", manager);
+      } else if (h.event_type == env::kControlAnswered) {
+        forget_answered(v.section(env::SectionType::Control));
       } else if (h.event_type == env::kControlSubscribe) {
         subscribe(manager, v.section(env::SectionType::Control));
       } else if (h.event_type == env::kControlPushesLost) {

@@ -2,11 +2,12 @@
 //
 // Managers subscribe when they start (a control envelope listing their
 // event type ids). Requests go to a subscriber; responses go back to the
-// broker. Until every manager has subscribed once, requests for events
-// nobody handles yet are held (bounded), so the first requests after start
-// do not fail. Requests for a domain with replicas go round robin over
-// them, or to the one with the fewest in flight (EDRI_ROUTING). Notifications fan out to one replica of every
-// subscribed domain, and to the broker for those WebSocket clients subscribed to. It reads envelope headers only.
+// broker, or, for clients' requests, straight from the manager to the
+// listener, the router told afterwards (kControlAnswered, 0016). Until every manager has subscribed once, requests for
+// events nobody handles yet are held (bounded), so the first requests after start do not fail. Requests for a domain
+// with replicas go round robin over them, or to the one with the fewest in flight (EDRI_ROUTING). Notifications fan out
+// to one replica of every subscribed domain, and to the broker for those WebSocket clients subscribed to. It reads
+// envelope headers only.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,9 @@ class Router {
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
+  // kControlAnswered: a manager answered these client requests straight to
+  // their listeners.
+  void forget_answered(std::span<const std::byte> ids);
   // A manager died: every request it took and did not answer is answered
   // 503 now, or, if its event is replayed (kFlagReplay) and this is its
   // first death, handed to the successor; those still waiting in its

@@ -49,13 +49,16 @@ struct Config {
   // for at most this long in all, and until it pauses this long.
   double lingering_time_s = 30.0;
   double lingering_timeout_s = 5.0;
-  std::uint32_t max_json_depth = 128;      // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
-  double shutdown_timeout_s = 30.0;        // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
-  std::string log_level = "info";          // EDRI_LOG_LEVEL
-  bool production = false;                 // ENVIRONMENT=production
-  std::size_t ring_bytes = 4u << 20;       // EDRI_RING_BYTES (power of two)
-  std::size_t outbox_limit = 16u << 20;    // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
-  std::uint32_t spin = 0;                  // EDRI_SPIN (idle polls before sleeping)
+  std::uint32_t max_json_depth = 128;    // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
+  double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
+  std::string log_level = "info";        // EDRI_LOG_LEVEL
+  bool production = false;               // ENVIRONMENT=production
+  std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
+  std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
+  // EDRI_SPIN: most idle polls before sleeping, or auto (spin_auto): as
+  // many as runtime/placement.hpp decides for the machine.
+  std::uint32_t spin = 0;
+  bool spin_auto = true;
   std::size_t blob_bytes = 256u << 20;     // EDRI_BLOB_BYTES: the blob area (0: none)
   std::size_t blob_threshold = 64u << 10;  // EDRI_BLOB_THRESHOLD: bodies this large travel in the blob area
   // EDRI_STREAM_WINDOW: bytes of a streamed answer made ahead of what its
@@ -65,9 +68,10 @@ struct Config {
   // EDRI_UPLOAD_THRESHOLD are written while they arrive (docs/decisions/0012).
   std::string upload_path = "/tmp";
   std::size_t upload_threshold = 1u << 20;  // EDRI_UPLOAD_THRESHOLD
-  // EDRI_CPUS: where the processes run. "auto" (default): listeners,
+  // EDRI_CPUS: where the processes run. "auto" (default): on a machine
+  // with cores to spare, wherever the scheduler puts them; else listeners,
   // broker and router on one CPU, the last one this process may use, and
-  // managers wherever the scheduler puts them (docs/decisions/0006); "one":
+  // managers wherever the scheduler puts them (docs/decisions/0006, 0017); "one":
   // every process on that CPU (docs/decisions/0003); "all": wherever the
   // scheduler puts them; a list: every process pinned to that list.
   enum class Placement { Auto, One, All, List } placement = Placement::Auto;

@@ -14,12 +14,12 @@ namespace edri {
 using transport::Doorbell;
 
 ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Topology& topology, std::uint32_t slot,
-                         const std::vector<int>& doorbell_fds, const Config& config)
+                         const std::vector<int>& doorbell_fds, const Config& config, std::uint32_t spin_polls)
     : segment_(segment),
       topology_(topology),
       slot_(slot),
       doorbell_fds_(doorbell_fds),
-      spin_(config.spin),
+      spin_(spin_polls),
       own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
   // The doorbell is never read: edge-triggered epoll reports every write
   // to an eventfd, and its 64-bit counter cannot overflow in practice. A
@@ -152,7 +152,7 @@ void ProcessLoop::run() {
       idle = 0;
       continue;
     }
-    if (idle < spin_) {
+    if (idle < spin_.polls()) {
       // Spinning only pays where the processes have cores of their own:
       // it watches the rings, and descriptors every 64th turn.
       if ((++idle & 63) == 0 && events_.poll(0)) idle = 0;
@@ -167,7 +167,13 @@ void ProcessLoop::run() {
     }
     // One system call: returns at once if a descriptor is ready, else sleeps
     // until a socket, timer, signal or the doorbell fires.
-    events_.poll(-1);
+    if (spin_.adaptive()) {
+      const auto before = std::chrono::steady_clock::now();
+      events_.poll(-1);
+      spin_.slept(std::chrono::steady_clock::now() - before);
+    } else {
+      events_.poll(-1);
+    }
     sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
   }

@@ -2,9 +2,10 @@
 //
 // One EventLoop (epoll) carries sockets, timers, signals and the process's
 // doorbell; around it the loop drains every inbound channel in one batch per
-// turn and, when a turn found nothing to do for `spin` turns, tells its
-// producers it is going to sleep and blocks in epoll_wait (protocol:
-// shm_layout.hpp). While the pipeline is busy no process makes a system call
+// turn and, when a turn found nothing to do for as many turns as its spin
+// budget allows (SpinBudget: none unless the processes have cores of their
+// own), tells its producers it is going to sleep and blocks in epoll_wait
+// (protocol: shm_layout.hpp). While the pipeline is busy no process makes a system call
 // per message.
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/event_loop.hpp"
+#include "runtime/placement.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/outbox.hpp"
 #include "transport/segment.hpp"
@@ -35,7 +37,7 @@ class ProcessLoop {
   using RecordHandler = std::function<void(std::span<const std::byte>)>;
 
   ProcessLoop(const transport::Segment& segment, const transport::Topology& topology, std::uint32_t slot,
-              const std::vector<int>& doorbell_fds, const Config& config);
+              const std::vector<int>& doorbell_fds, const Config& config, std::uint32_t spin_polls);
   ~ProcessLoop();
 
   EventLoop& events() { return events_; }
@@ -86,7 +88,7 @@ class ProcessLoop {
   const transport::Topology& topology_;
   std::uint32_t slot_;
   std::vector<int> doorbell_fds_;
-  std::uint32_t spin_;
+  SpinBudget spin_;
   transport::Doorbell own_;
   UniqueFd signal_fd_;
   std::vector<Inbound> inbound_;

@@ -187,6 +187,14 @@ Binding origin_list(std::vector<std::string> Config::*member) {
       [=](const Config& c) { return join(c.*member); }};
 }
 
+Binding spin() {
+  return {[](Config& c, const EnvValue& v) {
+            c.spin_auto = v.text == "auto";
+            if (!c.spin_auto) c.spin = parse_integer<std::uint32_t>(v, 0, 100000000);
+          },
+          [](const Config& c) { return c.spin_auto ? std::string("auto") : std::to_string(c.spin); }};
+}
+
 Binding cpu_placement() {
   using P = Config::Placement;
   const Binding words = choice(&Config::placement, {{"auto", P::Auto}, {"all", P::All}, {"one", P::One}});

@@ -105,6 +105,7 @@ Binding websocket_endpoint(std::string Config::*member);
 Binding path_list(std::vector<std::string> Config::*member);  // ':' or ',' separated
 Binding origin_list(std::vector<std::string> Config::*member);
 Binding cpu_placement();  // Config::placement and, for a list, Config::cpus
+Binding spin();           // EDRI_SPIN: `auto` or a count of polls
 
 }  // namespace parse
 }  // namespace edri

@@ -1,5 +1,6 @@
 #include "supervisor/supervisor.hpp"
 
+#include "runtime/placement.hpp"
 #include "runtime/upload_files.hpp"
 
 #include <arpa/inet.h>
@@ -236,6 +237,8 @@ void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_
               bound_port_);
   std::fflush(stdout);
   spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
+  spdlog::info("placement: {}",
+               choose_placement(config_, allowed_cpu_count(), topology_.process_slots() - 1).describe(config_));
 }
 
 void Supervisor::on_signal(int sig) {

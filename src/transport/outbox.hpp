@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "transport/channel.hpp"
@@ -64,6 +65,17 @@ class Outbox {
           if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
         },
         admission);
+  }
+
+  // An answer its consumer needs only when it next runs (a notice that
+  // keeps its books, never a reason to wake it): queued like any answer,
+  // without ringing the consumer's doorbell for it.
+  template <class Fill>
+  [[nodiscard]] bool emplace_quiet(std::size_t n, Fill&& fill) {
+    const bool dirty = dirty_;
+    const bool queued = emplace(n, std::forward<Fill>(fill), Admission::Answer);
+    dirty_ = dirty;
+    return queued;
   }
 
   // Moves queued records into the ring as far as room allows.

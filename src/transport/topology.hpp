@@ -10,7 +10,9 @@
 //   slots 3+L .. 3+L+M-1  managers
 //
 // Channels: listener <-> broker, broker <-> router, router <-> manager,
-// one ring per direction.
+// one ring per direction; and, where listeners x managers is at most
+// kMaxAnswerChannels, manager -> listener for answers that skip the
+// router and broker on their way back (docs/decisions/0016).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,9 @@ class Topology {
   static constexpr std::uint32_t kSupervisor = 0;
   static constexpr std::uint32_t kBroker = 1;
   static constexpr std::uint32_t kRouter = 2;
+  // Past this many listener x manager pairs, answers go back the long way
+  // (through the router and broker): each pair is one more ring.
+  static constexpr std::uint32_t kMaxAnswerChannels = 256;
 
   Topology(std::uint32_t listeners, std::uint32_t managers) : listeners_(listeners), managers_(managers) {
     if (listeners == 0) throw std::invalid_argument("at least one listener is needed");
@@ -57,7 +62,13 @@ class Topology {
       channels_.push_back({kRouter, manager_slot(j)});
       channels_.push_back({manager_slot(j), kRouter});
     }
+    if (direct_answers())
+      for (std::uint32_t j = 0; j < managers; ++j)
+        for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({manager_slot(j), listener_slot(i)});
   }
+
+  // Whether managers answer listeners on channels of their own.
+  bool direct_answers() const { return listeners_ * managers_ <= kMaxAnswerChannels; }
 
   std::uint32_t listeners() const { return listeners_; }
   std::uint32_t managers() const { return managers_; }

@@ -1,13 +1,17 @@
 // The pipeline end to end: a request crosses listener -> broker -> router ->
 // manager and back, in separate single-threaded processes, and nothing is
 // left behind when the server stops.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
@@ -39,6 +43,81 @@ TEST_CASE("a routed request crosses listener, broker, router and manager", "[pip
                                        "edri-server: manager bench", "edri-server: manager pong"});
   CHECK(pids.size() == 5);
   CHECK(thread_count(server.pid()) == 1);
+}
+
+TEST_CASE("answers go from the manager straight to the listener while the broker and router still keep their books",
+          "[pipeline]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.5"}});
+  CHECK(http_get(server.port(), "/metrics").body.find(R"(from="manager test",to="listener")") != std::string::npos);
+  HttpClient c(server.port());
+  // The broker hears of each answer from the listener, without a wake-up,
+  // and reads that before it calls anything late: no 504 for a request
+  // alone in its deadline's window, nothing else waking the broker.
+  for (int i = 0; i < 50; ++i) REQUIRE(c.get("/hello/n" + std::to_string(i)).status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  REQUIRE(c.get("/hello/alone").status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  CHECK(server.log().find("got no answer in time") == std::string::npos);
+  // The router heard from the manager: with the manager killed, none of the
+  // 50 counts as taken and unanswered.
+  REQUIRE(::kill(server.child("manager test"), SIGKILL) == 0);
+  std::smatch m;
+  std::string log;
+  const std::regex died(R"(died: (\d+) requests it had taken answered 503)");
+  CHECK(eventually([&] {
+    log = server.log();
+    return std::regex_search(log, m, died);
+  }));
+  CHECK(m.size() == 2);
+  if (m.size() == 2) CHECK(m[1].str() == "0");
+  CHECK(eventually([&] { return http_get(server.port(), "/hello/again").status == 200; }));
+}
+
+namespace {
+// CPU time (user + system) of `pid` so far, in clock ticks.
+long cpu_ticks(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
+  long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return utime + stime;
+}
+}  // namespace
+
+TEST_CASE("the start-up log and /health say how the processes are placed", "[pipeline]") {
+  ServerProcess server({plugin_path("bench_app")});
+  CHECK(eventually([&] { return server.log().find("placement: ") != std::string::npos; }));
+  const auto health = nlohmann::json::parse(http_get(server.port(), "/health").body);
+  REQUIRE(health.contains("placement"));
+  CHECK(health["placement"]["summary"].get<std::string>().find("CPUs allowed") != std::string::npos);
+  CHECK(health["placement"].contains("spread"));
+  CHECK(health["placement"].contains("spin"));
+}
+
+TEST_CASE("a server told to spin burns no CPU once its traffic stops", "[pipeline]") {
+  // Ten million polls is about a second of CPU per wake-up: a budget that
+  // did not fall with the traffic would show here at every timer.
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_CPUS", "all"}, {"EDRI_SPIN", "10000000"}});
+  const auto health = nlohmann::json::parse(http_get(server.port(), "/health").body);
+  CHECK(health["placement"]["spin"] == 10000000);
+  HttpClient c(server.port());
+  for (int i = 0; i < 300; ++i) REQUIRE(c.get("/noop").status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::vector<pid_t> pids;
+  for (const auto& k : server.children()) pids.push_back(k.pid);
+  auto total = [&] {
+    long t = 0;
+    for (pid_t p : pids) t += cpu_ticks(p);
+    return t;
+  };
+  const long before = total();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  const long idle = total() - before;
+  INFO("ticks of CPU in 2 s idle: " << idle << " (" << ::sysconf(_SC_CLK_TCK) << " a second)");
+  CHECK(idle <= ::sysconf(_SC_CLK_TCK) / 10);
 }
 
 namespace {

@@ -190,3 +190,17 @@ TEST_CASE("with its consumer dead, a producer sees what it never took and reads 
   CHECK(p.record_at(at[2]).empty());
   CHECK(p.record_at(p.last_record()).size() == 20);
 }
+
+TEST_CASE("managers answer listeners on rings of their own while the pairs are few enough", "[channel]") {
+  using edri::transport::Topology;
+  const Topology small(2, 3);
+  CHECK(small.direct_answers());
+  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3);
+  for (std::uint32_t j = 0; j < 3; ++j)
+    for (std::uint32_t i = 0; i < 2; ++i) CHECK_NOTHROW(small.channel(small.manager_slot(j), small.listener_slot(i)));
+  CHECK_THROWS(small.channel(small.listener_slot(0), small.manager_slot(0)));  // requests still go through the broker
+  // Past kMaxAnswerChannels pairs, answers go back through the router.
+  const Topology large(16, Topology::kMaxAnswerChannels / 16 + 1);
+  CHECK_FALSE(large.direct_answers());
+  CHECK_THROWS(large.channel(large.manager_slot(0), large.listener_slot(0)));
+}

@@ -57,3 +57,25 @@ TEST_CASE("a record larger than a ring allows is refused at once", "[outbox]") {
   CHECK_FALSE(out.push(std::vector<std::byte>(out.max_record() + 1)));
   CHECK_FALSE(out.has_overflow());
 }
+
+TEST_CASE("a quiet record waits for its sleeping consumer without waking it and a later record wakes it for both",
+          "[outbox]") {
+  SegmentFixture f(4096);
+  const int efd = ::eventfd(0, EFD_NONBLOCK);
+  Outbox out(f.segment.producer(0), Doorbell(&f.segment.doorbell(1), efd), 1000);
+  auto c = f.segment.consumer(0);
+  f.segment.doorbell(1).sleeping.store(1);
+  const std::vector<std::byte> notice(16, std::byte{7});
+  CHECK(out.emplace_quiet(notice.size(), [&](std::byte* p) { std::memcpy(p, notice.data(), notice.size()); }));
+  CHECK_FALSE(out.notify());
+  std::uint64_t rung = 0;
+  CHECK(::read(efd, &rung, sizeof rung) == -1);  // nothing rang
+  CHECK_FALSE(c.empty());
+  CHECK(out.push(std::vector<std::byte>(8)));
+  CHECK(out.notify());
+  CHECK(::read(efd, &rung, sizeof rung) == sizeof rung);
+  std::size_t records = 0;
+  c.drain([&](std::span<const std::byte>, std::uint32_t) { ++records; });
+  CHECK(records == 2);
+  ::close(efd);
+}

@@ -1,0 +1,63 @@
+// Placement: what EDRI_CPUS=auto and EDRI_SPIN=auto become on the machine
+// at hand (docs/decisions/0017). Computed the same way in the supervisor
+// (which logs it) and in every child, from the settings, the CPUs the
+// server may use and how many processes it runs; no I/O here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "runtime/config.hpp"
+
+namespace edri {
+
+// Processes have cores of their own when the server may use at least this
+// many CPUs, and two more than it has pipeline processes.
+inline constexpr std::uint32_t kSpreadMinCpus = 6;
+inline constexpr std::uint32_t kSpareCpus = 2;
+// EDRI_SPIN=auto where processes have cores of their own: the most idle
+// polls before sleeping (the best of the 16-core sweep in issue 16).
+inline constexpr std::uint32_t kAutoSpinPolls = 2000;
+
+struct PlacementChoice {
+  // EDRI_CPUS=auto: listeners, broker and router on one CPU together
+  // (false), or every process where the scheduler puts it (true).
+  bool spread = false;
+  std::uint32_t spin = 0;  // most idle polls before sleeping; 0: sleep at once
+  std::uint32_t cpus = 0;  // CPUs the server may use
+  std::uint32_t processes = 0;
+  std::string describe(const Config& config) const;
+};
+
+PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes);
+
+// The CPUs this process may use now (sched_getaffinity).
+std::uint32_t allowed_cpu_count();
+
+// How many idle polls a process makes before it sleeps, adapted to its
+// traffic: the full budget while wake-ups come close together, none once a
+// sleep was long (an idle server burns no CPU), doubling back from a floor
+// after each short sleep.
+class SpinBudget {
+ public:
+  static constexpr std::chrono::microseconds kRecent{500};  // a sleep shorter than this: traffic is recent
+  static constexpr std::uint32_t kFloor = 64;
+
+  // Nothing to spin for before the first traffic.
+  explicit SpinBudget(std::uint32_t limit) : limit_(limit) {}
+  std::uint32_t polls() const { return budget_; }
+  bool adaptive() const { return limit_ > 0; }
+  void slept(std::chrono::nanoseconds how_long) {
+    if (how_long >= kRecent)
+      budget_ = 0;
+    else
+      budget_ = std::min(limit_, std::max(kFloor, budget_ * 2));
+  }
+
+ private:
+  std::uint32_t limit_;
+  std::uint32_t budget_ = 0;
+};
+
+}  // namespace edri

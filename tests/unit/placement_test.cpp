@@ -1,0 +1,65 @@
+// Placement: EDRI_CPUS=auto keeps the pipeline on one CPU where cores are
+// few and spreads it, spinning, where they are many; a spin budget follows
+// the traffic and falls to nothing on an idle server.
+#include <catch2/catch.hpp>
+
+#include "runtime/placement.hpp"
+
+using namespace edri;
+using namespace std::chrono_literals;
+
+TEST_CASE("EDRI_CPUS=auto: together on few cores, spread with a spin where cores are to spare", "[placement]") {
+  Config config;  // EDRI_CPUS=auto, EDRI_SPIN=auto
+  const auto small = choose_placement(config, 2, 5);
+  CHECK_FALSE(small.spread);
+  CHECK(small.spin == 0);
+  CHECK(small.describe(config).find("one CPU") != std::string::npos);
+  CHECK_FALSE(choose_placement(config, 6, 5).spread);  // one short of two to spare
+  const auto large = choose_placement(config, 16, 5);
+  CHECK(large.spread);
+  CHECK(large.spin == kAutoSpinPolls);
+  CHECK(large.describe(config).find("spreads") != std::string::npos);
+  CHECK(choose_placement(config, 7, 5).spread);
+  CHECK_FALSE(choose_placement(config, 5, 2).spread);  // never below kSpreadMinCpus
+}
+
+TEST_CASE("explicit EDRI_CPUS and EDRI_SPIN are obeyed", "[placement]") {
+  Config config;
+  config.placement = Config::Placement::One;
+  CHECK_FALSE(choose_placement(config, 16, 5).spread);
+  CHECK(choose_placement(config, 16, 5).spin == 0);
+  config.placement = Config::Placement::All;
+  CHECK(choose_placement(config, 2, 5).spread);
+  CHECK(choose_placement(config, 2, 5).spin == 0);  // spread, but over shared cores: no spin
+  config.spin_auto = false;
+  config.spin = 300;
+  CHECK(choose_placement(config, 2, 5).spin == 300);
+  config.placement = Config::Placement::List;
+  config.cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(choose_placement(config, 16, 5).spread);
+}
+
+TEST_CASE("a spin budget grows while wake-ups come close together and drops to none after a long sleep",
+          "[placement]") {
+  SpinBudget none(0);
+  CHECK_FALSE(none.adaptive());
+  none.slept(10us);
+  CHECK(none.polls() == 0);
+
+  SpinBudget spin(2000);
+  CHECK(spin.polls() == 0);  // no traffic yet
+  spin.slept(10us);
+  CHECK(spin.polls() == SpinBudget::kFloor);
+  spin.slept(2ms);  // idle: sleep at once from now on
+  CHECK(spin.polls() == 0);
+  spin.slept(5s);
+  CHECK(spin.polls() == 0);
+  std::uint32_t last = 0;
+  for (int i = 0; i < 6; ++i) {
+    spin.slept(50us);  // traffic again
+    CHECK(spin.polls() > last);
+    last = spin.polls();
+  }
+  for (int i = 0; i < 10; ++i) spin.slept(50us);
+  CHECK(spin.polls() == 2000);  // never past its limit
+}
