@@ -59,33 +59,37 @@ std::vector<int> parse_fds(const std::string& s) {
   return out;
 }
 
-// CPU placement and scheduling policy; failures are reported, not fatal.
-// Returns the CPUs the process was allowed before (worker threads use them).
-std::vector<int> apply_placement(const Config& config, const PlacementChoice& choice, transport::Role role) {
-  std::vector<int> before;
+// The CPUs this process may use, in order.
+std::vector<int> allowed_cpu_list() {
+  std::vector<int> out;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) before.push_back(c);
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+// Where this process's loop stays (EDRI_CPUS=auto on few cores, one): the
+// last CPU allowed, which keeps the pipeline together: a hop between
+// processes on one core costs ~1.4 us, between cores ~37 us here
+// (docs/decisions/0003). A manager under auto starts there and floats
+// while busy (LoopPlacement, docs/decisions/0006 and 0017).
+std::optional<int> home_cpu(const Config& config, const PlacementChoice& choice, const std::vector<int>& allowed) {
+  const bool together =
+      config.placement == Config::Placement::One || (config.placement == Config::Placement::Auto && !choice.spread);
+  if (!together || allowed.empty()) return std::nullopt;
+  return allowed.back();
+}
+
+// CPU placement and scheduling policy; failures are reported, not fatal.
+void apply_placement(const Config& config, std::optional<int> home, bool floats_when_busy) {
+  cpu_set_t set;
   CPU_ZERO(&set);
   if (config.placement == Config::Placement::List) {
     for (int c : config.cpus) CPU_SET(c, &set);
-  } else if (config.placement == Config::Placement::One ||
-             (config.placement == Config::Placement::Auto && !choice.spread && role != transport::Role::Manager)) {
-    // Keep the pipeline together where cores are few: a hop between
-    // processes on one core costs ~1.4 us, between cores ~37 us here
-    // (docs/decisions/0003). Managers, where the CPU work is, float
-    // (docs/decisions/0006). With cores to spare, every process floats and
-    // spins a while before sleeping instead (docs/decisions/0017).
-    cpu_set_t allowed;
-    if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-      for (int c = CPU_SETSIZE - 1; c >= 0; --c)
-        if (CPU_ISSET(c, &allowed)) {
-          CPU_SET(c, &set);
-          break;
-        }
-    }
+  } else if (home && !floats_when_busy) {
+    CPU_SET(*home, &set);
   }
   if (CPU_COUNT(&set) > 0 && ::sched_setaffinity(0, sizeof set, &set) != 0)
     spdlog::warn("EDRI_CPUS: cannot set CPU affinity: {}", std::strerror(errno));
@@ -96,7 +100,6 @@ std::vector<int> apply_placement(const Config& config, const PlacementChoice& ch
     if (::sched_setscheduler(0, SCHED_BATCH, &p) != 0)
       spdlog::warn("EDRI_SCHED=batch: cannot set the policy: {}", std::strerror(errno));
   }
-  return before;
 }
 
 int run_child(std::uint32_t slot) {
@@ -129,8 +132,13 @@ int run_child(std::uint32_t slot) {
   ::signal(SIGPIPE, SIG_IGN);
   // Before this process is pinned: every process decides from the CPUs the
   // supervisor may use, and decides alike.
-  const PlacementChoice placement = choose_placement(config, allowed_cpu_count(), topology.process_slots() - 1);
-  const std::vector<int> allowed_cpus = apply_placement(config, placement, role);
+  const std::vector<int> allowed_cpus = allowed_cpu_list();
+  const PlacementChoice placement =
+      choose_placement(config, static_cast<std::uint32_t>(allowed_cpus.size()), topology.process_slots() - 1);
+  const auto home = home_cpu(config, placement, allowed_cpus);
+  // Under auto a manager places its own loop (LoopPlacement).
+  const bool manager_floats = role == transport::Role::Manager && config.placement == Config::Placement::Auto;
+  apply_placement(config, home, manager_floats);
 
   const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
@@ -163,7 +171,8 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Manager: {
-      manager::Manager m(loop, config, *plugins, domain, manager_title, allowed_cpus);
+      manager::Manager m(loop, config, *plugins, domain, manager_title, allowed_cpus,
+                         manager_floats ? home : std::nullopt);
       m.start();
       loop.run();
       break;

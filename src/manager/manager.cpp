@@ -60,7 +60,7 @@ class DeferredAnswer final : public Responder::Sink {
 }  // namespace
 
 Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
-                 std::string title, std::vector<int> worker_cpus)
+                 std::string title, std::vector<int> worker_cpus, std::optional<int> home_cpu)
     : loop_(loop),
       config_(config),
       plugins_(plugins),
@@ -94,6 +94,7 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     report_answered();
     return false;
   });
+  if (home_cpu) placement_ = std::make_unique<LoopPlacement>(loop.events(), *home_cpu, worker_cpus_);
 }
 
 transport::Outbox& Manager::answer_channel(const env::EnvelopeHeader& request) {

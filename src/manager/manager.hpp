@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
+#include "manager/loop_placement.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
@@ -31,10 +33,12 @@ namespace edri::manager {
 class Manager final : public Context {
  public:
   // `worker_cpus`: where worker threads may run (the CPUs the process had
-  // before its loop was pinned).
+  // before its loop was pinned). `home_cpu`: where the loop runs while it is
+  // quiet, floating over `worker_cpus` while busy (LoopPlacement); none:
+  // where main placed it.
   // `title`: how ps and the logs name it ("notes", "notes 2").
   Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::string domain,
-          std::string title, std::vector<int> worker_cpus = {});
+          std::string title, std::vector<int> worker_cpus = {}, std::optional<int> home_cpu = {});
   ~Manager() override;
 
   // Subscribes at the router and starts the worker processes, if the
@@ -130,6 +134,7 @@ class Manager final : public Context {
   std::unique_ptr<WorkerThreads> workers_;  // made by the first in_thread()
   std::string title_;
   std::unique_ptr<WorkerProcesses> processes_;             // made by start() when the domain has tasks
+  std::unique_ptr<LoopPlacement> placement_;               // with a home CPU
   std::unordered_map<std::uint64_t, OpenStream> streams_;  // by request id
   std::vector<std::uint64_t> idle_streams_;                // producers that made nothing: asked again soon
   std::string piece_;                                      // scratch

@@ -60,4 +60,35 @@ class SpinBudget {
   std::uint32_t budget_ = 0;
 };
 
+// EDRI_CPUS=auto on few cores: a manager's loop starts on the pipeline's
+// CPU, where its hops are cheap, and moves to every CPU allowed while its
+// own work keeps it busy (it needs a core then more than cheap hops), back
+// once it is quiet (docs/decisions/0017). Decides from the share of a core
+// the loop asked for (ran or waited to run) over each sample's window; no
+// I/O here.
+class BusyFloat {
+ public:
+  static constexpr double kFloatAbove = 0.5;  // busier than this: float
+  static constexpr double kPinBelow = 0.2;    // quieter than this: back home
+  enum class Move { Stay, Float, Pin };
+
+  Move sample(std::chrono::nanoseconds demand, std::chrono::nanoseconds wall) {
+    if (wall.count() <= 0) return Move::Stay;
+    const double busy = static_cast<double>(demand.count()) / static_cast<double>(wall.count());
+    if (!floating_ && busy > kFloatAbove) {
+      floating_ = true;
+      return Move::Float;
+    }
+    if (floating_ && busy < kPinBelow) {
+      floating_ = false;
+      return Move::Pin;
+    }
+    return Move::Stay;
+  }
+  bool floating() const { return floating_; }
+
+ private:
+  bool floating_ = false;
+};
+
 }  // namespace edri

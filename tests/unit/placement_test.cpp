@@ -63,3 +63,17 @@ TEST_CASE("a spin budget grows while wake-ups come close together and drops to n
   for (int i = 0; i < 10; ++i) spin.slept(50us);
   CHECK(spin.polls() == 2000);  // never past its limit
 }
+
+TEST_CASE("a manager's loop floats while it asks for more than half a core and comes home below a fifth",
+          "[placement]") {
+  BusyFloat b;
+  using M = BusyFloat::Move;
+  CHECK(b.sample(100ms, 250ms) == M::Stay);  // 0.4 of a core
+  CHECK_FALSE(b.floating());
+  CHECK(b.sample(200ms, 250ms) == M::Float);  // 0.8: ran and waited to run
+  CHECK(b.floating());
+  CHECK(b.sample(100ms, 250ms) == M::Stay);  // between the two marks: no flapping
+  CHECK(b.sample(10ms, 250ms) == M::Pin);
+  CHECK_FALSE(b.floating());
+  CHECK(b.sample(1ms, 0ms) == M::Stay);  // no time passed: no decision
+}

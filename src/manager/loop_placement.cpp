@@ -1,0 +1,69 @@
+#include "manager/loop_placement.hpp"
+
+#include <sched.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace edri::manager {
+
+namespace {
+
+// What the calling thread (the manager's loop; worker threads have their
+// own placement) asked of a CPU so far: the time it ran plus the time it
+// waited to run (/proc/thread-self/schedstat). Two CPU-bound managers
+// sharing a CPU each run half the time and wait the other half: both
+// demand a whole core.
+std::chrono::nanoseconds loop_cpu_demand() {
+  unsigned long long ran = 0, waited = 0;
+  if (std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r")) {
+    if (std::fscanf(f, "%llu %llu", &ran, &waited) != 2) ran = waited = 0;
+    std::fclose(f);
+  }
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ran + waited));
+}
+
+}  // namespace
+
+LoopPlacement::LoopPlacement(EventLoop& events, int home, std::vector<int> allowed)
+    : timer_(events, [this] { sample(); }),
+      home_{home},
+      allowed_(std::move(allowed)),
+      last_cpu_(loop_cpu_demand()),
+      last_wall_(std::chrono::steady_clock::now()) {
+  move_to(home_);
+  timer_.expires_after(kWindow);
+}
+
+void LoopPlacement::sample() {
+  const auto cpu = loop_cpu_demand();
+  const auto wall = std::chrono::steady_clock::now();
+  switch (busy_.sample(cpu - last_cpu_, wall - last_wall_)) {
+    case BusyFloat::Move::Float:
+      spdlog::info("busy: the manager's loop may run on any of {} CPUs now", allowed_.size());
+      move_to(allowed_);
+      break;
+    case BusyFloat::Move::Pin:
+      spdlog::info("quiet again: the manager's loop back on CPU {}", home_.front());
+      move_to(home_);
+      break;
+    case BusyFloat::Move::Stay: break;
+  }
+  last_cpu_ = cpu;
+  last_wall_ = wall;
+  timer_.expires_after(kWindow);
+}
+
+void LoopPlacement::move_to(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0)
+    spdlog::warn("EDRI_CPUS: cannot set CPU affinity: {}", std::strerror(errno));
+}
+
+}  // namespace edri::manager
