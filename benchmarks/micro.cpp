@@ -132,12 +132,10 @@ void BM_MiddlewareLayer(benchmark::State& state) {
 BENCHMARK(BM_MiddlewareLayer);
 
 // What the manager does per request, without its channel: decode the
-// envelope, bind the Request, call the handler, encode its answer.
-void BM_ManagerDispatch(benchmark::State& state) {
+// envelope, bind the Request, call the handler, encode its answer. The
+// handler is `handler`; the two below differ only in how it writes JSON.
+void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
   const auto record = encoded_request(40);
-  const edri::Handler handler = [](const edri::Request& r, edri::Context&) {
-    return edri::Response::json({{"id", r.int_param("id")}, {"ok", true}});
-  };
   struct NoContext : edri::Context {
     std::string_view domain() const override { return "bench"; }
     bool publish(std::string_view, const nlohmann::json&) override { return false; }
@@ -171,7 +169,27 @@ void BM_ManagerDispatch(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
 }
+
+// The handler builds its answer as a JSON DOM (nlohmann) and serializes it:
+// most handlers, and most of the time here.
+void BM_ManagerDispatch(benchmark::State& state) {
+  manager_dispatch(state, [](const edri::Request& r, edri::Context&) {
+    return edri::Response::json({{"id", r.int_param("id")}, {"ok", true}});
+  });
+}
 BENCHMARK(BM_ManagerDispatch);
+
+// The same answer written as text (Response::raw_json): what the manager
+// itself costs around a handler.
+void BM_ManagerDispatchRawJson(benchmark::State& state) {
+  manager_dispatch(state, [](const edri::Request& r, edri::Context&) {
+    std::string body = "{\"id\":";
+    body += std::to_string(r.int_param("id"));
+    body += ",\"ok\":true}";
+    return edri::Response::raw_json(std::move(body));
+  });
+}
+BENCHMARK(BM_ManagerDispatchRawJson);
 
 }  // namespace
 

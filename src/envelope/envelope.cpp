@@ -73,9 +73,13 @@ bool KeyValueReader::next(std::string_view& key, std::string_view& value) {
 
 EnvelopeWriter& EnvelopeWriter::raw(SectionType type, std::span<const std::byte> data) {
   if (count_ == kMaxSections) throw std::length_error("envelope: too many sections");
+  // Field by field: a whole Pending built on the stack and copied stalls on
+  // store forwarding (measured: encode 36 -> 58 ns).
   Pending& p = pending_[count_++];
   p.type = type;
   p.raw = data;
+  p.kv_range = nullptr;
+  p.kv_write = nullptr;
   p.length = static_cast<std::uint32_t>(data.size());
   size_ += sizeof(SectionHeader) + data.size();
   return *this;

@@ -145,7 +145,14 @@ struct Section {
 // A decoded envelope: a copy of the header and views into the input.
 struct EnvelopeView {
   EnvelopeHeader header{};
-  std::array<Section, kMaxSections> sections{};
+  // The first section_count are set by decode(); the others are never
+  // written (decoding pays for the sections it finds, not for sixteen).
+  union Sections {
+    Sections() {}
+    Section& operator[](std::size_t i) { return at[i]; }
+    const Section& operator[](std::size_t i) const { return at[i]; }
+    Section at[kMaxSections];
+  } sections;
   std::size_t section_count = 0;
 
   // The section of the given type, or an empty span.
@@ -214,7 +221,13 @@ class EnvelopeWriter {
     std::uint32_t length = 0;
   };
   EnvelopeHeader header_;
-  std::array<Pending, kMaxSections> pending_{};
+  // The first count_ are set; the others never written (as EnvelopeView).
+  union PendingSections {
+    PendingSections() {}
+    Pending& operator[](std::size_t i) { return at[i]; }
+    const Pending& operator[](std::size_t i) const { return at[i]; }
+    Pending at[kMaxSections];
+  } pending_;
   std::size_t count_ = 0;
   std::size_t size_ = sizeof(EnvelopeHeader);
 };
@@ -239,6 +252,7 @@ EnvelopeWriter& EnvelopeWriter::key_values(SectionType type, const Range& range,
   if (count_ == kMaxSections) throw std::length_error("envelope: too many sections");
   Pending& p = pending_[count_++];
   p.type = type;
+  p.raw = {};
   p.kv_range = &range;
   p.kv_write = [](const void* r, std::byte* out) {
     for (const auto& e : *static_cast<const Range*>(r)) out = write_key_value(out, Key{}(e), Value{}(e));

@@ -52,11 +52,35 @@ std::uint64_t segment_hash(std::string_view s) {
   return h ^ (h >> 33);
 }
 
-// Splits off the first segment of `rest` (which starts after a '/').
+// Whether two segments hold the same bytes. Segments are short: eight
+// bytes at a time (the last load overlapping), inlined, where a call to
+// memcmp cost more than the comparison.
+bool same_segment(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  std::uint64_t x, y;
+  for (std::size_t i = 0; i + 8 < n; i += 8) {
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) return false;
+  }
+  std::memcpy(&x, a.data() + n - 8, 8);
+  std::memcpy(&y, b.data() + n - 8, 8);
+  return x == y;
+}
+
+// Splits off the first segment of `rest` (which starts after a '/'); a
+// plain loop, since segments are a few bytes long.
 std::string_view next_segment(std::string_view& rest, bool& last) {
-  const auto slash = rest.find('/');
+  std::size_t slash = 0;
+  while (slash < rest.size() && rest[slash] != '/') ++slash;
   std::string_view seg = rest.substr(0, slash);
-  last = slash == std::string_view::npos;
+  last = slash == rest.size();
   rest = last ? std::string_view{} : rest.substr(slash + 1);
   return seg;
 }
@@ -139,6 +163,7 @@ void RouteTable::add(Method method, std::string_view tpl, std::uint32_t target) 
   auto& slot = nodes_[node].targets[static_cast<std::size_t>(method)];
   if (slot >= 0) throw std::invalid_argument(where + ": declared twice");
   slot = target;
+  nodes_[node].has_target = true;
   ++routes_;
 }
 
@@ -165,7 +190,7 @@ void RouteTable::index_literal(Node& n, std::uint32_t i) {
 std::int64_t RouteTable::literal_child(const Node& n, std::string_view seg) {
   if (n.literal_index.empty()) {
     for (const auto& [lit, child] : n.literals)
-      if (lit == seg) return child;
+      if (same_segment(lit, seg)) return child;
     return -1;
   }
   const std::size_t mask = n.literal_index.size() - 1;
@@ -173,36 +198,43 @@ std::int64_t RouteTable::literal_child(const Node& n, std::string_view seg) {
     const std::uint32_t slot = n.literal_index[at];
     if (slot == 0) return -1;
     const auto& [lit, child] = n.literals[slot - 1];
-    if (lit == seg) return child;
+    if (same_segment(lit, seg)) return child;
   }
 }
 
 bool RouteTable::walk(std::uint32_t node, std::string_view rest, Method method, Match& m,
                       std::uint32_t& end_node) const {
-  bool last = false;
-  const std::string_view seg = next_segment(rest, last);
-  const Node& n = nodes_[node];
-  auto descend = [&](std::uint32_t child) {
-    if (last) {
-      const Node& c = nodes_[child];
-      if (std::any_of(c.targets.begin(), c.targets.end(), [](std::int64_t t) { return t >= 0; })) {
+  for (;;) {
+    bool last = false;
+    const std::string_view seg = next_segment(rest, last);
+    const Node& n = nodes_[node];
+    auto descend = [&](std::uint32_t child) {
+      if (last) {
+        if (!nodes_[child].has_target) return false;
         end_node = child;
         return true;
       }
-      return false;
+      return walk(child, rest, method, m, end_node);
+    };
+    // Literals are distinct, so at most one matches.
+    const auto child = literal_child(n, seg);
+    if (n.params.empty()) {
+      // Nothing to try instead: follow the literal without recursing.
+      if (child < 0) return false;
+      if (last) return descend(static_cast<std::uint32_t>(child));
+      node = static_cast<std::uint32_t>(child);
+      continue;
     }
-    return walk(child, rest, method, m, end_node);
-  };
-  // Literals are distinct, so at most one matches.
-  if (const auto child = literal_child(n, seg); child >= 0 && descend(static_cast<std::uint32_t>(child))) return true;
-  for (const auto& e : n.params) {
-    if (!matches(e.type, seg)) continue;
-    const std::size_t at = m.param_count++;
-    m.params[at] = Param{e.name, seg};
-    if (descend(e.child)) return true;
-    --m.param_count;
+    if (child >= 0 && descend(static_cast<std::uint32_t>(child))) return true;
+    for (const auto& e : n.params) {
+      if (!matches(e.type, seg)) continue;
+      const std::size_t at = m.param_count++;
+      m.params[at] = Param{e.name, seg};
+      if (descend(e.child)) return true;
+      --m.param_count;
+    }
+    return false;
   }
-  return false;
 }
 
 RouteTable::Match RouteTable::find(Method method, std::string_view path) const {

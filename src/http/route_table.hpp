@@ -37,9 +37,16 @@ class RouteTable {
     Result result = Result::NotFound;
     std::uint32_t target = 0;
     std::uint8_t allowed = 0;  // bit per edri::Method, when MethodNotAllowed
-    std::array<Param, kMaxPathParams> params{};
+    // The first param_count are set; the others are left unwritten (a
+    // lookup pays for the parameters it finds, not for eight).
+    union Params {
+      Params() {}
+      Param& operator[](std::size_t i) { return slots[i]; }
+      const Param& operator[](std::size_t i) const { return slots[i]; }
+      Param slots[kMaxPathParams];
+    } params;
     std::size_t param_count = 0;
-    std::span<const Param> path_params() const { return {params.data(), param_count}; }
+    std::span<const Param> path_params() const { return {params.slots, param_count}; }
   };
 
   // Adds a route; throws std::invalid_argument for a malformed template, a
@@ -73,6 +80,7 @@ class RouteTable {
     std::vector<std::uint32_t> literal_index;
     std::vector<ParamEdge> params;  // in try order: int, uuid, str
     std::array<std::int64_t, kMethodCount> targets;
+    bool has_target = false;  // any of targets set: a route ends here
     Node() { targets.fill(-1); }
   };
   // Below this many literals a node compares them in turn: as fast as
