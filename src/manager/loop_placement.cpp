@@ -1,6 +1,7 @@
 #include "manager/loop_placement.hpp"
 
 #include <sched.h>
+#include <time.h>
 
 #include <spdlog/spdlog.h>
 
@@ -18,13 +19,16 @@ namespace {
 // waited to run (/proc/thread-self/schedstat). Two CPU-bound managers
 // sharing a CPU each run half the time and wait the other half: both
 // demand a whole core.
+// Without schedstat (a kernel built without it), the time it ran alone.
 std::chrono::nanoseconds loop_cpu_demand() {
   unsigned long long ran = 0, waited = 0;
-  if (std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r")) {
-    if (std::fscanf(f, "%llu %llu", &ran, &waited) != 2) ran = waited = 0;
-    std::fclose(f);
-  }
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(ran + waited));
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  const bool read = f && std::fscanf(f, "%llu %llu", &ran, &waited) == 2;
+  if (f) std::fclose(f);
+  if (read) return std::chrono::nanoseconds(static_cast<std::int64_t>(ran + waited));
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 }  // namespace
