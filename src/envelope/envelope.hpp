@@ -142,17 +142,21 @@ struct Section {
   std::span<const std::byte> data;
 };
 
+// Sixteen slots of which a user sets the first few and reads only those:
+// never zeroed or constructed as a whole (an envelope pays for the sections
+// it has, not for sixteen). T must be trivially copyable.
+template <class T>
+union SectionSlots {
+  SectionSlots() {}
+  T& operator[](std::size_t i) { return at[i]; }
+  const T& operator[](std::size_t i) const { return at[i]; }
+  T at[kMaxSections];
+};
+
 // A decoded envelope: a copy of the header and views into the input.
 struct EnvelopeView {
   EnvelopeHeader header{};
-  // The first section_count are set by decode(); the others are never
-  // written (decoding pays for the sections it finds, not for sixteen).
-  union Sections {
-    Sections() {}
-    Section& operator[](std::size_t i) { return at[i]; }
-    const Section& operator[](std::size_t i) const { return at[i]; }
-    Section at[kMaxSections];
-  } sections;
+  SectionSlots<Section> sections;  // the first section_count, set by decode()
   std::size_t section_count = 0;
 
   // The section of the given type, or an empty span.
@@ -221,13 +225,7 @@ class EnvelopeWriter {
     std::uint32_t length = 0;
   };
   EnvelopeHeader header_;
-  // The first count_ are set; the others never written (as EnvelopeView).
-  union PendingSections {
-    PendingSections() {}
-    Pending& operator[](std::size_t i) { return at[i]; }
-    const Pending& operator[](std::size_t i) const { return at[i]; }
-    Pending at[kMaxSections];
-  } pending_;
+  SectionSlots<Pending> pending_;  // the first count_
   std::size_t count_ = 0;
   std::size_t size_ = sizeof(EnvelopeHeader);
 };
