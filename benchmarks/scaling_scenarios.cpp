@@ -28,13 +28,17 @@ HttpRequest get(const std::string& target) {
   return r;
 }
 
-// One edri start with `env`, measured with `requests` (spread over the
-// connections; a WebSocket message when `websocket`) at each concurrency.
+// One start of `kind` (edri unless named; `workers` for a reference) with
+// `env`, measured with `requests` (spread over the connections; a WebSocket
+// message when `websocket`) at each concurrency.
 ScenarioOutcome measure(const ScenarioContext& context, const std::string& label, const EnvironmentVariables& env,
                         const std::vector<HttpRequest>& requests, bool websocket, const std::vector<int>& concurrencies,
-                        std::vector<Row>& rows, std::vector<std::string>& notes) {
-  const std::string name = "edri " + label;
-  StartedServer server = start_server_reporting(ServerKind::kEdri, name, server_settings(context, env), notes);
+                        std::vector<Row>& rows, std::vector<std::string>& notes, ServerKind kind = ServerKind::kEdri,
+                        int workers = 1) {
+  const std::string name = kind == ServerKind::kEdri ? "edri " + label : label;
+  ServerSettings settings = server_settings(context, env);
+  settings.workers = workers;
+  StartedServer server = start_server_reporting(kind, name, settings, notes);
   if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
   for (int c : concurrencies) {
     if (server.outcome != StartedServer::Outcome::kRunning) {
@@ -52,27 +56,6 @@ ScenarioOutcome measure(const ScenarioContext& context, const std::string& label
     if (result.interrupted) return ScenarioOutcome::kInterrupted;
     rows.push_back(Row{label, c, summarize(result), {}});
     note_if_exited(server, name, c, notes);
-  }
-  return server.outcome == StartedServer::Outcome::kRunning ? ScenarioOutcome::kDone : ScenarioOutcome::kServerFailed;
-}
-
-// nginx with `workers` worker processes, measured like measure() does edri.
-ScenarioOutcome measure_nginx(const ScenarioContext& context, const std::string& label, int workers,
-                              const std::vector<int>& concurrencies, std::vector<Row>& rows,
-                              std::vector<std::string>& notes) {
-  ServerSettings settings = server_settings(context);
-  settings.workers = workers;
-  StartedServer server = start_server_reporting(ServerKind::kNginx, label, settings, notes);
-  if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
-  for (int c : concurrencies) {
-    if (server.outcome != StartedServer::Outcome::kRunning) {
-      rows.push_back(Row{label, c, std::nullopt, unavailable_cell(server)});
-      continue;
-    }
-    const LoadResult result = run_reported_load(context, label, load_options(context, server.port, c));
-    if (result.interrupted) return ScenarioOutcome::kInterrupted;
-    rows.push_back(Row{label, c, summarize(result), {}});
-    note_if_exited(server, label, c, notes);
   }
   return server.outcome == StartedServer::Outcome::kRunning ? ScenarioOutcome::kDone : ScenarioOutcome::kServerFailed;
 }
@@ -211,8 +194,8 @@ ScenarioOutcome run_listener_scenario(const ScenarioContext& context) {
       if (o == ScenarioOutcome::kInterrupted) return o;
       if (o == ScenarioOutcome::kServerFailed) outcome = o;
     }
-    const auto o =
-        measure_nginx(context, "nginx GET /noop workers=" + std::to_string(n), n, concurrencies, rows, notes);
+    const auto o = measure(context, "nginx GET /noop workers=" + std::to_string(n), {}, {get("/noop")}, false,
+                           concurrencies, rows, notes, ServerKind::kNginx, n);
     if (o == ScenarioOutcome::kInterrupted) return o;
   }
   return finish(context, outcome,

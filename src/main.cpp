@@ -59,17 +59,6 @@ std::vector<int> parse_fds(const std::string& s) {
   return out;
 }
 
-// The CPUs this process may use, in order.
-std::vector<int> allowed_cpu_list() {
-  std::vector<int> out;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) out.push_back(c);
-  return out;
-}
-
 // Where this process's loop stays (EDRI_CPUS=auto on few cores, one): the
 // last CPU allowed, which keeps the pipeline together: a hop between
 // processes on one core costs ~1.4 us, between cores ~37 us here
@@ -132,7 +121,7 @@ int run_child(std::uint32_t slot) {
   ::signal(SIGPIPE, SIG_IGN);
   // Before this process is pinned: every process decides from the CPUs the
   // supervisor may use, and decides alike.
-  const std::vector<int> allowed_cpus = allowed_cpu_list();
+  const std::vector<int> allowed_cpus = edri::allowed_cpus();
   const PlacementChoice placement =
       choose_placement(config, static_cast<std::uint32_t>(allowed_cpus.size()), topology.process_slots() - 1);
   const auto home = home_cpu(config, placement, allowed_cpus);

@@ -328,12 +328,7 @@ void Broker::close_targets(std::uint16_t listener, std::span<const env::PushTarg
 void Broker::forget_answered(std::span<const std::byte> record) {
   env::EnvelopeView v;
   if (env::decode(record, v) != env::DecodeError::None) return;
-  const auto ids = v.section(env::SectionType::Control);
-  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= ids.size(); at += sizeof(std::uint64_t)) {
-    std::uint64_t id;
-    std::memcpy(&id, ids.data() + at, sizeof id);
-    pending_.erase(id);
-  }
+  env::for_each_answered(v.section(env::SectionType::Control), [&](std::uint64_t id) { pending_.erase(id); });
 }
 
 void Broker::drain_listeners() {

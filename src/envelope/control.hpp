@@ -5,7 +5,10 @@
 // Control section.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 
 namespace edri::envelope {
 
@@ -56,6 +59,16 @@ inline constexpr std::uint64_t kControlPushClose = 23;
 // so the router and the broker drop them from their books. Sent without
 // a wake-up: read when the receiver next runs. Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
+
+// Calls f(id) for each request id of a kControlAnswered payload.
+template <class F>
+void for_each_answered(std::span<const std::byte> payload, F&& f) {
+  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= payload.size(); at += sizeof(std::uint64_t)) {
+    std::uint64_t id;
+    std::memcpy(&id, payload.data() + at, sizeof id);
+    f(id);
+  }
+}
 
 // origin_stream of a control that expects no answer.
 inline constexpr std::uint32_t kNoAnswer = UINT32_MAX;

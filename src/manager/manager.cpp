@@ -11,6 +11,7 @@
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
 #include "http/multipart.hpp"
+#include "manager/answer_head.hpp"
 #include "manager/mapped_upload.hpp"
 
 namespace edri::manager {
@@ -26,20 +27,6 @@ bool read_params(std::span<const std::byte> section, std::vector<Param>& out) {
   std::string_view k, v;
   while (kv.next(k, v)) out.push_back(Param{k, v});
   return kv.ok();
-}
-
-// The header of the answer to `request`.
-env::EnvelopeHeader answer_header(const env::EnvelopeHeader& request, int status) {
-  auto h = env::response_header_for(request, status);
-  env::stamp(h, env::kStampManagerOut);
-  return h;
-}
-
-// An answer's content type and headers.
-void add_head(env::EnvelopeWriter& w, const Response& resp) {
-  w.text(env::SectionType::ContentType, resp.content_type);
-  if (!resp.headers.empty())
-    w.key_values(env::SectionType::Headers, resp.headers, env::StringPairKey{}, env::StringPairValue{});
 }
 
 // The deferred answer of one request; sends at most once.
@@ -440,157 +427,6 @@ Reply Manager::in_process(std::string_view task, std::string input, std::functio
   return Response::problem(500, "Internal Server Error",
                            "the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
                                std::to_string(processes_->max_input(task)) + " bytes)");
-}
-
-void Manager::open_stream(const env::EnvelopeHeader& request, Response& resp) {
-  auto& stream = std::get<StreamBody>(resp.body);
-  env::EnvelopeWriter w(answer_header(request, resp.status));
-  add_head(w, resp);
-  const env::StreamHead head{static_cast<std::uint16_t>(loop_.slot()), 0,
-                             static_cast<std::uint32_t>(config_.stream_window),
-                             stream.length ? static_cast<std::int64_t>(*stream.length) : -1};
-  w.raw(env::SectionType::Stream, std::as_bytes(std::span<const env::StreamHead>(&head, 1)));
-  if (!env::send(to_router_, w, transport::Admission::Answer)) {
-    (void)env::send_problem(to_router_, request, 500, "the streamed answer's head does not fit a record");
-    return;
-  }
-  // The listener may take a window's worth before its first credit.
-  streams_.insert_or_assign(request.request_id, OpenStream{request, std::move(stream.next), config_.stream_window,
-                                                           head.length, 0, std::chrono::steady_clock::now()});
-  pump(request.request_id);
-  if (!stream_timer_armed_ && !streams_.empty()) {
-    stream_timer_armed_ = true;
-    stream_timer_.expires_after(std::chrono::seconds(1));
-  }
-}
-
-void Manager::pump(std::uint64_t id) {
-  auto it = streams_.find(id);
-  while (it != streams_.end() && it->second.credit > 0) {
-    OpenStream& s = it->second;
-    piece_.clear();
-    bool more = false;
-    bool failed = false;
-    try {
-      more = s.next(piece_);
-    } catch (const std::exception& e) {
-      spdlog::error("the producer of a streamed answer threw: {}", e.what());
-      failed = true;
-    } catch (...) {
-      spdlog::error("the producer of a streamed answer threw a non-exception");
-      failed = true;
-    }
-    const std::uint64_t total = s.sent + piece_.size();
-    if (!failed && s.length >= 0 &&
-        (total > static_cast<std::uint64_t>(s.length) || (!more && total != static_cast<std::uint64_t>(s.length)))) {
-      spdlog::error("a streamed answer made {} bytes{}, not the {} it declared", total, more ? " so far" : "",
-                    s.length);
-      failed = true;
-    }
-    if (failed) {
-      (void)send_piece(s, {}, env::kFlagStreamEnd | env::kFlagStreamAbort);
-      streams_.erase(it);
-      return;
-    }
-    if (more && piece_.empty()) {
-      // Nothing yet: asked again shortly, not spun on.
-      idle_streams_.push_back(id);
-      if (!stream_timer_armed_ || idle_streams_.size() == 1) {
-        stream_timer_armed_ = true;
-        stream_timer_.expires_after(std::chrono::milliseconds(1));
-      }
-      return;
-    }
-    if (!send_piece(s, piece_, more ? 0 : env::kFlagStreamEnd)) {
-      spdlog::error("a piece of streamed answer {} could not be queued: the stream ends short", id);
-      (void)send_piece(s, {}, env::kFlagStreamEnd | env::kFlagStreamAbort);
-      streams_.erase(it);
-      return;
-    }
-    s.sent = total;
-    s.credit -= std::min<std::uint64_t>(s.credit, piece_.size());
-    if (!more) {
-      streams_.erase(it);
-      return;
-    }
-  }
-}
-
-bool Manager::send_piece(const OpenStream& s, std::string_view bytes, std::uint16_t flags) {
-  auto rh = env::response_header_for(s.request, 200);
-  rh.flags = static_cast<std::uint16_t>(env::kFlagStreamPiece | flags);
-  env::EnvelopeWriter w(rh);
-  transport::BlobLease blob;
-  if (!env::attach_body(w, blob, loop_.blobs(), config_.blob_threshold, bytes))
-    w.text(env::SectionType::Body, bytes);  // inline, if a record holds it
-  if (w.size() > to_router_.max_record()) return false;
-  // Pieces are answers, bounded by the stream window.
-  if (!env::send(to_router_, w, transport::Admission::Answer)) return false;
-  (void)blob.take();  // the listener frees it
-  return true;
-}
-
-void Manager::on_stream_control(const env::EnvelopeView& v) {
-  const auto id = v.header.request_id;
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;  // ended already
-  if (v.header.event_type == env::kControlStreamCancel) {
-    streams_.erase(it);
-    return;
-  }
-  const auto payload = v.section(env::SectionType::Control);
-  std::uint64_t n = 0;
-  if (payload.size() != sizeof n) return;
-  std::memcpy(&n, payload.data(), sizeof n);
-  it->second.credit += n;
-  it->second.last_credit = std::chrono::steady_clock::now();
-  // A producer waiting in idle_streams_ is asked by the timer, not here.
-  if (std::find(idle_streams_.begin(), idle_streams_.end(), id) == idle_streams_.end()) pump(id);
-}
-
-void Manager::sweep_streams() {
-  auto idle = std::move(idle_streams_);
-  idle_streams_.clear();
-  for (const auto id : idle) pump(id);
-  // A stream whose listener went away (its cancel was lost with it) grants
-  // no more credit: dropped after the write timeout and some.
-  const auto cutoff =
-      std::chrono::steady_clock::now() - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                             std::chrono::duration<double>(config_.write_timeout_s + 10.0));
-  std::erase_if(streams_, [&](const auto& kv) {
-    return kv.second.credit == 0 && kv.second.last_credit < cutoff &&
-           std::find(idle_streams_.begin(), idle_streams_.end(), kv.first) == idle_streams_.end();
-  });
-  if (streams_.empty()) return;
-  stream_timer_armed_ = true;
-  stream_timer_.expires_after(idle_streams_.empty() ? std::chrono::nanoseconds(std::chrono::seconds(1))
-                                                    : std::chrono::nanoseconds(std::chrono::milliseconds(1)));
-}
-
-Response Manager::collect(Response& resp) {
-  // The most one body can be: the blob area, or a channel record.
-  auto* blobs = loop_.blobs();
-  const std::size_t limit = blobs ? blobs->capacity() : to_router_.max_record();
-  std::string body;
-  try {
-    for (int idle = 0;;) {
-      const std::size_t before = body.size();
-      const bool more = std::get<StreamBody>(resp.body).next(body);
-      if (body.size() > limit)
-        return Response::problem(500, "Internal Server Error",
-                                 "the streamed answer is larger than one body may be (" + std::to_string(limit) +
-                                     " bytes) for an asker that takes no stream");
-      if (!more) break;
-      // A producer that waits on something cannot be collected here.
-      if (body.size() == before && ++idle > 1000)
-        return Response::problem(500, "Internal Server Error", "the streamed answer made no bytes");
-    }
-  } catch (const std::exception& e) {
-    spdlog::error("the producer of a streamed answer threw: {}", e.what());
-    return Response::problem(500, "Internal Server Error",
-                             config_.production ? "the handler failed" : std::string("producer threw: ") + e.what());
-  }
-  return Response{resp.status, std::move(resp.content_type), std::move(body), std::move(resp.headers)};
 }
 
 Responder Manager::defer() {

@@ -133,11 +133,9 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
 }
 
 void Router::forget_answered(std::span<const std::byte> ids) {
-  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= ids.size(); at += sizeof(std::uint64_t)) {
-    std::uint64_t id;
-    std::memcpy(&id, ids.data() + at, sizeof id);
+  env::for_each_answered(ids, [&](std::uint64_t id) {
     if (const auto it = unanswered_.find(RequestKey{id, 0}); it != unanswered_.end()) forget(it);
-  }
+  });
 }
 
 void Router::on_manager_death(std::uint32_t manager) {

@@ -15,21 +15,18 @@ bool cores_to_spare(std::uint32_t cpus, std::uint32_t processes) {
 }  // namespace
 
 PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes) {
+  using P = Config::Placement;
   PlacementChoice c;
   c.cpus = cpus_allowed;
   c.processes = processes;
-  using P = Config::Placement;
-  switch (config.placement) {
-    case P::Auto: c.spread = cores_to_spare(cpus_allowed, processes); break;
-    case P::All: c.spread = true; break;
-    case P::List: c.spread = cores_to_spare(static_cast<std::uint32_t>(config.cpus.size()), processes); break;
-    case P::One: c.spread = false; break;
-  }
+  // Whether the CPUs the processes get leave each a core of its own.
+  const auto cpus = config.placement == P::List ? static_cast<std::uint32_t>(config.cpus.size()) : cpus_allowed;
+  const bool roomy = cores_to_spare(cpus, processes);
+  c.spread = config.placement == P::All || (config.placement != P::One && roomy);
   // Spinning pays only where the processes do not wait for each other's
   // CPU; on shared cores it delays the very process it waits for
   // (docs/decisions/0003).
-  const bool own_cores = c.spread && (config.placement != P::All || cores_to_spare(cpus_allowed, processes));
-  c.spin = config.spin_auto ? (own_cores ? kAutoSpinPolls : 0) : config.spin;
+  c.spin = config.spin_auto ? (c.spread && roomy ? kAutoSpinPolls : 0) : config.spin;
   return c;
 }
 
@@ -50,11 +47,14 @@ std::string PlacementChoice::describe(const Config& config) const {
   return s;
 }
 
-std::uint32_t allowed_cpu_count() {
+std::vector<int> allowed_cpus() {
+  std::vector<int> out;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return static_cast<std::uint32_t>(std::max(1, CPU_COUNT(&set)));
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
 }
 
 }  // namespace edri

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/config.hpp"
 
@@ -32,8 +33,8 @@ struct PlacementChoice {
 
 PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes);
 
-// The CPUs this process may use now (sched_getaffinity).
-std::uint32_t allowed_cpu_count();
+// The CPUs this process may use now, in order (sched_getaffinity).
+std::vector<int> allowed_cpus();
 
 // How many idle polls a process makes before it sleeps, adapted to its
 // traffic: the full budget while wake-ups come close together, none once a

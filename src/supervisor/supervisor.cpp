@@ -237,8 +237,9 @@ void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_
               bound_port_);
   std::fflush(stdout);
   spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
-  spdlog::info("placement: {}",
-               choose_placement(config_, allowed_cpu_count(), topology_.process_slots() - 1).describe(config_));
+  spdlog::info("placement: {}", choose_placement(config_, static_cast<std::uint32_t>(allowed_cpus().size()),
+                                                 topology_.process_slots() - 1)
+                                    .describe(config_));
 }
 
 void Supervisor::on_signal(int sig) {
