@@ -142,6 +142,11 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
     bool request(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {
       return false;
     }
+    bool publish_patch(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {
+      return false;
+    }
+    void read_stream(std::string_view, std::function<void(const edri::Response&)>) override {}
+    void after(std::chrono::milliseconds, std::function<void()>) override {}
     edri::Responder defer() override { return edri::Responder(nullptr); }
     std::string render(std::string_view, const nlohmann::json&) override { return {}; }
     edri::Reply in_thread(std::function<edri::Response()>) override { return edri::Deferred{}; }

@@ -1,5 +1,6 @@
 // The benchmark app (contract: ../shared/specs/bench-app.md). The routes
 // of later scenarios join it as their capabilities land.
+#include <edri/live_stream.hpp>
 #include <edri/plugin.hpp>
 
 #include <time.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -96,6 +98,85 @@ struct RouteRun : std::enable_shared_from_this<RouteRun> {
         {{"round_trips", n}, {"seconds", s}, {"per_second", s > 0 ? static_cast<double>(n) / s : 0.0}}));
   }
 };
+
+// POST /stream-burst: U rounds, one every I ms, of one patch to each named
+// stream, published inside the server; answered once every publish was
+// numbered by the broker.
+struct StreamBurst : std::enable_shared_from_this<StreamBurst> {
+  edri::Context& ctx;
+  edri::Responder responder;
+  std::vector<std::string> streams;
+  std::int64_t updates, interval_ms, fields, round = 0, answered = 0, failed = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  StreamBurst(edri::Context& c, edri::Responder r) : ctx(c), responder(std::move(r)) {}
+  std::int64_t total() const { return updates * static_cast<std::int64_t>(streams.size()); }
+  void next_round() {
+    auto self = shared_from_this();
+    const auto k = round++;
+    std::string field = "f";
+    field += std::to_string(k % fields);  // (GCC 12 warns falsely of "f" + std::to_string)
+    for (const auto& name : streams) {
+      const nlohmann::json patch{{field, k + 1}, {"rev", k + 1}};
+      ctx.publish_patch(name, patch, [self](const edri::Response& r) {
+        if (r.status != 200) ++self->failed;
+        if (++self->answered == self->total()) self->finish();
+      });
+    }
+    if (round < updates) ctx.after(std::chrono::milliseconds(interval_ms), [self] { self->next_round(); });
+  }
+  void finish() {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (failed) {
+      responder.send(edri::Response::problem(502, "Bad Gateway", std::to_string(failed) + " publishes failed"));
+      return;
+    }
+    responder.send(edri::Response::json({{"published", total()}, {"seconds", s}}));
+  }
+};
+
+// Live streams (../shared/specs/streams.md), in the bench domain: a
+// manager of their own would change the process count every scenario has.
+void register_streams(edri::Registry& r) {
+  r.domain("bench");
+  auto forward = [](edri::Context& ctx) {
+    return [responder = ctx.defer()](const edri::Response& answer) { responder.send(answer); };
+  };
+  r.post("/stream/{name}", "bench.stream.publish",
+         [forward](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
+           ctx.publish_patch(*req.path_param("name"), req.json(), forward(ctx));
+           return edri::Deferred{};
+         });
+  r.get("/stream/{name}", "bench.stream.read", [forward](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
+    ctx.read_stream(*req.path_param("name"), forward(ctx));
+    return edri::Deferred{};
+  });
+  r.stream_events("/sse/{name}");
+  r.post("/stream-burst", "bench.stream.burst", [](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
+    const auto body = req.json();
+    auto number = [&](const char* key, std::int64_t lo, std::int64_t hi) -> std::int64_t {
+      const auto it = body.find(key);
+      if (it == body.end() || !it->is_number_integer() || *it < lo || *it > hi)
+        throw edri::RequestError(422,
+                                 std::string(key) + ": an integer " + std::to_string(lo) + ".." + std::to_string(hi));
+      return it->get<std::int64_t>();
+    };
+    const auto names = body.find("streams");
+    if (names == body.end() || !names->is_array() || names->empty() || names->size() > 100000)
+      return edri::Response::problem(422, "Unprocessable Content", "streams: an array of 1..100000 names");
+    auto burst = std::make_shared<StreamBurst>(ctx, edri::Responder(nullptr));
+    for (const auto& n : *names) {
+      if (!n.is_string() || !edri::is_valid_stream_name(n.get_ref<const std::string&>()))
+        return edri::Response::problem(422, "Unprocessable Content", "streams: names of A-Z a-z 0-9 . _ : -");
+      burst->streams.push_back(n.get<std::string>());
+    }
+    burst->updates = number("updates", 1, 1000000);
+    burst->interval_ms = number("interval_ms", 0, 60000);
+    burst->fields = number("fields", 1, 1000);
+    burst->responder = ctx.defer();
+    burst->next_round();
+    return edri::Deferred{};
+  });
+}
 
 void register_bench(edri::Registry& r) {
   r.domain("bench");
@@ -214,6 +295,8 @@ void register_bench(edri::Registry& r) {
   r.domain("pong");
   r.event("bench.pong");
   r.handle("bench.pong", [](const edri::Request&, edri::Context&) { return ok(); });
+
+  register_streams(r);
 
   r.domain("bench");
   const int n = env_int("BENCH_MIDDLEWARES", 0, 0, 64);

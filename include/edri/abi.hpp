@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 9;
+inline constexpr std::uint32_t kPluginAbiVersion = 10;
 
 }  // namespace edri
 

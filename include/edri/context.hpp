@@ -3,6 +3,7 @@
 // worker-process tasks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,6 +79,22 @@ class Context {
   // 503 problem if it could not be sent). False if `event` is unknown.
   virtual bool request(std::string_view event, const nlohmann::json& body,
                        std::function<void(const Response&)> on_response) = 0;
+  // Live streams (docs/streams.md). Publishes the JSON Merge Patch `patch`
+  // (RFC 7386; an object) to stream `name`: the broker numbers it and every
+  // subscriber, on any listener, converges on the new state; what it costs
+  // this handler does not grow with the subscribers. `then`, when given,
+  // runs later in this manager's loop with 200 {"stream","revision"}, or a
+  // problem: 422 for a bad name or a patch that is not an object, 413 past
+  // EDRI_STREAM_MAX_BYTES, 503 when it could not be queued. False when it
+  // was refused here (then `then` has run already with the problem).
+  virtual bool publish_patch(std::string_view name, const nlohmann::json& patch,
+                             std::function<void(const Response&)> then = {}) = 0;
+  // Reads stream `name`: `then` runs later with 200
+  // {"stream","revision","state"} (a stream never published is {} at 0).
+  virtual void read_stream(std::string_view name, std::function<void(const Response&)> then) = 0;
+  // Runs `fn` in this manager's loop after `delay` (a publisher's pace, a
+  // retry). It runs even when no request is current: it must not defer.
+  virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
   // Takes over answering the current request; return Deferred{}.
   virtual Responder defer() = 0;
   // Renders the Mustache template `name` (a file under EDRI_TEMPLATE_PATH)

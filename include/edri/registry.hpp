@@ -110,6 +110,7 @@ struct RegistryDeclarations {
   std::vector<WorkerProcessesDecl> worker_process_pools;
   std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
   std::vector<std::string> replayed;                                // events declared with replay()
+  std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -179,6 +180,14 @@ class Registry {
   Registry& push(std::string notification, std::string subscribe_command, std::string unsubscribe_command) {
     d_.pushes.push_back(
         PushDecl{std::move(notification), std::move(subscribe_command), std::move(unsubscribe_command)});
+    return *this;
+  }
+
+  // Serves live streams as Server-Sent Events at GET `path`, a template
+  // whose last parameter names the stream ("/sse/{name}"). The listener
+  // answers it alone: no handler runs (docs/streams.md).
+  Registry& stream_events(std::string path) {
+    d_.stream_event_routes.push_back(std::move(path));
     return *this;
   }
 

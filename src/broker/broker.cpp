@@ -17,6 +17,17 @@ namespace edri::broker {
 namespace env = edri::envelope;
 using transport::Topology;
 
+namespace {
+
+std::vector<transport::Outbox*> listener_outboxes(ProcessLoop& loop) {
+  std::vector<transport::Outbox*> out;
+  for (std::uint32_t i = 0; i < loop.topology().listeners(); ++i)
+    out.push_back(&loop.outbox_to(loop.topology().listener_slot(i)));
+  return out;
+}
+
+}  // namespace
+
 Broker::Broker(ProcessLoop& loop, const Config& config)
     : loop_(loop),
       timeout_(std::chrono::nanoseconds(static_cast<std::int64_t>(config.api_response_timeout_s * 1e9))),
@@ -29,9 +40,15 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
                expire();
                arm_deadline_timer();
              }),
-      lost_watch_(loop, [this] {
-        drain_listeners();
-        answer_lost();
+      lost_watch_(loop,
+                  [this] {
+                    drain_listeners();
+                    answer_lost();
+                  }),
+      streams_(config, to_router_, listener_outboxes(loop)),
+      recovery_timer_(loop.events(), [this] {
+        if (streams_.recovering()) spdlog::warn("streams: not every listener said what it follows within 2 s");
+        streams_.give_up_recovery();
       }) {
   const auto& topo = loop.topology();
   for (std::uint32_t i = 0; i < topo.listeners(); ++i) {
@@ -50,6 +67,27 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
     lost_watch_.died(slot);
   });
   pending_.reserve(4096);
+  streams_.replay = [this](std::int32_t listener, std::span<const std::byte> record) {
+    env::EnvelopeHeader h;
+    if (env::peek_header(record, h) == env::DecodeError::None) on_stream_control(listener, h, record);
+  };
+  streams_.start_recovery();
+  recovery_timer_.expires_after(std::chrono::seconds(2));
+}
+
+void Broker::on_stream_control(std::int32_t listener, const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  const bool recover = h.event_type == env::kControlStreamRecover;
+  if (!recover && streams_.hold(listener, record)) return;
+  env::EnvelopeView v;
+  std::optional<env::StreamRecord> r;
+  if (env::decode(record, v) == env::DecodeError::None)
+    r = env::decode_stream_record(v.section(env::SectionType::Control));
+  if (!r) {
+    spdlog::error("dropping a malformed stream control");
+    return;
+  }
+  if (listener < 0) return streams_.on_manager_control(h, *r);
+  streams_.on_listener_control(static_cast<std::uint16_t>(listener), h, *r);
 }
 
 void Broker::on_request(std::uint16_t listener, std::span<const std::byte> record) {
@@ -66,6 +104,7 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
       return;
     }
     if (h.event_type == env::kControlAnswered) return forget_answered(record);
+    if (env::is_stream_control(h.event_type)) return on_stream_control(listener, h, record);
     return on_control(h, record);
   }
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.origin_listener != listener) {
@@ -98,6 +137,7 @@ void Broker::on_response(std::span<const std::byte> record) {
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) return push(h, record);
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Control)) {
     if (h.event_type == env::kControlResubscribe) announce_push_events(true);
+    if (env::is_stream_control(h.event_type)) return on_stream_control(-1, h, record);
     if (h.event_type == env::kControlPushesLost) {
       env::EnvelopeView v;
       const auto payload = env::decode(record, v) == env::DecodeError::None ? v.section(env::SectionType::Control)
@@ -178,6 +218,7 @@ void Broker::on_control(const env::EnvelopeHeader& h, std::span<const std::byte>
       return;
     }
     case env::kControlListenerReset: {
+      streams_.listener_reset(h.origin_listener);
       for (auto it = push_.begin(); it != push_.end();) {
         std::erase_if(it->second, [&](const PushSubscription& s) { return s.listener == h.origin_listener; });
         it = it->second.empty() ? push_.erase(it) : std::next(it);

@@ -10,6 +10,7 @@
 // listener (docs/decisions/0016): the listener then says so
 // (kControlAnswered), and the broker reads what its listeners sent before
 // it decides that a request is late or lost.
+// Live streams are ordered here too (StreamBook, docs/decisions/0018).
 // Answers are never refused for room; a push that cannot be queued closes
 // the connections that would miss it (kControlPushClose), never a silent
 // gap.
@@ -22,6 +23,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "broker/stream_book.hpp"
 #include "envelope/envelope.hpp"
 #include "runtime/config.hpp"
 #include "runtime/event_loop.hpp"
@@ -52,6 +54,9 @@ class Broker {
   void on_request(std::uint16_t listener, std::span<const std::byte> record);
   void on_response(std::span<const std::byte> record);
   void on_control(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // A live-stream control (codes 32..39) from listener `listener`, or from
+  // a manager (-1).
+  void on_stream_control(std::int32_t listener, const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void push(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   // Sends notification `v` to `listener` for `targets`, in as many records
   // as they need; what cannot be queued is closed instead.
@@ -92,6 +97,8 @@ class Broker {
   SuccessorWatch lost_watch_;
   std::unordered_set<std::uint64_t> left_for_successor_;    // request ids the dead router never took
   std::vector<std::vector<envelope::PushTarget>> targets_;  // scratch of push(), by listener
+  StreamBook streams_;
+  EventLoop::Timer recovery_timer_;  // gives up on listeners that never say what they follow
 };
 
 }  // namespace edri::broker

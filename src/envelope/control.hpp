@@ -60,6 +60,45 @@ inline constexpr std::uint64_t kControlPushClose = 23;
 // a wake-up: read when the receiver next runs. Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
 
+// Live streams (docs/decisions/0018). Every payload is a StreamRecord
+// (stream_record.hpp); what its fields mean is said per code.
+//
+// manager -> router -> broker: publish the merge patch `json` to stream
+// `name`. request_id and reply_to address the broker's Response (200
+// {"stream","revision"}, or a problem); origin_stream kNoAnswer: none.
+inline constexpr std::uint64_t kControlStreamPublish = 32;
+// manager -> router -> broker: read stream `name`; answered like a publish
+// with 200 {"stream","revision","state"}.
+inline constexpr std::uint64_t kControlStreamRead = 33;
+// listener -> broker: this listener has subscribers of `name` now: send
+// its state (kControlStreamState) and then every revision.
+inline constexpr std::uint64_t kControlStreamFollow = 34;
+// listener -> broker: no subscriber of `name` is left here.
+inline constexpr std::uint64_t kControlStreamUnfollow = 35;
+// listener -> broker: the connection of the header's origin asks for
+// `name` from revision `from` (a `since`); answered with a targeted
+// kControlStreamPatch or kControlStreamState.
+inline constexpr std::uint64_t kControlStreamResume = 36;
+// listener -> broker, after the broker died: the listener follows `name`
+// and holds `json` at `revision` (published at `ts`). The successor
+// broker takes the newest such state as its own.
+inline constexpr std::uint64_t kControlStreamRecover = 37;
+// broker -> listeners, when a broker starts: say what you follow (one
+// kControlStreamRecover per stream, then one with an empty name: done).
+// Until every listener is done (or 2 s passed) the broker holds publishes.
+inline constexpr std::uint64_t kControlStreamRecoverAll = 40;
+// broker -> listener: `name` went from `from` to `revision` by patch
+// `json`, published at `ts`. origin_stream kNoAnswer: for every follower
+// of the listener; otherwise for the origin connection only.
+inline constexpr std::uint64_t kControlStreamPatch = 38;
+// broker -> listener: `name` is `json` at `revision`. For the listener
+// (kNoAnswer) or one connection, like kControlStreamPatch.
+inline constexpr std::uint64_t kControlStreamState = 39;
+
+inline constexpr bool is_stream_control(std::uint64_t code) {
+  return code >= kControlStreamPublish && code <= kControlStreamRecoverAll;
+}
+
 // Calls f(id) for each request id of a kControlAnswered payload.
 template <class F>
 void for_each_answered(std::span<const std::byte> payload, F&& f) {

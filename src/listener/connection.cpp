@@ -223,6 +223,7 @@ void Connection::on_events(std::uint32_t events) {
     flush();
   }
   if (closed_) return;
+  if (events_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return drop_events_input();
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     if (read_paused_ || read_closed_) return;  // read later, when resumed
     read_available();
@@ -334,6 +335,47 @@ void Connection::ws_send(const SharedFrame& frame) {
     append_piece(Piece{frame});
   mark_dirty();
   update_ws_flow();
+}
+
+void Connection::stream_send(const SharedFrame& frame) {
+  if (ws_) return ws_send(frame);
+  if (!events_ || closed_) return;
+  if (backlog() + frame->size() > kWebSocketBacklogFactor * owner_.config().output_buffer) {
+    spdlog::info("closing event stream {}: it does not read ({} bytes unsent)", id_, backlog());
+    return close_lagging(1008, {});
+  }
+  if (frame->size() < 4096)
+    out_ += *frame;
+  else
+    append_piece(Piece{frame});
+  mark_dirty();
+}
+
+void Connection::limit_send_buffer(int bytes) {
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) != 0)
+    spdlog::debug("connection {}: SO_SNDBUF {} refused: {}", id_, bytes, std::strerror(errno));
+}
+
+void Connection::want_drain() {
+  stream_waiting = true;
+  if (output_empty()) mark_dirty();  // flush() then finds it drained
+}
+
+void Connection::start_events(std::uint32_t seq, std::string head) {
+  complete(seq, [&](std::string& out) { out += head; });
+  events_ = true;
+  stop_input();
+  read_closed_ = false;  // still read, to see the client go (drop_events_input)
+}
+
+void Connection::drop_events_input() {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read_some(buf, sizeof buf);
+    if (n > 0) continue;
+    if (n == TlsSession::kWouldBlock) return;
+    return close();  // the client went away
+  }
 }
 
 void Connection::ws_close(std::uint16_t code, std::string reason) {
@@ -450,6 +492,7 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
     return;
   }
+  if (events_) return;  // an event stream idles as long as its client stays
   if (ws_) {
     // This side closed: once its close frame is out (until then
     // EDRI_WRITE_TIMEOUT applies), the client has EDRI_LINGERING_TIMEOUT

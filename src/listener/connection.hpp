@@ -128,6 +128,26 @@ class Connection final : public WebSocketSession::Owner {
   // closed with 1008.
   void ws_send(const SharedFrame& frame);
   void ws_close(std::uint16_t code, std::string reason);
+  // Live streams (StreamHub). A frame of a stream, shared by its
+  // subscribers: on a WebSocket as ws_send(); on a Server-Sent Events
+  // connection (start_events) appended after what is there, with the same
+  // bound. want_drain(): call the owner's stream_drained() once every
+  // byte queued so far is out (at once when none is waiting).
+  void stream_send(const SharedFrame& frame);
+  void want_drain();
+  // Makes this connection a Server-Sent Events stream: slot `seq` gets the
+  // response head, nothing more is read as a request (what the client
+  // sends is dropped; its end closes the connection), and no idle limit
+  // applies.
+  void start_events(std::uint32_t seq, std::string head);
+  bool events() const { return events_; }
+  // Caps the socket's send buffer (SO_SNDBUF) at `bytes`.
+  void limit_send_buffer(int bytes);
+  // Kept by StreamHub: a drain is wanted; the emit pass that last read
+  // the backlog, and whether it was behind then.
+  bool stream_waiting = false;
+  std::uint64_t stream_pass = 0;
+  bool stream_behind = false;
   // Closes the connection because its client is too far behind: what it
   // has not started to take is dropped at once, then a WebSocket gets
   // `code` and `reason` (a plain connection just closes).
@@ -214,6 +234,8 @@ class Connection final : public WebSocketSession::Owner {
   void ws_ended() override;
 
   void on_events(std::uint32_t events);
+  // A Server-Sent Events connection: reads and drops; its end closes.
+  void drop_events_input();
   void read_available();
   void resume_reading();
   // Too much in flight or unsent for this client (or, on a WebSocket, read
@@ -305,6 +327,7 @@ class Connection final : public WebSocketSession::Owner {
   std::chrono::steady_clock::time_point head_started_{};  // of the request head in progress
   bool close_after_write_ = false;
   bool closed_ = false;
+  bool events_ = false;  // a Server-Sent Events stream (start_events)
   std::shared_ptr<WebSocketSession> ws_;
   http::HttpRequest upgrade_request_;
   std::deque<WsSlot> ws_slots_;  // answers of commands in flight, in order

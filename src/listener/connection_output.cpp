@@ -98,6 +98,11 @@ void Connection::flush() {
   if (closed_ || lingering_) return;
   if (!writing_) write_out();
   if (closed_ || lingering_) return;
+  if (stream_waiting && output_empty()) {
+    stream_waiting = false;
+    owner_.stream_drained(*this);
+    if (!writing_ && !closed_) write_out();
+  }
   report_held();
   update_ws_flow();
   // Output drained, or Beast took what was read: the client may be read

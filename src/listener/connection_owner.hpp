@@ -58,6 +58,8 @@ class ConnectionOwner {
   // many), or went away (its producer stops).
   virtual void stream_credit(const StreamRef& s, std::uint64_t bytes) = 0;
   virtual void stream_cancel(const StreamRef& s) = 0;
+  // A connection that asked (Connection::want_drain) took all its output.
+  virtual void stream_drained(Connection& c) = 0;
 };
 
 }  // namespace edri::listener

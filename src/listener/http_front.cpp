@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
 
+#include <edri/live_stream.hpp>
 #include <edri/problem.hpp>
 
 #include "envelope/body.hpp"
@@ -38,12 +40,13 @@ constexpr unsigned bit(Method m) { return 1u << static_cast<unsigned>(m); }
 
 HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
                      const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-                     EventSender& sender, WebSocketFront& websocket, BuiltinEndpoints& builtins, const Cors* cors,
-                     transport::BlobArena* blobs, std::uint16_t listener_index)
+                     EventSender& sender, WebSocketFront& websocket, StreamHub& streams, BuiltinEndpoints& builtins,
+                     const Cors* cors, transport::BlobArena* blobs, std::uint16_t listener_index)
     : config_(config),
       answers_(answers),
       sender_(sender),
       websocket_(websocket),
+      streams_(streams),
       builtins_(builtins),
       cors_(cors),
       blobs_(blobs),
@@ -55,6 +58,11 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
     const auto& ev = plugins.events()[r.event];
     targets_.push_back(Target{ev.type_id, validators[r.event], ev.replay});
     routes_.add(r.method, r.path, t);
+  }
+  for (const auto& path : plugins.stream_event_routes()) {
+    const auto t = static_cast<std::uint32_t>(targets_.size());
+    targets_.push_back(Target{0, nullptr, false, true});
+    routes_.add(Method::Get, path, t);
   }
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
@@ -174,9 +182,35 @@ void HttpFront::route(Exchange& ex, http::HttpRequest& req, Method method, std::
   if (m.result == Result::MethodNotAllowed) return answer_not_allowed(ex, m, method);
   if (!decode_params(ex, m)) return;
   const Target& target = targets_[m.target];
+  if (target.stream_events) return answer_stream_events(ex, req, m, head);
   ex.set_route(m.target);
   if (!check_fields(ex, target, req, query)) return;
   send_event(ex, req, target, m, query);
+}
+
+void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req, const http::RouteTable::Match& m,
+                                     bool head) {
+  const std::string_view name = m.path_params().back().value;
+  if (!is_valid_stream_name(name)) return ex.problem(422, "a stream name is 1 to 128 of A-Z a-z 0-9 . _ : -");
+  std::optional<std::uint64_t> since;
+  if (const auto last = req.header("last-event-id"); !last.empty()) {
+    std::uint64_t r = 0;
+    const auto [end, ec] = std::from_chars(last.data(), last.data() + last.size(), r);
+    if (ec != std::errc() || end != last.data() + last.size())
+      return ex.problem(400, "Last-Event-ID must be a revision (an integer >= 0)");
+    since = r;
+  }
+  const std::string lines = "Content-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n";
+  if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
+  Connection& c = ex.connection();
+  // The body runs until either side closes: no length, not chunked. The
+  // slot keeps the connection (it is not answered and closed).
+  const auto seq = c.open_slot(true, ex.http10(), false, {});
+  std::string out = ex.http10() ? "HTTP/1.0 200 OK\r\n" : "HTTP/1.1 200 OK\r\n";
+  out += lines;
+  out += "Connection: close\r\n\r\n";
+  c.start_events(seq, std::move(out));
+  streams_.subscribe_events(c, name, since);
 }
 
 bool HttpFront::answer_static(Exchange& ex, const http::HttpRequest& req, std::string_view path) {

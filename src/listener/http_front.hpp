@@ -23,6 +23,7 @@
 #include "listener/exchange.hpp"
 #include "listener/request_validator.hpp"
 #include "listener/static_files.hpp"
+#include "listener/stream_hub.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "transport/blob_arena.hpp"
@@ -36,8 +37,8 @@ class HttpFront {
   // `validators`: one per event of `plugins` (null: no fields declared).
   HttpFront(const Config& config, const plugin::PluginSet& plugins,
             const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-            EventSender& sender, WebSocketFront& websocket, BuiltinEndpoints& builtins, const Cors* cors,
-            transport::BlobArena* blobs, std::uint16_t listener_index);
+            EventSender& sender, WebSocketFront& websocket, StreamHub& streams, BuiltinEndpoints& builtins,
+            const Cors* cors, transport::BlobArena* blobs, std::uint16_t listener_index);
 
   void dispatch(Connection& c, http::HttpRequest& req);
   std::size_t route_count() const { return routes_.size(); }
@@ -47,9 +48,12 @@ class HttpFront {
     std::uint64_t event_type;
     std::shared_ptr<const RequestValidator> validator;  // null: no fields declared
     bool replay = false;                                // Registry::replay
+    bool stream_events = false;                         // Registry::stream_events: the listener serves it
   };
 
   bool answer_builtin(Exchange& ex, Method method, std::string_view path);
+  // GET on a Registry::stream_events path: the stream as Server-Sent Events.
+  void answer_stream_events(Exchange& ex, const http::HttpRequest& req, const http::RouteTable::Match& m, bool head);
   // Built-in (request id, CORS) then plugin middleware; false when one of
   // them answered the request.
   bool run_request_middleware(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path,
@@ -74,6 +78,7 @@ class HttpFront {
   Answers& answers_;
   EventSender& sender_;
   WebSocketFront& websocket_;
+  StreamHub& streams_;
   BuiltinEndpoints& builtins_;
   const Cors* cors_;
   transport::BlobArena* blobs_;

@@ -59,9 +59,11 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       answers_(config, table_, sender_, loop.blobs(), plugins.middlewares(),
                Answers::Metrics{loop.segment().listener_metrics(index), &loop.segment().request_counter(index, 0, 0),
                                 static_cast<std::uint32_t>(plugins.routes().size())}),
-      websocket_(config, plugins, validators_, answers_, sender_, cors_.get()),
+      streams_(config, sender_),
+      websocket_(config, plugins, validators_, answers_, sender_, cors_.get(), streams_),
       table_(*this, config, loop.segment().listener_metrics(index), [this] { answers_.count_refusal(); }),
-      http_(config, plugins, validators_, answers_, sender_, websocket_, builtins_, cors_.get(), loop.blobs(), index),
+      http_(config, plugins, validators_, answers_, sender_, websocket_, streams_, builtins_, cors_.get(), loop.blobs(),
+            index),
       listen_fd_(duplicate(listen_fd, "listening socket")),
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep(); }),
@@ -126,6 +128,7 @@ void Listener::refuse(Connection& c, int status, std::string_view reason) {
 
 void Listener::closed(Connection& c) {
   websocket_.closed(c);
+  streams_.closed(c);
   table_.release(c);
 }
 
@@ -138,6 +141,8 @@ void Listener::on_broker_record(std::span<const std::byte> record) {
   const auto& h = v.header;
   if (h.flags & env::kFlagStreamPiece) return answers_.on_stream_piece(v);
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Notification)) return websocket_.on_push(v);
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Control) && env::is_stream_control(h.event_type))
+    return streams_.on_control(v);
   if (h.kind == static_cast<std::uint8_t>(env::Kind::Control)) return websocket_.on_control(v);
   answers_.on_response(v);
 }
@@ -163,8 +168,10 @@ bool Listener::after_drain() {
     env::send_answered(sender_.outbox(), answered_, sender_.index());
     answered_.clear();
   }
-  // WebSocket work first: it may add output to the connections flushed
-  // next, and a flush may let a session take its next message.
+  // The turn's stream revisions, then WebSocket work: both may add output
+  // to the connections flushed next, and a flush may let a session take
+  // its next message.
+  streams_.emit();
   for (int round = 0; round < 4; ++round) {
     websocket_.poll();
     table_.flush_dirty();

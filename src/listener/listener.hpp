@@ -8,6 +8,7 @@
 //                    event sent on its way (through an Exchange)
 //   WebSocketFront   the upgrade, commands, subscriptions, pushes
 //   Answers          envelopes back to bytes: responses, problems, streams
+//   StreamHub        live streams: their state, subscribers and frames
 //   EventSender      what leaves for the broker
 //
 // This class builds them, wires them to the process loop (records from the
@@ -29,6 +30,7 @@
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
 #include "listener/http_front.hpp"
+#include "listener/stream_hub.hpp"
 #include "listener/tls.hpp"
 #include "listener/websocket_front.hpp"
 #include "plugin/plugin_set.hpp"
@@ -69,6 +71,7 @@ class Listener final : public ConnectionOwner {
   void shed() override { table_.count_shed(); }
   void stream_credit(const StreamRef& s, std::uint64_t bytes) override { sender_.stream_credit(s, bytes); }
   void stream_cancel(const StreamRef& s) override { sender_.stream_cancel(s); }
+  void stream_drained(Connection& c) override { streams_.drained(c); }
 
  private:
   // One record from the broker: a response, a stream piece, a push or a
@@ -105,6 +108,7 @@ class Listener final : public ConnectionOwner {
   BuiltinEndpoints builtins_;
   std::vector<std::shared_ptr<const RequestValidator>> validators_;  // by event (null: no fields)
   Answers answers_;
+  StreamHub streams_;
   WebSocketFront websocket_;  // before the connections: their sessions post into its queue
   ConnectionTable table_;
   HttpFront http_;

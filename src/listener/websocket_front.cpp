@@ -30,8 +30,8 @@ void for_each_target(std::span<const std::byte> targets, F&& f) {
 
 WebSocketFront::WebSocketFront(const Config& config, const plugin::PluginSet& plugins,
                                const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-                               EventSender& sender, const Cors* cors)
-    : config_(config), answers_(answers), sender_(sender), cors_(cors) {
+                               EventSender& sender, const Cors* cors, StreamHub& streams)
+    : config_(config), answers_(answers), sender_(sender), cors_(cors), streams_(streams) {
   using Kind = Command::Kind;
   for (const auto& cmd : plugins.commands()) {
     const auto& ev = plugins.events()[cmd.event];
@@ -88,7 +88,14 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   if (!object || name == msg.end() || !name->is_string())
     return answers_.ws_error(c, c.ws_open_slot("null"), 400,
                              R"(a message must be a JSON object with a string "command")");
-  auto it = commands_.find(name->get_ref<const std::string&>());
+  const std::string& called = name->get_ref<const std::string&>();
+  if (called == "stream.subscribe" || called == "stream.unsubscribe") {
+    // Answered by the stream's frames; only a refusal is a message.
+    if (auto error = streams_.ws_command(c, called, msg))
+      answers_.ws_error(c, c.ws_open_slot(name->dump()), error->first, error->second);
+    return;
+  }
+  auto it = commands_.find(called);
   if (it == commands_.end())
     return answers_.ws_error(c, c.ws_open_slot(name->dump()), 404, "unknown command " + name->get<std::string>());
   const auto seq = c.ws_open_slot(it->second.quoted_name);

@@ -25,6 +25,7 @@
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
 #include "listener/request_validator.hpp"
+#include "listener/stream_hub.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
@@ -36,7 +37,7 @@ class WebSocketFront {
   // `validators`: one per event of `plugins` (null: no fields declared).
   WebSocketFront(const Config& config, const plugin::PluginSet& plugins,
                  const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-                 EventSender& sender, const Cors* cors);
+                 EventSender& sender, const Cors* cors, StreamHub& streams);
   // Set once, before any connection: where pushes find their connections.
   void set_table(ConnectionTable& table) { table_ = &table; }
 
@@ -79,6 +80,7 @@ class WebSocketFront {
   Answers& answers_;
   EventSender& sender_;
   const Cors* cors_;
+  StreamHub& streams_;  // stream.subscribe and stream.unsubscribe, on every WebSocket
   ConnectionTable* table_ = nullptr;
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> io_work_{io_.get_executor()};

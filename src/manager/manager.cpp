@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <edri/live_stream.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
+#include "envelope/stream_record.hpp"
 #include "http/multipart.hpp"
 #include "manager/answer_head.hpp"
 #include "manager/mapped_upload.hpp"
@@ -370,6 +373,65 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   }
   outstanding_.emplace(id, std::move(on_response));
   return true;
+}
+
+bool Manager::publish_patch(std::string_view name, const nlohmann::json& patch,
+                            std::function<void(const Response&)> then) {
+  auto refuse = [&](int status, std::string detail) {
+    if (then) then(Response::problem(status, status == 413 ? "Content Too Large" : "Unprocessable Content", detail));
+    return false;
+  };
+  if (!is_valid_stream_name(name)) return refuse(422, "a stream name is 1 to 128 of A-Z a-z 0-9 . _ : -");
+  if (!patch.is_object()) return refuse(422, "a stream's patch must be a JSON object (RFC 7386)");
+  const std::string text = patch.dump();
+  if (text.size() > config_.stream_max_bytes) return refuse(413, "the patch is larger than EDRI_STREAM_MAX_BYTES");
+  return send_stream_control(env::kControlStreamPublish, name, text, std::move(then));
+}
+
+void Manager::read_stream(std::string_view name, std::function<void(const Response&)> then) {
+  if (!is_valid_stream_name(name)) {
+    if (then) then(Response::problem(422, "Unprocessable Content", "a stream name is 1 to 128 of A-Z a-z 0-9 . _ : -"));
+    return;
+  }
+  send_stream_control(env::kControlStreamRead, name, {}, std::move(then));
+}
+
+bool Manager::send_stream_control(std::uint64_t code, std::string_view name, std::string_view json,
+                                  std::function<void(const Response&)> then) {
+  const auto id = ++next_request_;
+  auto h = env::make_header(env::Kind::Control, code, id);
+  h.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  h.origin_stream = then ? 0 : env::kNoAnswer;
+  const std::string payload = env::encode_stream_record(env::StreamRecord{0, 0, 0, name, json});
+  env::EnvelopeWriter w(h);
+  w.text(env::SectionType::Control, payload);
+  if (!env::send(to_router_, w)) {
+    if (then) then(Response::problem(503, "Service Unavailable", "the router channel is full"));
+    return false;
+  }
+  if (then) outstanding_.emplace(id, std::move(then));
+  return true;
+}
+
+void Manager::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  Later* free = nullptr;
+  for (auto& l : laters_)
+    if (!l->fn) free = l.get();
+  if (!free) {
+    laters_.push_back(std::make_unique<Later>());
+    free = laters_.back().get();
+    free->timer = std::make_unique<EventLoop::Timer>(loop_.events(), [this, free] {
+      auto f = std::move(free->fn);
+      free->fn = nullptr;
+      try {
+        if (f) f();
+      } catch (const std::exception& ex) {
+        spdlog::error("a timer of {} threw: {}", domain_, ex.what());
+      }
+    });
+  }
+  free->fn = std::move(fn);
+  free->timer->expires_after(delay);
 }
 
 Manager::~Manager() = default;

@@ -48,6 +48,10 @@ class Manager final : public Context {
   // Context
   std::string_view domain() const override { return domain_; }
   bool publish(std::string_view event, const nlohmann::json& payload) override;
+  bool publish_patch(std::string_view name, const nlohmann::json& patch,
+                     std::function<void(const Response&)> then) override;
+  void read_stream(std::string_view name, std::function<void(const Response&)> then) override;
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   bool request(std::string_view event, const nlohmann::json& body,
                std::function<void(const Response&)> on_response) override;
   Responder defer() override;
@@ -140,6 +144,16 @@ class Manager final : public Context {
   std::string piece_;                                      // scratch
   EventLoop::Timer stream_timer_;
   bool stream_timer_armed_ = false;
+  // Context::after: timers reused once they ran (fn empty: free).
+  struct Later {
+    std::function<void()> fn;
+    std::unique_ptr<EventLoop::Timer> timer;
+  };
+  std::vector<std::unique_ptr<Later>> laters_;
+  // Sends a live-stream control to the broker (through the router);
+  // `then` (may be empty) gets its answer.
+  bool send_stream_control(std::uint64_t code, std::string_view name, std::string_view json,
+                           std::function<void(const Response&)> then);
 };
 
 }  // namespace edri::manager

@@ -330,6 +330,11 @@ void PluginSet::Builder::take_subscribers(RegistryDeclarations& d) {
 
 // A relative assets folder is relative to the plugin file's own directory.
 void PluginSet::Builder::take_assets(const RegistryDeclarations& d) {
+  for (const auto& path : d.stream_event_routes) {
+    if (path.empty() || path.back() != '}')
+      throw PluginError(where_ + ": stream_events path " + path + " must end in the stream's {parameter}");
+    set_.stream_event_routes_.push_back(path);
+  }
   for (const auto& [prefix, folder] : d.asset_mounts) {
     std::string dir = folder;
     if (dir.empty() || dir.front() != '/') {

@@ -88,6 +88,8 @@ class PluginSet {
   int event_index(std::string_view name) const;
   // (URL prefix, absolute folder) of every plugin's assets.
   const std::vector<std::pair<std::string, std::string>>& asset_mounts() const { return asset_mounts_; }
+  // Paths of live streams as Server-Sent Events (Registry::stream_events).
+  const std::vector<std::string>& stream_event_routes() const { return stream_event_routes_; }
   // Index of a domain, or -1.
   int domain_index(const std::string& name) const;
 
@@ -103,6 +105,7 @@ class PluginSet {
   std::vector<MiddlewareDecl> middlewares_;
   std::vector<LoadedSubscriber> subscribers_;
   std::vector<std::pair<std::string, std::string>> asset_mounts_;
+  std::vector<std::string> stream_event_routes_;
   std::vector<LoadedCommand> commands_;
   std::vector<LoadedPush> pushes_;
   std::vector<WorkerPoolDecl> worker_pools_;

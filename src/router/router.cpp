@@ -55,6 +55,12 @@ void Router::on_broker(std::span<const std::byte> record) {
     spdlog::error("dropping a malformed envelope: {}", env::to_string(e));
     return;
   }
+  if (h.kind == static_cast<std::uint8_t>(env::Kind::Response)) {
+    // The broker's answer to a manager's stream publish or read.
+    if (!reply_channel(h).push(record, transport::Admission::Answer))
+      spdlog::error("a stream answer for slot {} was lost", h.reply_to);
+    return;
+  }
   if (h.kind != static_cast<std::uint8_t>(env::Kind::Control)) return on_request(record);
   if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
     // To the manager that streams the answer (its slot is in reply_to).
@@ -236,6 +242,10 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
         spdlog::error("dropping a malformed control envelope from manager {}", manager);
       } else if (h.event_type == env::kControlAnswered) {
         forget_answered(v.section(env::SectionType::Control));
+      } else if (env::is_stream_control(h.event_type)) {
+        // A live stream's publish or read: the broker orders streams.
+        if (!to_broker_.push(record) && !env::send_problem(*to_manager_[manager], h, 503, "the broker is far behind"))
+          spdlog::error("manager {} channel full: a 503 was lost", manager);
       } else if (h.event_type == env::kControlSubscribe) {
         subscribe(manager, v.section(env::SectionType::Control));
       } else if (h.event_type == env::kControlPushesLost) {

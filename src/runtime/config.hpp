@@ -90,6 +90,10 @@ struct Config {
   std::string websocket_path = "/ws";  // EDRI_WEBSOCKET_PATH (empty: no WebSocket)
   std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
   std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
+  std::uint32_t stream_log = 256;                  // EDRI_STREAM_LOG: revisions kept per live stream for `since`
+  std::size_t stream_max_bytes = 256u << 10;       // EDRI_STREAM_MAX_BYTES: a live stream's state or patch, as JSON
+  std::uint32_t stream_send_buffer =
+      32u << 10;                       // EDRI_STREAM_SEND_BUFFER: SO_SNDBUF of a stream subscriber (0: the kernel's)
   std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes per domain (0: the plugins' choice, else 1)
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
   std::string unix_socket;   // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket

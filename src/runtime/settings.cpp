@@ -166,6 +166,15 @@ std::vector<Setting> make_settings() {
        "serialized, compared or copied it (each recurses once per level)"},
       {"EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", "`64`", parse::integer(&Config::websocket_max_subscriptions, 0, 4096),
        "push subscriptions one WebSocket connection may hold (more: error 429)"},
+      {"EDRI_STREAM_LOG", "`256`", parse::integer(&Config::stream_log, 0, 65536),
+       "revisions of each live stream the broker keeps for a subscriber that resumes (`since`, `Last-Event-ID`); one "
+       "from further back gets a snapshot"},
+      {"EDRI_STREAM_MAX_BYTES", "`262144`", parse::integer(&Config::stream_max_bytes, 1024, 512u << 10),
+       "largest live-stream state (and patch) as JSON text; a publish that would pass it is refused with 413"},
+      {"EDRI_STREAM_SEND_BUFFER", "`32768`", parse::integer(&Config::stream_send_buffer, 0, 64u << 20),
+       "socket send buffer (SO_SNDBUF) of a connection once it subscribes to a live stream; `0` keeps the kernel's "
+       "(autotuned up to megabytes). Coalescing starts where the socket stops taking bytes: with the kernel's "
+       "buffer a client that stops reading would hold megabytes of frames there before it got one composed patch"},
       {"EDRI_MANAGER_REPLICAS", "unset", parse::integer(&Config::manager_replicas, 1, 64),
        "manager processes per domain (1..64); unset: what each plugin asked for (`Registry::replicas`), else 1. "
        "Requests of a domain are shared among its replicas (`EDRI_ROUTING`); each notification reaches one replica of "

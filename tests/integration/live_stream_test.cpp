@@ -1,0 +1,436 @@
+// Live streams through the real server (../shared/specs/streams.md): merge
+// patches, names, revisions, frames over WebSocket and Server-Sent Events,
+// resume, coalescing for a client that does not read, convergence of many
+// clients after a burst, and a listener or broker killed mid-burst.
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/http_client.hpp"
+#include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
+#include "support/ws_frames.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+
+namespace {
+
+json post(std::uint16_t port, const std::string& path, const json& body, int expect = 200) {
+  HttpClient c(port);
+  const auto r = c.request("POST", path, body.dump(), "Content-Type: application/json\r\n");
+  INFO(r.body);
+  REQUIRE(r.status == expect);
+  return json::parse(r.body);
+}
+
+json server_state(std::uint16_t port, const std::string& name) {
+  const auto r = http_get(port, "/stream/" + name);
+  REQUIRE(r.status == 200);
+  return json::parse(r.body);
+}
+
+// What one client holds of each stream, built from the frames it reads;
+// every patch frame must start where the one before ended.
+struct Holder {
+  struct View {
+    json state;
+    std::uint64_t revision = 0;
+    int frames = 0, snapshots = 0;
+  };
+  std::map<std::string, View> views;
+
+  void apply(const json& f) {
+    INFO(f.dump());
+    REQUIRE(f.contains("stream"));
+    REQUIRE(f["ts"].is_number_unsigned());
+    auto& v = views[f["stream"].get<std::string>()];
+    ++v.frames;
+    if (f.contains("state")) {
+      v.state = f["state"];
+      v.revision = f["revision"];
+      ++v.snapshots;
+      return;
+    }
+    REQUIRE(v.frames > 1);  // a patch never comes first
+    REQUIRE(f["from"].get<std::uint64_t>() == v.revision);
+    REQUIRE(f["revision"].get<std::uint64_t>() >= v.revision);
+    v.state.merge_patch(f["patch"]);
+    v.revision = f["revision"];
+  }
+  bool holds(const std::string& name, std::uint64_t revision) const {
+    const auto it = views.find(name);
+    return it != views.end() && it->second.revision == revision;
+  }
+};
+
+// Reads frames from `ws` into `h` until it holds every stream of `finals`
+// at its revision (throws when a read times out).
+void read_until(WsClient& ws, Holder& h, const std::map<std::string, std::uint64_t>& finals) {
+  auto done = [&] {
+    for (const auto& [name, rev] : finals)
+      if (!h.holds(name, rev)) return false;
+    return true;
+  };
+  while (!done()) h.apply(ws.read_json());
+}
+
+// A Server-Sent Events client on a raw socket: the head, then events.
+struct SseClient {
+  int fd;
+  std::string buffer;
+  SseClient(std::uint16_t port, const std::string& path, const std::string& headers = {}) : fd(connect_loopback(port)) {
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n" + headers + "\r\n";
+    REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
+  }
+  ~SseClient() { ::close(fd); }
+  SseClient(const SseClient&) = delete;
+  SseClient& operator=(const SseClient&) = delete;
+  // Up to and without the next blank line.
+  std::string next_block(const char* end) {
+    for (;;) {
+      if (const auto at = buffer.find(end); at != std::string::npos) {
+        std::string block = buffer.substr(0, at);
+        buffer.erase(0, at + std::strlen(end));
+        return block;
+      }
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 5000) <= 0) throw std::runtime_error("no event within 5 s");
+      char buf[8192];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) throw std::runtime_error("the event stream ended");
+      buffer.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  std::string head() { return next_block("\r\n\r\n"); }
+  // (event, id, data)
+  struct Event {
+    std::string event, id;
+    json data;
+  };
+  Event next() {
+    const std::string block = next_block("\n\n");
+    Event e;
+    std::size_t at = 0;
+    while (at < block.size()) {
+      auto nl = block.find('\n', at);
+      if (nl == std::string::npos) nl = block.size();
+      const std::string line = block.substr(at, nl - at);
+      if (line.rfind("event: ", 0) == 0) e.event = line.substr(7);
+      if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
+      if (line.rfind("data: ", 0) == 0) e.data = json::parse(line.substr(6));
+      at = nl + 1;
+    }
+    return e;
+  }
+};
+
+json subscribe(const std::string& name) { return {{"command", "stream.subscribe"}, {"stream", name}}; }
+json subscribe(const std::string& name, std::uint64_t since) {
+  return {{"command", "stream.subscribe"}, {"stream", name}, {"since", since}};
+}
+
+}  // namespace
+
+TEST_CASE("live streams: merge patches, revisions and refusals over HTTP", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")});
+  const auto port = server.port();
+  CHECK(server_state(port, "never") == json{{"stream", "never"}, {"revision", 0}, {"state", json::object()}});
+  CHECK(post(port, "/stream/doc", {{"title", "a"}, {"meta", {{"x", 1}, {"y", 2}}}, {"tags", {1, 2}}}) ==
+        json{{"stream", "doc"}, {"revision", 1}});
+  // RFC 7386: null deletes, objects merge member by member, arrays replace.
+  CHECK(post(port, "/stream/doc", {{"meta", {{"x", nullptr}, {"z", 3}}}, {"tags", {3}}})["revision"] == 2);
+  CHECK(server_state(port, "doc") == json{{"stream", "doc"},
+                                          {"revision", 2},
+                                          {"state", {{"title", "a"}, {"meta", {{"y", 2}, {"z", 3}}}, {"tags", {3}}}}});
+  // Refused: a patch that is not an object, a bad name; nothing changes.
+  post(port, "/stream/doc", json::array({1}), 422);
+  post(port, "/stream/doc", "text", 422);
+  post(port, "/stream/a%20b", json::object(), 422);
+  post(port, "/stream/" + std::string(129, 'n'), json::object(), 422);
+  post(port, "/stream/" + std::string(128, 'n'), json::object(), 200);
+  CHECK(server_state(port, "doc")["revision"] == 2);
+  // A name of every allowed kind.
+  CHECK(post(port, "/stream/A-z_0.9:x", {{"k", true}})["revision"] == 1);
+}
+
+TEST_CASE("live streams over WebSocket: snapshot, contiguous patches, since, unsubscribe, errors", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_STREAM_LOG", "4"}});
+  const auto port = server.port();
+  post(port, "/stream/s", {{"a", 1}});
+  WsClient ws(port);
+  ws.send(subscribe("s").dump());
+  Holder h;
+  auto first = ws.read_json();
+  CHECK(first["revision"] == 1);
+  CHECK(first["state"] == json{{"a", 1}});
+  h.apply(first);
+  for (int i = 2; i <= 6; ++i) post(port, "/stream/s", {{"a", i}, {"n" + std::to_string(i), {{"deep", i}}}});
+  post(port, "/stream/s", {{"n3", nullptr}});
+  read_until(ws, h, {{"s", 7}});
+  CHECK(h.views["s"].state == server_state(port, "s")["state"]);
+  CHECK(h.views["s"].snapshots == 1);
+
+  // since: current -> an empty patch from 7 to 7; within the log -> one
+  // patch composing what was missed; further back -> a snapshot.
+  WsClient again(port);
+  again.send(subscribe("s", 7).dump());
+  const auto same = again.read_json();
+  CHECK(same["from"] == 7);
+  CHECK(same["revision"] == 7);
+  CHECK(same["patch"] == json::object());
+  WsClient resumed(port);
+  resumed.send(subscribe("s", 5).dump());
+  const auto p = resumed.read_json();
+  CHECK(p["from"] == 5);
+  CHECK(p["revision"] == 7);
+  CHECK(p["patch"] == json{{"a", 6}, {"n6", {{"deep", 6}}}, {"n3", nullptr}});
+  WsClient old(port);
+  old.send(subscribe("s", 1).dump());  // the log keeps 4: revisions 4..7
+  const auto snap = old.read_json();
+  CHECK(snap["revision"] == 7);
+  CHECK(snap["state"] == h.views["s"].state);
+
+  // Errors answer as commands do; the connection stays open.
+  const auto bad = ws.command({{"command", "stream.subscribe"}, {"stream", "no spaces"}});
+  CHECK(bad["command"] == "stream.subscribe");
+  CHECK(bad["error"]["status"] == 422);
+  CHECK(ws.command({{"command", "stream.subscribe"}, {"stream", "s"}, {"since", -1}})["error"]["status"] == 422);
+  CHECK(ws.command({{"command", "stream.subscribe"}})["error"]["status"] == 422);
+  CHECK(ws.command({{"command", "noop"}})["response"] == json{{"ok", true}});
+  // Unsubscribed: nothing more, while the others go on.
+  ws.send(json{{"command", "stream.unsubscribe"}, {"stream", "s"}}.dump());
+  CHECK(ws.command({{"command", "noop"}}) == json{{"command", "noop"}, {"response", {{"ok", true}}}});
+  post(port, "/stream/s", {{"b", 1}});
+  CHECK(resumed.read_json()["revision"] == 8);
+  CHECK(ws.quiet_for(300));  // last: a read cut short ends the client
+}
+
+TEST_CASE("live streams as Server-Sent Events, resumed with Last-Event-ID", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")});
+  const auto port = server.port();
+  post(port, "/stream/feed", {{"v", 1}});
+  SseClient sse(port, "/sse/feed");
+  const auto head = sse.head();
+  CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(head.find("Content-Type: text/event-stream") != std::string::npos);
+  auto e = sse.next();
+  CHECK(e.event == "snapshot");
+  CHECK(e.id == "1");
+  CHECK(e.data["state"] == json{{"v", 1}});
+  post(port, "/stream/feed", {{"v", 2}});
+  post(port, "/stream/feed", {{"w", 3}});
+  std::uint64_t rev = 1;
+  while (rev < 3) {
+    e = sse.next();
+    REQUIRE(e.event == "patch");
+    REQUIRE(e.data["from"] == rev);
+    rev = e.data["revision"];
+    CHECK(e.id == std::to_string(rev));
+  }
+  // A reconnect from revision 1: one patch to the newest.
+  SseClient back(port, "/sse/feed", "Last-Event-ID: 1\r\n");
+  back.head();
+  e = back.next();
+  CHECK(e.event == "patch");
+  CHECK(e.data["from"] == 1);
+  CHECK(e.data["revision"] == 3);
+  CHECK(e.data["patch"] == json{{"v", 2}, {"w", 3}});
+  // Refusals are plain answers.
+  CHECK(http_get(port, "/sse/bad%20name").status == 422);
+  HttpClient c(port);
+  CHECK(c.request("GET", "/sse/feed", {}, "Last-Event-ID: x\r\n").status == 400);
+  // The server keeps serving requests on other connections meanwhile.
+  CHECK(http_get(port, "/noop").status == 200);
+}
+
+TEST_CASE("live streams: 100 clients x 10 streams converge after a burst, one that never reads beside them",
+          "[streams]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_OUTPUT_BUFFER", "65536"}});
+  const auto port = server.port();
+  std::vector<std::string> names;
+  for (int i = 0; i < 10; ++i) names.push_back("burst." + std::to_string(i));
+  // The one that never reads: a raw WebSocket with a tiny window.
+  const int lazy = connect_loopback(port, 4096);
+  {
+    const std::string up = ws_upgrade_request("/ws");
+    REQUIRE(::send(lazy, up.data(), up.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(up.size()));
+    for (const auto& n : names) {
+      const auto f = ws_client_frame(1, subscribe(n).dump());
+      REQUIRE(::send(lazy, f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size()));
+    }
+  }
+  std::vector<std::unique_ptr<WsClient>> clients;
+  std::vector<Holder> holders(100);
+  for (int c = 0; c < 100; ++c) {
+    clients.push_back(std::make_unique<WsClient>(port));
+    for (const auto& n : names) clients.back()->send(subscribe(n).dump());
+  }
+  // Every client holds a snapshot of every stream before the burst.
+  for (int c = 0; c < 100; ++c)
+    for (std::size_t i = 0; i < names.size(); ++i) holders[c].apply(clients[c]->read_json());
+  const auto r = post(port, "/stream-burst", {{"streams", names}, {"updates", 50}, {"interval_ms", 2}, {"fields", 5}});
+  CHECK(r["published"] == 500);
+  std::map<std::string, std::uint64_t> finals;
+  for (const auto& n : names) finals[n] = 50;
+  long frames = 0;
+  for (int c = 0; c < 100; ++c) {
+    read_until(*clients[c], holders[c], finals);
+    for (const auto& n : names) {
+      REQUIRE(holders[c].views[n].state == server_state(port, n)["state"]);
+      frames += holders[c].views[n].frames;
+    }
+  }
+  // Coalesced or not, every client converged; at most one frame per
+  // revision per stream, plus the snapshot.
+  CHECK(frames <= 100L * 10 * 51);
+  // The lazy one cost the listener little, and slowed nobody above.
+  const long rss = rss_kb(server.child("listener"));
+  CHECK(rss < 200 * 1024);
+  ::close(lazy);
+}
+
+TEST_CASE("live streams: a subscriber that stops reading gets one composed patch when it reads again", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_OUTPUT_BUFFER", "65536"}});
+  const auto port = server.port();
+  const int fd = connect_loopback(port, 4096);
+  const std::string up = ws_upgrade_request("/ws");
+  REQUIRE(::send(fd, up.data(), up.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(up.size()));
+  const auto f = ws_client_frame(1, subscribe("big").dump());
+  REQUIRE(::send(fd, f.data(), f.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(f.size()));
+  post(port, "/stream/big", {{"pad", std::string(2000, 'p')}});
+  // 400 revisions of 2 KB each while it reads nothing: 800 KB published.
+  const std::string pad(2000, 'q');
+  for (int i = 0; i < 400; ++i) post(port, "/stream/big", {{"i", i}, {"pad", pad + std::to_string(i)}});
+  // Now it reads: the 101, then frames; it ends at the newest revision
+  // with far fewer frames than revisions, its frames contiguous.
+  std::string all;
+  Holder h;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::size_t at = std::string::npos;
+  while (!h.holds("big", 401) && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) <= 0) continue;
+    char buf[65536];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    all.append(buf, static_cast<std::size_t>(n));
+    if (at == std::string::npos) {
+      at = all.find("\r\n\r\n");
+      if (at == std::string::npos) continue;
+      all.erase(0, at + 4);
+    }
+    // Whole frames (unmasked text, 2-, 4- or 10-byte headers).
+    for (;;) {
+      if (all.size() < 2) break;
+      std::size_t len = static_cast<unsigned char>(all[1]) & 0x7f, hdr = 2;
+      if (len == 126) {
+        if (all.size() < 4) break;
+        len = (static_cast<std::size_t>(static_cast<unsigned char>(all[2])) << 8) | static_cast<unsigned char>(all[3]);
+        hdr = 4;
+      } else if (len == 127) {
+        if (all.size() < 10) break;
+        len = 0;
+        for (int i = 2; i < 10; ++i) len = (len << 8) | static_cast<unsigned char>(all[i]);
+        hdr = 10;
+      }
+      if (all.size() < hdr + len) break;
+      h.apply(json::parse(all.substr(hdr, len)));
+      all.erase(0, hdr + len);
+    }
+  }
+  ::close(fd);
+  REQUIRE(h.holds("big", 401));
+  CHECK(h.views["big"].state == server_state(port, "big")["state"]);
+  CHECK(h.views["big"].frames < 200);
+}
+
+TEST_CASE("live streams: a listener or the broker killed mid-burst leaves every client with the right state",
+          "[streams]") {
+  const std::string role = GENERATE(std::string("broker"), std::string("listener"));
+  INFO(role);
+  // Publishes the dead broker took and never numbered are never answered:
+  // the burst's request ends at this timeout, not the test's patience.
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "3"}});
+  const auto port = server.port();
+  const std::vector<std::string> names{"k.0", "k.1", "k.2"};
+  for (const auto& n : names) post(port, "/stream/" + n, {{"start", true}});
+  auto connect = [&](std::vector<std::unique_ptr<WsClient>>& clients, std::vector<Holder>& holders) {
+    for (int c = 0; c < 5; ++c) {
+      clients.push_back(std::make_unique<WsClient>(port));
+      for (const auto& n : names) clients.back()->send(subscribe(n).dump());
+    }
+    holders.resize(clients.size());
+    for (std::size_t c = 0; c < clients.size(); ++c)
+      for (std::size_t i = 0; i < names.size(); ++i) holders[c].apply(clients[c]->read_json());
+  };
+  std::vector<std::unique_ptr<WsClient>> before;
+  std::vector<Holder> held_before;
+  connect(before, held_before);
+  const pid_t victim = server.child(role);
+  // The burst runs in the server for about 300 ms; the kill lands in it.
+  std::thread burst([&] {
+    try {
+      HttpClient c(port, 8000);
+      c.request("POST", "/stream-burst",
+                json{{"streams", names}, {"updates", 150}, {"interval_ms", 2}, {"fields", 4}}.dump(),
+                "Content-Type: application/json\r\n");
+    } catch (const std::exception&) {
+      // the listener that held it died: expected
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(victim, SIGKILL);
+  burst.join();
+  REQUIRE(eventually([&] {
+    const pid_t now = server.child(role);
+    return now > 0 && now != victim;
+  }));
+  REQUIRE(eventually([&] { return http_get(port, "/health").status == 200; }));
+  // The burst goes on in its manager whatever died: wait until it ended.
+  std::uint64_t last = 0;
+  REQUIRE(eventually(
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const std::uint64_t now = server_state(port, names.back())["revision"];
+        const bool still = now == last;
+        last = now;
+        return still;
+      },
+      std::chrono::milliseconds(10000)));
+  // After the kill, more publishes: the state goes on from where it was.
+  for (const auto& n : names) post(port, "/stream/" + n, {{"after", role}});
+  std::map<std::string, json> truth;
+  std::map<std::string, std::uint64_t> finals;
+  for (const auto& n : names) {
+    const auto t = server_state(port, n);
+    truth[n] = t["state"];
+    finals[n] = t["revision"];
+    CHECK(t["state"]["start"] == true);  // nothing published before the kill was lost
+    CHECK(t["state"]["after"] == role);
+  }
+  if (role == "broker") {
+    // Still connected: their frames went on, contiguous or from a snapshot.
+    for (std::size_t c = 0; c < before.size(); ++c) {
+      read_until(*before[c], held_before[c], finals);
+      for (const auto& n : names) CHECK(held_before[c].views[n].state == truth[n]);
+    }
+  }
+  std::vector<std::unique_ptr<WsClient>> after;
+  std::vector<Holder> held_after;
+  connect(after, held_after);
+  for (auto& h : held_after)
+    for (const auto& n : names) CHECK(h.views[n].state == truth[n]);
+}

@@ -1,0 +1,87 @@
+// Composing JSON Merge Patches (edri/live_stream.hpp): where
+// compose_merge_patch says it can, one composed patch does exactly what
+// the two did in turn; where it says it cannot, it is a case that no
+// single merge patch can express.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <edri/live_stream.hpp>
+
+#include <random>
+
+using nlohmann::json;
+
+namespace {
+
+// A random value over a few keys, nested up to `depth`: nulls, scalars,
+// arrays and objects, so every rule of RFC 7386 is met.
+json random_value(std::mt19937& rng, int depth) {
+  switch (std::uniform_int_distribution<int>(0, depth > 0 ? 4 : 2)(rng)) {
+    case 0: return nullptr;
+    case 1: return std::uniform_int_distribution<int>(0, 9)(rng);
+    case 2: return json::array({std::uniform_int_distribution<int>(0, 9)(rng)});
+    default: {
+      json o = json::object();
+      const int n = std::uniform_int_distribution<int>(0, 3)(rng);
+      for (int i = 0; i < n; ++i)
+        o[std::string(1, static_cast<char>('a' + std::uniform_int_distribution<int>(0, 3)(rng)))] =
+            random_value(rng, depth - 1);
+      return o;
+    }
+  }
+}
+
+json random_object(std::mt19937& rng) {
+  json o = random_value(rng, 3);
+  return o.is_object() ? o : json::object({{"a", o}});
+}
+
+}  // namespace
+
+TEST_CASE("a composed merge patch does what the two did in turn", "[streams][merge-patch]") {
+  std::mt19937 rng(7);
+  int exact = 0, refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    json target = random_object(rng);
+    const json first = random_object(rng), second = random_object(rng);
+    json in_turn = target;
+    in_turn.merge_patch(first);
+    in_turn.merge_patch(second);
+    json composed = first;
+    if (!edri::compose_merge_patch(composed, second)) {
+      ++refused;
+      continue;
+    }
+    ++exact;
+    json at_once = target;
+    at_once.merge_patch(composed);
+    INFO("target " << target << " first " << first << " second " << second << " composed " << composed);
+    REQUIRE(at_once == in_turn);
+  }
+  CHECK(exact > 10000);  // the exact case is the common one
+  CHECK(refused > 0);
+}
+
+TEST_CASE("composing refuses only what no single merge patch can say", "[streams][merge-patch]") {
+  // {a:5} then {a:{y:2}} makes a == {y:2} whatever a was: a patch cannot
+  // drop an object's other members without naming them.
+  json p = {{"a", 5}};
+  CHECK_FALSE(edri::compose_merge_patch(p, {{"a", {{"y", 2}}}}));
+  json d = {{"a", nullptr}};
+  CHECK_FALSE(edri::compose_merge_patch(d, {{"a", {{"y", 2}}}}));
+  // Deleting then setting, and nested objects, compose.
+  json q = {{"a", nullptr}, {"b", {{"x", 1}}}};
+  REQUIRE(edri::compose_merge_patch(q, {{"a", 3}, {"b", {{"x", nullptr}, {"y", 2}}}}));
+  CHECK(q == json{{"a", 3}, {"b", {{"x", nullptr}, {"y", 2}}}});
+}
+
+TEST_CASE("stream names", "[streams]") {
+  CHECK(edri::is_valid_stream_name("a"));
+  CHECK(edri::is_valid_stream_name("Tenant-1:prices.eu_2"));
+  CHECK(edri::is_valid_stream_name(std::string(128, 'x')));
+  CHECK_FALSE(edri::is_valid_stream_name(""));
+  CHECK_FALSE(edri::is_valid_stream_name(std::string(129, 'x')));
+  CHECK_FALSE(edri::is_valid_stream_name("a b"));
+  CHECK_FALSE(edri::is_valid_stream_name("a/b"));
+  CHECK_FALSE(edri::is_valid_stream_name("é"));
+}
