@@ -55,6 +55,10 @@ constexpr Scenario kScenarios[] = {
     {"startup", "edri, FastAPI, nginx: launch to the first 200 on GET /noop, and edri to /ready", run_startup_scenario},
     {"session", "edri: 1,000 idle WebSocket sessions: RSS and threads per process, CPU while idle",
      run_session_scenario},
+    {"fanout",
+     "edri vs a Node.js ws server: live streams to 10..1,000 WebSocket clients x 1..20 streams (fleet completion, "
+     "delivery latency, CPU, RSS), session budgets, tenants",
+     run_fanout_scenario},
     {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
      run_serialization_scenario},
     {"inprocess",

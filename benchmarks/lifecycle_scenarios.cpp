@@ -22,6 +22,7 @@
 #include "report.hpp"
 #include "scenario_support.hpp"
 #include "scenarios.hpp"
+#include "websocket_sessions.hpp"
 
 namespace edri::bench {
 namespace {
@@ -48,15 +49,6 @@ std::string range_cell(const std::vector<double>& v) {
   return buf;
 }
 
-int threads_of(pid_t pid) {
-  std::error_code ec;
-  int n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;
-}
-
 // The supervisor and its children: pid -> (title, RSS kB, threads).
 struct ProcessSample {
   std::string title;
@@ -71,46 +63,6 @@ std::map<pid_t, ProcessSample> sample_processes(pid_t supervisor) {
   for (const pid_t p : pids)
     if (const auto kb = resident_kb(p)) out[p] = ProcessSample{process_title(p), *kb, threads_of(p)};
   return out;
-}
-
-// Opens `n` WebSocket connections to /ws and completes their handshakes;
-// the descriptors of those that did (the caller closes them).
-std::vector<int> open_sessions(std::uint16_t port, int n, const ScenarioContext& context) {
-  static constexpr char kUpgrade[] =
-      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-  std::vector<int> fds;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  for (int i = 0; i < n && !context.interrupted(); ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) break;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::send(fd, kUpgrade, sizeof kUpgrade - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kUpgrade - 1)) {
-      ::close(fd);
-      break;
-    }
-    // The 101 and its headers, read whole before the next connect.
-    std::string head;
-    char buf[1024];
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (head.find("\r\n\r\n") == std::string::npos && Clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      const ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-      if (r <= 0) break;
-      head.append(buf, static_cast<std::size_t>(r));
-    }
-    if (head.rfind("HTTP/1.1 101", 0) != 0) {
-      ::close(fd);
-      break;
-    }
-    fds.push_back(fd);
-    if ((i + 1) % 250 == 0) std::fprintf(stderr, "  %d sessions open\n", i + 1);
-  }
-  return fds;
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kLoopback = "127.0.0.1";
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kNode = "/usr/bin/node";
 constexpr const char* kNginx = "/usr/sbin/nginx";
 constexpr std::string_view kEdriReadyPrefix = "edri: listening on http://";
 
@@ -187,6 +188,18 @@ StartedServer start_edri(const ServerSettings& settings) {
   return wait_until_serving(std::move(server), settings);
 }
 
+// Starts a reference told its port on the command line or in its
+// environment, and waits until it serves.
+StartedServer start_on_port(ProcessSpec spec, std::uint16_t port, const ServerSettings& settings) {
+  add_extra_env(spec, settings);
+  StartedServer server;
+  std::string error;
+  server.process = ServerProcess::start(spec, error);
+  if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
+  server.port = port;
+  return wait_until_serving(std::move(server), settings);
+}
+
 StartedServer start_fastapi(const ServerSettings& settings) {
   if (::access(kPython, X_OK) != 0 || run_quietly({kPython, "-c", "import fastapi, uvicorn, uvloop, httptools"}) != 0) {
     return not_running(StartedServer::Outcome::kNotInstalled,
@@ -208,13 +221,25 @@ StartedServer start_fastapi(const ServerSettings& settings) {
                    .cpus = settings.server_cpu_list,
                    .stdout_to = server_output(settings),
                    .stderr_to = server_output(settings)};
-  add_extra_env(spec, settings);
-  StartedServer server;
-  std::string error;
-  server.process = ServerProcess::start(spec, error);
-  if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
-  server.port = *port;
-  return wait_until_serving(std::move(server), settings);
+  return start_on_port(std::move(spec), *port, settings);
+}
+
+StartedServer start_node_streams(const ServerSettings& settings) {
+  const fs::path dir = reference_dir() / "streams_node";
+  if (::access(kNode, X_OK) != 0) return not_running(StartedServer::Outcome::kNotInstalled, "node not found");
+  if (!fs::exists(dir / "node_modules" / "ws"))
+    return not_running(StartedServer::Outcome::kNotInstalled,
+                       "the ws package is not installed in " + dir.string() + " (scripts/setup.sh)");
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+  ProcessSpec spec{.program = kNode,
+                   .args = {"server.js"},
+                   .env = {{"PORT", std::to_string(*port)}},
+                   .working_dir = dir.string(),
+                   .cpus = settings.server_cpu_list,
+                   .stdout_to = server_output(settings),
+                   .stderr_to = server_output(settings)};
+  return start_on_port(std::move(spec), *port, settings);
 }
 
 std::optional<std::string> read_file(const fs::path& path) {
@@ -315,6 +340,7 @@ std::string_view display_name(ServerKind kind) {
     case ServerKind::kEdri: return "edri";
     case ServerKind::kFastApi: return "FastAPI";
     case ServerKind::kNginx: return "nginx";
+    case ServerKind::kNodeStreams: return "Node ws";
   }
   return "?";
 }
@@ -340,6 +366,7 @@ StartedServer start_server(ServerKind kind, const ServerSettings& settings) {
     case ServerKind::kEdri: return start_edri(settings);
     case ServerKind::kFastApi: return start_fastapi(settings);
     case ServerKind::kNginx: return start_nginx(settings);
+    case ServerKind::kNodeStreams: return start_node_streams(settings);
   }
   return not_running(StartedServer::Outcome::kFailed, "unknown server");
 }

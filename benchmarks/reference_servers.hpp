@@ -16,7 +16,9 @@ namespace edri::bench {
 // Response sizes of `bench payload` (bench-app /payload/{bytes}, nginx files).
 inline constexpr std::size_t kPayloadSizes[] = {1024, 102400, 1048576, 16777216};
 
-enum class ServerKind { kEdri, kFastApi, kNginx };
+// kNodeStreams: the Node.js `ws` server of `bench fanout`
+// (reference/streams_node): live streams' wire protocol, no coalescing.
+enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams };
 
 std::string_view display_name(ServerKind kind);
 

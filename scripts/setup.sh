@@ -18,7 +18,20 @@ packages=(
   nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
   # bench --record draws its charts with it
   gnuplot-nox
+  # bench fanout's reference: a Node.js `ws` server (its package from npm)
+  nodejs npm
 )
+
+# The ws package of bench fanout's Node reference, pinned by its lock file.
+# Optional: without it that reference's rows say it is not installed.
+install_node_reference() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/benchmarks/reference/streams_node"
+  [ -d "$dir/node_modules/ws" ] && return 0
+  command -v npm > /dev/null || return 0
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error > /dev/null) ||
+    echo "setup: npm ci in $dir failed; bench fanout will run without its Node reference" >&2
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,6 +39,7 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  install_node_reference
   exit 0
 fi
 
@@ -34,3 +48,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "setup: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+install_node_reference

@@ -2,8 +2,10 @@
 //
 // Domain `audit` runs in its own manager process. It never touches the
 // notes database: it counts the `notes.changed` notifications the notes
-// manager publishes, and answers GET /audit with the counts since it
-// started.
+// manager publishes, answers GET /audit with the counts since it started,
+// and keeps them in the live stream `audit` (docs/streams.md), which the
+// page follows: every count is in every patch, so the stream is right
+// again after any publish, whatever was lost before it.
 #include <edri/plugin.hpp>
 
 #include <string>
@@ -21,18 +23,21 @@ Counts& counts() {
   return c;
 }
 
+nlohmann::json as_json(const Counts& c) {
+  return {{"created", c.created}, {"updated", c.updated}, {"deleted", c.deleted}};
+}
+
 void register_audit(edri::Registry& r) {
   r.domain("audit");
-  r.subscribe("notes.changed", [](const edri::Request& req, edri::Context&) {
+  r.subscribe("notes.changed", [](const edri::Request& req, edri::Context& ctx) {
     const auto op = req.json().value("op", std::string());
     if (op == "created") ++counts().created;
     if (op == "updated") ++counts().updated;
     if (op == "deleted") ++counts().deleted;
+    ctx.publish_patch("audit", as_json(counts()));
   });
-  r.get("/audit", "audit.counts", [](const edri::Request&, edri::Context&) {
-    const auto& c = counts();
-    return edri::Response::json({{"created", c.created}, {"updated", c.updated}, {"deleted", c.deleted}});
-  });
+  r.get("/audit", "audit.counts",
+        [](const edri::Request&, edri::Context&) { return edri::Response::json(as_json(counts())); });
 }
 
 }  // namespace

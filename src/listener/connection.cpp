@@ -17,6 +17,15 @@ namespace edri::listener {
 
 namespace {
 constexpr std::size_t kReadBuffer = 16 * 1024;
+
+// One read buffer for every connection of the listener: its loop is one
+// thread, and what a read brings is consumed (parsed, or copied where it
+// must wait) before the next read, so no connection needs its own. Each
+// used to hold 16 KiB of its own, most of an idle session's memory.
+char* read_buffer() {
+  static char buffer[kReadBuffer];
+  return buffer;
+}
 // A WebSocket client that lets this many times EDRI_OUTPUT_BUFFER of
 // output pile up (it does not read its pushes) is closed with 1008. Pushes
 // cannot wait for it: one publish goes to every subscriber, and the others
@@ -63,8 +72,7 @@ Connection::Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, st
             if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
             spdlog::error("cannot write an upload file in {}: {}", owner_.config().upload_path, std::strerror(errno));
             return false;
-          }),
-      read_buf_(new char[kReadBuffer]) {}
+          }) {}
 
 Connection::~Connection() {
   if (ws_) ws_->detach();
@@ -290,7 +298,8 @@ bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers)
   if (!slots_.empty()) return false;
   upgrade_request_ = req;
   upgrade_request_.body.clear();
-  ws_ = std::make_shared<WebSocketSession>(owner_.io(), *this, owner_.config().websocket_max_message);
+  ws_ = std::make_shared<WebSocketSession>(owner_.io(), *this, owner_.config().websocket_max_message,
+                                           owner_.config().websocket_deflate);
   ws_->accept(upgrade_request_, headers);
   owner_.wants_poll();
   return true;
@@ -321,8 +330,9 @@ void Connection::ws_complete(std::uint32_t seq, std::string message) {
   update_ws_flow();
 }
 
-void Connection::ws_send(const SharedFrame& frame) {
+void Connection::ws_send(const SharedMessage& message) {
   if (!ws_ || !ws_->can_send() || closed_) return;
+  const SharedFrame& frame = message->frame(deflate_bits_);
   if (backlog() + frame->size() > kWebSocketBacklogFactor * owner_.config().output_buffer) {
     spdlog::info("closing WebSocket connection {}: it does not read its messages ({} bytes unsent)", id_, backlog());
     return close_lagging(1008, "too far behind: pushes piled up unread (8 x EDRI_OUTPUT_BUFFER)");
@@ -337,8 +347,9 @@ void Connection::ws_send(const SharedFrame& frame) {
   update_ws_flow();
 }
 
+void Connection::stream_send(const SharedMessage& message) { ws_send(message); }
+
 void Connection::stream_send(const SharedFrame& frame) {
-  if (ws_) return ws_send(frame);
   if (!events_ || closed_) return;
   if (backlog() + frame->size() > kWebSocketBacklogFactor * owner_.config().output_buffer) {
     spdlog::info("closing event stream {}: it does not read ({} bytes unsent)", id_, backlog());
@@ -409,6 +420,16 @@ void Connection::update_ws_flow() {
 
 void Connection::ws_output(std::string_view bytes) {
   if (closed_) return;
+  if (!handshake_written_) {
+    // Beast's first output is its answer to the handshake (in pieces):
+    // what it agreed to is in the head.
+    handshake_.append(bytes);
+    if (handshake_.find("\r\n\r\n") != std::string::npos) {
+      handshake_written_ = true;
+      deflate_bits_ = agreed_deflate_bits(handshake_);
+      std::string().swap(handshake_);
+    }
+  }
   out_.append(bytes);
   mark_dirty();
 }
@@ -440,10 +461,10 @@ void Connection::read_available() {
       read_paused_ = true;
       return;
     }
-    const ssize_t n = read_some(read_buf_.get(), kReadBuffer);
+    const ssize_t n = read_some(read_buffer(), kReadBuffer);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
-      if (!consume(read_buf_.get(), static_cast<std::size_t>(n))) return;
+      if (!consume(read_buffer(), static_cast<std::size_t>(n))) return;
       // A short read emptied the socket buffer: the next arrival raises a
       // new edge. (TLS keeps records of its own: read until it would block.)
       if (!tls_ && static_cast<std::size_t>(n) < kReadBuffer) return;
@@ -549,7 +570,7 @@ void Connection::finish() {
 
 void Connection::discard_input() {
   for (;;) {
-    const ssize_t n = ::recv(fd_.get(), read_buf_.get(), kReadBuffer, 0);
+    const ssize_t n = ::recv(fd_.get(), read_buffer(), kReadBuffer, 0);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
       continue;

@@ -31,6 +31,7 @@
 #include "listener/file_body.hpp"
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
+#include "listener/websocket_deflate.hpp"
 #include "listener/websocket_frame.hpp"
 #include "listener/websocket_session.hpp"
 #include "transport/blob_arena.hpp"
@@ -126,14 +127,15 @@ class Connection final : public WebSocketSession::Owner {
   // (websocket_frame.hpp) and shared by every subscriber it goes to. A
   // subscriber that lets pushes pile up past 8 x EDRI_OUTPUT_BUFFER is
   // closed with 1008.
-  void ws_send(const SharedFrame& frame);
+  void ws_send(const SharedMessage& message);
   void ws_close(std::uint16_t code, std::string reason);
   // Live streams (StreamHub). A frame of a stream, shared by its
   // subscribers: on a WebSocket as ws_send(); on a Server-Sent Events
   // connection (start_events) appended after what is there, with the same
   // bound. want_drain(): call the owner's stream_drained() once every
   // byte queued so far is out (at once when none is waiting).
-  void stream_send(const SharedFrame& frame);
+  void stream_send(const SharedMessage& message);  // a WebSocket
+  void stream_send(const SharedFrame& frame);      // Server-Sent Events: the event's bytes
   void want_drain();
   // Makes this connection a Server-Sent Events stream: slot `seq` gets the
   // response head, nothing more is read as a request (what the client
@@ -296,7 +298,6 @@ class Connection final : public WebSocketSession::Owner {
   std::uint32_t id_;
   std::uint32_t generation_;
   http::RequestParser parser_;
-  std::unique_ptr<char[]> read_buf_;
   std::string pending_input_;          // bytes read past the request the parser paused after
   std::deque<Piece> queue_;            // written before out_
   std::size_t queued_bytes_ = 0;       // unsent bytes in queue_
@@ -328,6 +329,11 @@ class Connection final : public WebSocketSession::Owner {
   bool close_after_write_ = false;
   bool closed_ = false;
   bool events_ = false;  // a Server-Sent Events stream (start_events)
+  // permessage-deflate as the 101 agreed it: the server's window bits, or
+  // 0 (plain frames).
+  int deflate_bits_ = 0;
+  bool handshake_written_ = false;
+  std::string handshake_;  // Beast's answer to the handshake, until its head is whole
   std::shared_ptr<WebSocketSession> ws_;
   http::HttpRequest upgrade_request_;
   std::deque<WsSlot> ws_slots_;  // answers of commands in flight, in order

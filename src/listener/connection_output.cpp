@@ -54,8 +54,12 @@ void Connection::append_frame(std::string_view frame) {
 }
 
 void Connection::append_message(std::string_view text) {
-  append_text_frame_header(out_, text.size());
-  out_.append(text);
+  if (deflate_bits_ && text.size() >= kDeflateMinBytes) {
+    out_.append(deflated_text_frame(text, deflate_bits_));
+  } else {
+    append_text_frame_header(out_, text.size());
+    out_.append(text);
+  }
   seal_out();
   mark_dirty();
 }

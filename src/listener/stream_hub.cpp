@@ -129,9 +129,9 @@ void StreamHub::serve(const std::string& name, Stream& s, Subscriber& sub) {
   sub.awaiting = false;
   sub.revision = s.revision;
   if (since && *since == s.revision)
-    sub.conn->stream_send(patch_frame(name, s.revision, s.revision, "{}", s.ts, sub.sse));
+    patch_frame(name, s.revision, s.revision, "{}", s.ts, sub.sse).send_to(*sub.conn);
   else
-    sub.conn->stream_send(snapshot_frame(name, s, sub.sse));
+    snapshot_frame(name, s, sub.sse).send_to(*sub.conn);
 }
 
 void StreamHub::on_control(const env::EnvelopeView& v) {
@@ -219,9 +219,9 @@ void StreamHub::on_answer(const env::EnvelopeHeader& h, const env::StreamRecord&
       text.append(R"(,"state":)").append(r.json).append(R"(,"ts":)");
       append_number(text, static_cast<std::uint64_t>(r.ts));
       text += '}';
-      sub.conn->stream_send(frame(text, "snapshot", r.revision, sub.sse));
+      frame(std::move(text), "snapshot", r.revision, sub.sse).send_to(*sub.conn);
     } else {
-      sub.conn->stream_send(patch_frame(r.name, r.from, r.revision, r.json, r.ts, sub.sse));
+      patch_frame(r.name, r.from, r.revision, r.json, r.ts, sub.sse).send_to(*sub.conn);
     }
     return;
   }
@@ -257,7 +257,7 @@ void StreamHub::emit(const std::string& name, Stream& s) {
   const std::uint64_t from = s.emitted, to = s.revision;
   s.dirty = false;
   s.emitted = to;
-  SharedFrame shared[2];  // WebSocket, SSE: made when a subscriber needs it
+  Frame shared[2];  // WebSocket, SSE: made when a subscriber needs it
   std::string patch_text;
   if (s.batch_exact) patch_text = s.batch.dump();
   for (auto& sub : s.subscribers) {
@@ -269,9 +269,9 @@ void StreamHub::emit(const std::string& name, Stream& s) {
       continue;
     }
     auto& f = shared[sub.sse ? 1 : 0];
-    if (!f)
+    if (!f.ws && !f.sse)
       f = s.batch_exact ? patch_frame(name, from, to, patch_text, s.ts, sub.sse) : snapshot_frame(name, s, sub.sse);
-    c.stream_send(f);
+    f.send_to(c);
     sub.revision = to;
   }
   s.batch = nullptr;
@@ -310,10 +310,10 @@ void StreamHub::drained(Connection& c) {
     Subscriber* sub = find(s, c);
     if (!sub || sub->awaiting || !s.following || s.dirty) continue;  // emit() comes first
     if (sub->owes_snapshot) {
-      c.stream_send(snapshot_frame(name, s, sub->sse));
+      snapshot_frame(name, s, sub->sse).send_to(c);
       sub->revision = s.revision;
     } else if (sub->has_pending) {
-      c.stream_send(patch_frame(name, sub->revision, sub->pending_to, sub->pending.dump(), s.ts, sub->sse));
+      patch_frame(name, sub->revision, sub->pending_to, sub->pending.dump(), s.ts, sub->sse).send_to(c);
       sub->revision = sub->pending_to;
     }
     sub->owes_snapshot = sub->has_pending = false;
@@ -329,25 +329,29 @@ bool StreamHub::behind(Connection& c) {
   return c.stream_behind;
 }
 
-SharedFrame StreamHub::snapshot_frame(const std::string& name, Stream& s, bool sse) {
+StreamHub::Frame StreamHub::snapshot_frame(const std::string& name, Stream& s, bool sse) {
   if (s.snapshot_revision != s.revision) {
     s.snapshot_revision = s.revision;
-    s.snapshot_ws = s.snapshot_sse = nullptr;
+    s.snapshot = {};
   }
-  auto& f = sse ? s.snapshot_sse : s.snapshot_ws;
-  if (f) return f;
+  if (sse ? static_cast<bool>(s.snapshot.sse) : static_cast<bool>(s.snapshot.ws))
+    return Frame{sse ? nullptr : s.snapshot.ws, sse ? s.snapshot.sse : nullptr};
   std::string text = R"({"stream":")";
   text.append(name).append(R"(","revision":)");
   append_number(text, s.revision);
   text.append(R"(,"state":)").append(s.state.dump()).append(R"(,"ts":)");
   append_number(text, static_cast<std::uint64_t>(s.ts));
   text += '}';
-  f = frame(text, "snapshot", s.revision, sse);
+  Frame f = frame(std::move(text), "snapshot", s.revision, sse);
+  if (sse)
+    s.snapshot.sse = f.sse;
+  else
+    s.snapshot.ws = f.ws;
   return f;
 }
 
-SharedFrame StreamHub::patch_frame(std::string_view name, std::uint64_t from, std::uint64_t to, std::string_view patch,
-                                   std::int64_t ts, bool sse) {
+StreamHub::Frame StreamHub::patch_frame(std::string_view name, std::uint64_t from, std::uint64_t to,
+                                        std::string_view patch, std::int64_t ts, bool sse) {
   std::string text = R"({"stream":")";
   text.append(name).append(R"(","from":)");
   append_number(text, from);
@@ -356,17 +360,17 @@ SharedFrame StreamHub::patch_frame(std::string_view name, std::uint64_t from, st
   text.append(R"(,"patch":)").append(patch).append(R"(,"ts":)");
   append_number(text, static_cast<std::uint64_t>(ts));
   text += '}';
-  return frame(text, "patch", to, sse);
+  return frame(std::move(text), "patch", to, sse);
 }
 
-SharedFrame StreamHub::frame(std::string_view json, std::string_view event, std::uint64_t id, bool sse) {
-  if (!sse) return std::make_shared<const std::string>(text_frame(json));
+StreamHub::Frame StreamHub::frame(std::string json, std::string_view event, std::uint64_t id, bool sse) {
+  if (!sse) return Frame{make_message(std::move(json)), nullptr};
   // One JSON text has no newline (nlohmann's compact dump), so it is one
   // data: line.
   std::string out = "id: ";
   append_number(out, id);
   out.append("\nevent: ").append(event).append("\ndata: ").append(json).append("\n\n");
-  return std::make_shared<const std::string>(std::move(out));
+  return Frame{nullptr, std::make_shared<const std::string>(std::move(out))};
 }
 
 void StreamHub::send_to_broker(std::uint64_t code, const env::StreamRecord& r, const Connection* c) {

@@ -31,6 +31,7 @@
 #include "envelope/stream_record.hpp"
 #include "listener/connection.hpp"
 #include "listener/event_sender.hpp"
+#include "listener/websocket_deflate.hpp"
 #include "runtime/config.hpp"
 
 namespace edri::listener {
@@ -79,9 +80,24 @@ class StreamHub {
     bool batch_exact = true;
     nlohmann::json batch;
     std::vector<Subscriber> subscribers;
-    // The snapshot frame of `snapshot_revision`, encoded once.
+    // The snapshot frames of `snapshot_revision`, encoded once.
     std::uint64_t snapshot_revision = UINT64_MAX;
-    SharedFrame snapshot_ws, snapshot_sse;
+    struct {
+      SharedMessage ws;
+      SharedFrame sse;
+    } snapshot;
+  };
+  // A frame as a WebSocket message (compressed per window where asked) or
+  // as a Server-Sent Event: the one its subscriber's kind needs.
+  struct Frame {
+    SharedMessage ws;
+    SharedFrame sse;
+    void send_to(Connection& c) const {
+      if (ws)
+        c.stream_send(ws);
+      else
+        c.stream_send(sse);
+    }
   };
 
   void subscribe(Connection& c, std::string_view name, std::optional<std::uint64_t> since, bool sse);
@@ -98,10 +114,10 @@ class StreamHub {
   // Queues one subscriber's missed patch for when its output drains.
   void owe(Subscriber& sub, const nlohmann::json& patch, bool exact, std::uint64_t from, std::uint64_t to);
   // The frames: shared where they can be, per subscriber where they cannot.
-  SharedFrame snapshot_frame(const std::string& name, Stream& s, bool sse);
-  static SharedFrame patch_frame(std::string_view name, std::uint64_t from, std::uint64_t to, std::string_view patch,
-                                 std::int64_t ts, bool sse);
-  static SharedFrame frame(std::string_view json, std::string_view event, std::uint64_t id, bool sse);
+  Frame snapshot_frame(const std::string& name, Stream& s, bool sse);
+  static Frame patch_frame(std::string_view name, std::uint64_t from, std::uint64_t to, std::string_view patch,
+                           std::int64_t ts, bool sse);
+  static Frame frame(std::string json, std::string_view event, std::uint64_t id, bool sse);
   void send_to_broker(std::uint64_t code, const envelope::StreamRecord& r, const Connection* c = nullptr);
   bool behind(Connection& c);
 

@@ -1,9 +1,11 @@
 // Server-to-client WebSocket data frames (RFC 6455 section 5.2), written by
 // the listener itself rather than by Beast.
 //
-// A server frame is never masked and edri negotiates no extension, so the
-// frame of a message is the same bytes for every connection: a push is
-// framed once and the one buffer goes to every subscriber (SharedFrame).
+// A server frame is never masked, and the one extension edri agrees to
+// (permessage-deflate, websocket_deflate.hpp) compresses each message
+// alone, so the frame of a message is the same bytes for every connection
+// that agreed the same: a push is framed once and the one buffer goes to
+// every subscriber (SharedFrame).
 // Beast still writes the control frames (pong, close) into the same output.
 #pragma once
 

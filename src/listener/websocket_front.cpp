@@ -194,11 +194,10 @@ void WebSocketFront::on_push(const env::EnvelopeView& v) {
   if (payload.empty()) payload = "null";
   static constexpr std::string_view kHead = R"({"command":)", kEvent = R"(,"event":)";
   const std::size_t size = kHead.size() + name->second.size() + kEvent.size() + payload.size() + 1;
-  std::string frame;
-  frame.reserve(size + 10);
-  append_text_frame_header(frame, size);
-  frame.append(kHead).append(name->second).append(kEvent).append(payload).append("}");
-  const auto shared = std::make_shared<const std::string>(std::move(frame));
+  std::string text;
+  text.reserve(size);
+  text.append(kHead).append(name->second).append(kEvent).append(payload).append("}");
+  const auto shared = make_message(std::move(text));
   for_each_target(v.section(env::SectionType::Targets), [&](const env::PushTarget& t) {
     if (Connection* c = table_->find(t.connection, t.generation); c && c->websocket()) c->ws_send(shared);
   });

@@ -13,8 +13,20 @@ namespace edri::listener {
 namespace websocket = beast::websocket;
 namespace bhttp = beast::http;
 
-WebSocketSession::WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message)
+WebSocketSession::WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message, bool deflate)
     : ws_(io, pipe_), owner_(&owner) {
+  if (deflate) {
+    websocket::permessage_deflate pmd;
+    pmd.server_enable = true;
+    // Every message to the client compressed alone: one compression serves
+    // all its subscribers, and no session keeps a compressor.
+    pmd.server_no_context_takeover = true;
+    // What the client sends is inflated by Beast, in a window of 2^10
+    // bytes per session where the client lets the server choose (browsers
+    // do), rather than 32 KiB.
+    pmd.client_max_window_bits = 10;
+    ws_.set_option(pmd);
+  }
   pipe_.write = [this](std::string_view bytes) {
     if (owner_) owner_->ws_output(bytes);
   };

@@ -44,7 +44,9 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     virtual void ws_ended() = 0;
   };
 
-  WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message);
+  // `deflate`: offer permessage-deflate (EDRI_WEBSOCKET_DEFLATE), with
+  // server_no_context_takeover always (websocket_deflate.hpp).
+  WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message, bool deflate = false);
 
   // Answers the upgrade request (101, or Beast's 400/426 with
   // `Connection: close`, and an end). `headers`: extra response header
@@ -81,7 +83,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   void end();
 
   Pipe pipe_;
-  beast::websocket::stream<LoopStream, false> ws_;
+  // deflateSupported: permessage-deflate can be offered (EDRI_WEBSOCKET_DEFLATE).
+  beast::websocket::stream<LoopStream, true> ws_;
   Owner* owner_;
   beast::flat_buffer buffer_;
   beast::websocket::close_reason close_reason_;

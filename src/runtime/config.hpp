@@ -90,6 +90,7 @@ struct Config {
   std::string websocket_path = "/ws";  // EDRI_WEBSOCKET_PATH (empty: no WebSocket)
   std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
   std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
+  bool websocket_deflate = false;                  // EDRI_WEBSOCKET_DEFLATE: offer permessage-deflate (RFC 7692)
   std::uint32_t stream_log = 256;                  // EDRI_STREAM_LOG: revisions kept per live stream for `since`
   std::size_t stream_max_bytes = 256u << 10;       // EDRI_STREAM_MAX_BYTES: a live stream's state or patch, as JSON
   std::uint32_t stream_send_buffer =

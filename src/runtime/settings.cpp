@@ -166,6 +166,10 @@ std::vector<Setting> make_settings() {
        "serialized, compared or copied it (each recurses once per level)"},
       {"EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS", "`64`", parse::integer(&Config::websocket_max_subscriptions, 0, 4096),
        "push subscriptions one WebSocket connection may hold (more: error 429)"},
+      {"EDRI_WEBSOCKET_DEFLATE", "`0`", parse::flag(&Config::websocket_deflate),
+       "offer permessage-deflate (RFC 7692) to WebSocket clients. The server compresses each message alone "
+       "(server_no_context_takeover), so a push or a stream's revision is compressed once for every subscriber that "
+       "agreed, and asks for a 1 KiB window for what clients send (client_max_window_bits=10)"},
       {"EDRI_STREAM_LOG", "`256`", parse::integer(&Config::stream_log, 0, 65536),
        "revisions of each live stream the broker keeps for a subscriber that resumes (`since`, `Last-Event-ID`); one "
        "from further back gets a snapshot"},

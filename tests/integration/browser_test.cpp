@@ -150,4 +150,13 @@ TEST_CASE("the notes page: a note added in one page appears live in another", "[
   for (const char* title : {"one", "two"})
     CHECK(c.request("POST", "/notes", json{{"title", title}, {"body", "x"}}.dump()).status == 201);
   CHECK(eventually([&] { return dt.eval(b, count) == "2 notes"; }));
+  // The footer follows the live stream "audit": the audit manager's counts,
+  // the same as GET /audit.
+  const std::string audit =
+      "['created','updated','deleted'].map(k => document.getElementById('audit-' + k).textContent)";
+  CHECK(eventually([&] { return dt.eval(b, audit) == json{"3", "0", "1"}; }));
+  CHECK(json::parse(http_get(server.port(), "/audit").body) == json{{"created", 3}, {"updated", 0}, {"deleted", 1}});
+  // A page opened now gets the counts from the stream's snapshot.
+  const auto late = dt.open(url);
+  CHECK(eventually([&] { return dt.eval(late, audit) == json{"3", "0", "1"}; }, std::chrono::seconds(20)));
 }

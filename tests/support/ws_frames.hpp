@@ -46,6 +46,7 @@ inline std::string ws_client_frame(std::uint8_t opcode, std::string_view payload
 struct WsFrame {
   int opcode = -1;
   bool fin = false;
+  bool rsv1 = false;  // permessage-deflate: the payload is compressed
   std::string payload;
   // A close frame's status code, or -1.
   int close_code() const {
@@ -61,6 +62,7 @@ WsFrame ws_read_frame(ReadBytes&& read_bytes) {
   const std::string h = read_bytes(2);
   f.fin = (static_cast<unsigned char>(h[0]) & 0x80) != 0;
   f.opcode = static_cast<unsigned char>(h[0]) & 0x0f;
+  f.rsv1 = (static_cast<unsigned char>(h[0]) & 0x40) != 0;
   std::size_t n = static_cast<unsigned char>(h[1]) & 0x7f;
   if (n == 126) {
     const std::string e = read_bytes(2);

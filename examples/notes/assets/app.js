@@ -56,16 +56,29 @@ function apply(change) {
   }
 }
 
+// A frame of the stream "audit": a snapshot carries the state, a patch the
+// counts that changed (every one, as the audit manager publishes them).
+const audit = { created: 0, updated: 0, deleted: 0 };
+function showAudit(frame) {
+  Object.assign(audit, frame.state || frame.patch);
+  for (const k of Object.keys(audit)) document.getElementById(`audit-${k}`).textContent = audit[k];
+  window.auditRevision = frame.revision;
+}
+
 function connect() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
   ws.addEventListener("open", () => {
     // Subscribe first, then list: no change can fall between the two.
     ws.send(JSON.stringify({ command: "notes.subscribe" }));
+    // The audit counts are a live stream: a snapshot, then patches.
+    ws.send(JSON.stringify({ command: "stream.subscribe", stream: "audit" }));
     ws.send(JSON.stringify({ command: "notes.list", limit: 100, offset: 0 }));
   });
   ws.addEventListener("message", (e) => {
     const msg = JSON.parse(e.data);
-    if (msg.command === "notes.changed") {
+    if (msg.stream === "audit") {
+      showAudit(msg);
+    } else if (msg.command === "notes.changed") {
       apply(msg.event);
     } else if (msg.command === "notes.list" && msg.response) {
       list.replaceChildren(...msg.response.items.map(render));
