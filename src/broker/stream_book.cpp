@@ -5,6 +5,7 @@
 #include <edri/live_stream.hpp>
 #include <edri/problem.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include "envelope/control.hpp"
@@ -91,13 +92,22 @@ void StreamBook::on_listener_control(std::uint16_t listener, const env::Envelope
       s.followers[listener] = true;
       return send_state(listener, r.name, s);
     }
-    case env::kControlStreamUnfollow: {
-      if (auto it = streams_.find(std::string(r.name)); it != streams_.end()) it->second.followers[listener] = false;
-      return;
-    }
+    case env::kControlStreamUnfollow: return unfollow(listener, r.name);
     case env::kControlStreamResume: return resume(listener, h, r);
     default: spdlog::error("dropping unknown stream control {} from listener {}", h.event_type, listener);
   }
+}
+
+void StreamBook::unfollow(std::uint16_t listener, std::string_view name) {
+  auto it = streams_.find(std::string(name));
+  if (it == streams_.end()) return;
+  auto& followers = it->second.followers;
+  followers[listener] = false;
+  // A name clients followed but nobody ever published holds nothing worth
+  // keeping: forgotten, or subscribing to made-up names would grow this
+  // book without bound.
+  if (it->second.revision == 0 && std::find(followers.begin(), followers.end(), true) == followers.end())
+    streams_.erase(it);
 }
 
 void StreamBook::resume(std::uint16_t listener, const env::EnvelopeHeader& h, const env::StreamRecord& r) {

@@ -61,6 +61,7 @@ class StreamBook {
 
   void publish(const envelope::EnvelopeHeader& h, const envelope::StreamRecord& r);
   void read(const envelope::EnvelopeHeader& h, std::string_view name);
+  void unfollow(std::uint16_t listener, std::string_view name);
   void recover(std::uint16_t listener, const envelope::StreamRecord& r);
   // Every listener said (or gave up on): replays what was held, and sends
   // each follower whose revision was behind the newest its state.

@@ -203,6 +203,10 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
   const std::string lines = "Content-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n";
   if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
   Connection& c = ex.connection();
+  // Events go out as they come, not in a slot's turn: nothing may still be
+  // waiting for its answer ahead of them.
+  if (c.waiting())
+    return ex.problem(400, "an event stream cannot follow requests still unanswered on its connection (pipelining)");
   // The body runs until either side closes: no length, not chunked. The
   // slot keeps the connection (it is not answered and closed).
   const auto seq = c.open_slot(true, ex.http10(), false, {});

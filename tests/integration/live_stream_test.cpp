@@ -207,6 +207,17 @@ TEST_CASE("live streams: merge patches, revisions and refusals over HTTP", "[str
   CHECK(post(port, "/stream/A-z_0.9:x", {{"k", true}})["revision"] == 1);
 }
 
+TEST_CASE("live streams: a state or patch past EDRI_STREAM_MAX_BYTES is refused with 413", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_STREAM_MAX_BYTES", "1024"}});
+  const auto port = server.port();
+  post(port, "/stream/small", {{"text", std::string(2000, 'x')}}, 413);  // the patch alone
+  post(port, "/stream/small", {{"a", std::string(600, 'x')}});
+  post(port, "/stream/small", {{"b", std::string(600, 'x')}}, 413);  // the state it would make
+  CHECK(server_state(port, "small")["revision"] == 1);
+  post(port, "/stream/small", {{"a", nullptr}, {"b", std::string(600, 'x')}});  // fits again
+  CHECK(server_state(port, "small")["revision"] == 2);
+}
+
 TEST_CASE("live streams over WebSocket: snapshot, contiguous patches, since, unsubscribe, errors", "[streams]") {
   ServerProcess server({plugin_path("bench_app")}, {{"EDRI_STREAM_LOG", "4"}});
   const auto port = server.port();
@@ -297,6 +308,12 @@ TEST_CASE("live streams as Server-Sent Events, resumed with Last-Event-ID", "[st
   CHECK(http_get(port, "/sse/bad%20name").status == 422);
   HttpClient c(port);
   CHECK(c.request("GET", "/sse/feed", {}, "Last-Event-ID: x\r\n").status == 400);
+  // Pipelined behind a request still in flight, it is refused: its events
+  // would overtake that answer.
+  HttpClient piped(port);
+  piped.send_raw("GET /noop HTTP/1.1\r\nHost: x\r\n\r\nGET /sse/feed HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(piped.read_response().status == 200);
+  CHECK(piped.read_response().status == 400);
   // The server keeps serving requests on other connections meanwhile.
   CHECK(http_get(port, "/noop").status == 200);
 }
