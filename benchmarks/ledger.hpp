@@ -48,8 +48,8 @@ bool append_to_ledger(const RecordInfo& info, const std::string& report);
 // Draws the first table of `report` as docs/charts/<name>.svg with
 // gnuplot: a bar per row, its label the cells before the first column whose
 // heading contains one of `columns` (tried in order), its height that
-// column (" ms" with its space: "streams" is no time). The path, or an empty string (gnuplot missing, or no such column:
-// said on stderr).
+// column (" ms" with its space: "streams" is no time). The path, or an empty string (gnuplot missing, or no such
+// column: said on stderr).
 std::string write_chart(const std::string& name, const std::string& report,
                         const std::vector<std::string>& columns = {"req/s", "ns per", " ms"});
 
