@@ -18,8 +18,10 @@ packages=(
   nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
   # bench --record draws its charts with it
   gnuplot-nox
-  # bench fanout's reference: a Node.js `ws` server (its package from npm)
-  nodejs npm
+  # bench fanout's reference: a Node.js `ws` server (its package from npm,
+  # below: Debian packages npm apart from nodejs, other builds of Node
+  # bring their own, and the two conflict)
+  nodejs
 )
 
 # The ws package of bench fanout's Node reference, pinned by its lock file.
@@ -28,6 +30,12 @@ install_node_reference() {
   local dir
   dir="$(cd "$(dirname "$0")/.." && pwd)/benchmarks/reference/streams_node"
   [ -d "$dir/node_modules/ws" ] && return 0
+  if ! command -v npm > /dev/null; then
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >&2 ||
+      echo "setup: npm could not be installed; bench fanout will run without its Node reference" >&2
+  fi
   command -v npm > /dev/null || return 0
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error > /dev/null) ||
     echo "setup: npm ci in $dir failed; bench fanout will run without its Node reference" >&2
