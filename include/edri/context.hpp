@@ -85,8 +85,9 @@ class Context {
   // this handler does not grow with the subscribers. `then`, when given,
   // runs later in this manager's loop with 200 {"stream","revision"}, or a
   // problem: 422 for a bad name or a patch that is not an object, 413 past
-  // EDRI_STREAM_MAX_BYTES, 503 when it could not be queued. False when it
-  // was refused here (then `then` has run already with the problem).
+  // EDRI_STREAM_MAX_BYTES, 503 when it could not be queued, 504 when the
+  // broker did not answer within EDRI_API_RESPONSE_TIMEOUT (it died with
+  // it). False when it was refused here (then `then` has run already with the problem).
   virtual bool publish_patch(std::string_view name, const nlohmann::json& patch,
                              std::function<void(const Response&)> then = {}) = 0;
   // Reads stream `name`: `then` runs later with 200

@@ -59,10 +59,12 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
       templates_(config.template_path),
       worker_cpus_(std::move(worker_cpus)),
       title_(std::move(title)),
-      stream_timer_(loop.events(), [this] {
-        stream_timer_armed_ = false;
-        sweep_streams();
-      }) {
+      stream_timer_(loop.events(),
+                    [this] {
+                      stream_timer_armed_ = false;
+                      sweep_streams();
+                    }),
+      stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
@@ -409,8 +411,35 @@ bool Manager::send_stream_control(std::uint64_t code, std::string_view name, std
     if (then) then(Response::problem(503, "Service Unavailable", "the router channel is full"));
     return false;
   }
-  if (then) outstanding_.emplace(id, std::move(then));
+  if (!then) return true;
+  outstanding_.emplace(id, std::move(then));
+  // The broker may die with it taken: `then` still runs, with a 504, once
+  // EDRI_API_RESPONSE_TIMEOUT has passed.
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.api_response_timeout_s));
+  stream_deadlines_.emplace_back(std::chrono::steady_clock::now() + timeout, id);
+  if (stream_deadlines_.size() == 1) stream_control_timer_.expires_after(timeout);
   return true;
+}
+
+void Manager::expire_stream_controls() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!stream_deadlines_.empty() && stream_deadlines_.front().first <= now) {
+    const auto it = outstanding_.find(stream_deadlines_.front().second);
+    stream_deadlines_.pop_front();
+    if (it == outstanding_.end()) continue;  // answered in time
+    auto then = std::move(it->second);
+    outstanding_.erase(it);
+    try {
+      then(Response::problem(504, "Gateway Timeout",
+                             "the broker did not answer within EDRI_API_RESPONSE_TIMEOUT (did it restart?)"));
+    } catch (const std::exception& ex) {
+      spdlog::error("a stream answer's callback threw: {}", ex.what());
+    }
+  }
+  // Answered ids are skipped when they come to the front: the queue is
+  // bounded by what was sent within one timeout.
+  if (!stream_deadlines_.empty()) stream_control_timer_.expires_after(stream_deadlines_.front().first - now);
 }
 
 void Manager::after(std::chrono::milliseconds delay, std::function<void()> fn) {

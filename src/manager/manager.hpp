@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -154,6 +155,10 @@ class Manager final : public Context {
   // `then` (may be empty) gets its answer.
   bool send_stream_control(std::uint64_t code, std::string_view name, std::string_view json,
                            std::function<void(const Response&)> then);
+  // Stream controls the broker has not answered in time get a 504.
+  void expire_stream_controls();
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> stream_deadlines_;  // (deadline, id)
+  EventLoop::Timer stream_control_timer_;
 };
 
 }  // namespace edri::manager
