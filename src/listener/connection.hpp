@@ -134,8 +134,7 @@ class Connection final : public WebSocketSession::Owner {
   // connection (start_events) appended after what is there, with the same
   // bound. want_drain(): call the owner's stream_drained() once every
   // byte queued so far is out (at once when none is waiting).
-  void stream_send(const SharedMessage& message);  // a WebSocket
-  void stream_send(const SharedFrame& frame);      // Server-Sent Events: the event's bytes
+  void stream_send(const SharedFrame& frame);  // Server-Sent Events: the event's bytes
   void want_drain();
   // Makes this connection a Server-Sent Events stream: slot `seq` gets the
   // response head, nothing more is read as a request (what the client
@@ -263,6 +262,9 @@ class Connection final : public WebSocketSession::Owner {
   // Appends a whole WebSocket frame to the output, or a text message
   // framed as it goes.
   void append_frame(std::string_view frame);
+  // Appends a frame shared with other connections, or closes this one
+  // (1008) when its unsent output would pass its bound; false then.
+  bool append_shared(const SharedFrame& frame);
   void append_message(std::string_view text);
   bool consume(const char* data, std::size_t n);  // false: stop reading
   void on_peer_closed(bool error);

@@ -94,7 +94,7 @@ class StreamHub {
     SharedFrame sse;
     void send_to(Connection& c) const {
       if (ws)
-        c.stream_send(ws);
+        c.ws_send(ws);
       else
         c.stream_send(sse);
     }
