@@ -59,6 +59,10 @@ constexpr Scenario kScenarios[] = {
      "edri vs a Node.js ws server: live streams to 10..1,000 WebSocket clients x 1..20 streams (fleet completion, "
      "delivery latency, CPU, RSS), session budgets, tenants",
      run_fanout_scenario},
+    {"cluster",
+     "edri: GET /noop served on the instance that runs its domain vs through another instance over NATS (c=1/8/32), "
+     "and /route round trips on one instance vs across two",
+     run_cluster_scenario},
     {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
      run_serialization_scenario},
     {"inprocess",

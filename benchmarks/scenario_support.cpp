@@ -1,8 +1,13 @@
 #include "scenario_support.hpp"
 
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "report.hpp"
@@ -114,6 +119,40 @@ void print_report_header(const ScenarioContext& context, std::string_view load_d
   std::printf("load: %.*s, warm-up %g s, measured %g s per run%s%s\n\n", static_cast<int>(load_description.size()),
               load_description.data(), options.warmup_seconds, options.duration_seconds, pacing.c_str(),
               pinning.c_str());
+}
+
+// A blocking GET of 127.0.0.1:port/path: the body, or nullopt.
+std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::optional<std::string> body;
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    std::string in;
+    char buf[4096];
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+    }
+    const auto end = in.find("\r\n\r\n");
+    if (in.rfind("HTTP/1.1 200", 0) == 0 && end != std::string::npos) body = in.substr(end + 4);
+  }
+  ::close(fd);
+  return body;
+}
+
+// A number field of a flat JSON object, without a JSON library.
+std::optional<double> json_number(const std::string& body, const std::string& key) {
+  const auto at = body.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(body.c_str() + at + key.size() + 3, nullptr);
 }
 
 }  // namespace edri::bench

@@ -4,6 +4,7 @@
 // it, print the report header.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,5 +50,11 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
 // `timed`: false for scenarios without a timed load (startup, session):
 // the description alone.
 void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed = true);
+
+// A blocking GET of 127.0.0.1:port/path: the body of a 200, or nullopt.
+std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms);
+
+// A number field of a flat JSON object, without a JSON library.
+std::optional<double> json_number(const std::string& body, const std::string& key);
 
 }  // namespace edri::bench

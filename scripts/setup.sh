@@ -8,6 +8,9 @@ packages=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev catch2 node-llhttp libsqlite3-dev libkainjow-mustache-dev libssl-dev openssl
   clang-format
+  # several hosts joined over NATS (docs/cluster.md): the client library, and
+  # the server the cluster tests and `bench cluster` start
+  libnats-dev nats-server
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)

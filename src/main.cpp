@@ -14,6 +14,7 @@
 #include <string>
 
 #include "broker/broker.hpp"
+#include "cluster/switch.hpp"
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
 #include "manager/worker_process.hpp"
@@ -94,9 +95,13 @@ void apply_placement(const Config& config, std::optional<int> home, bool floats_
 int run_child(std::uint32_t slot) {
   const Config config = Config::from_env();
   const auto topo_text = required_env("EDRI_INTERNAL_TOPOLOGY");
+  // "listeners:managers:switch"
   const auto colon = topo_text.find(':');
-  const transport::Topology topology(static_cast<std::uint32_t>(std::stoul(topo_text.substr(0, colon))),
-                                     static_cast<std::uint32_t>(std::stoul(topo_text.substr(colon + 1))));
+  const auto second = topo_text.find(':', colon + 1);
+  const transport::Topology topology(
+      static_cast<std::uint32_t>(std::stoul(topo_text.substr(0, colon))),
+      static_cast<std::uint32_t>(std::stoul(topo_text.substr(colon + 1, second - colon - 1))),
+      second != std::string::npos && topo_text.substr(second + 1) == "1");
   if (slot == 0 || slot >= topology.process_slots()) throw std::runtime_error("--child: no such slot");
   const auto role = topology.role_of(slot);
   const auto index = topology.index_of(slot);
@@ -106,10 +111,10 @@ int run_child(std::uint32_t slot) {
   std::optional<plugin::PluginSet> plugins;
   std::string domain;  // a manager's
   std::string manager_title;
-  if (role == transport::Role::Listener || role == transport::Role::Manager) {
+  if (role == transport::Role::Listener || role == transport::Role::Manager || role == transport::Role::Switch) {
     plugins = plugin::PluginSet::load(config.plugins);
     if (role == transport::Role::Manager) {
-      const auto domains = plugins->manager_domains(config.manager_replicas);
+      const auto domains = plugins->manager_domains(config.manager_replicas, config.domains);
       domain = domains.at(index);
       manager_title = plugin::manager_titles(domains).at(index);
       name += " " + manager_title;
@@ -166,10 +171,21 @@ int run_child(std::uint32_t slot) {
       loop.run();
       break;
     }
+    case transport::Role::Switch: {
+      cluster::Switch s(loop, config, *plugins);
+      loop.run();
+      break;
+    }
     case transport::Role::Supervisor: break;
   }
   spdlog::debug("stopped");
   return 0;
+}
+
+std::string join_domains(const plugin::PluginSet& plugins) {
+  std::string out;
+  for (const auto& d : plugins.domains()) out += (out.empty() ? "" : ", ") + d;
+  return out;
 }
 
 int run_supervisor() {
@@ -177,6 +193,9 @@ int run_supervisor() {
   init_logging("supervisor", config.log_level);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
   const auto plugins = plugin::PluginSet::load(config.plugins);
+  for (const auto& d : config.domains)
+    if (plugins.domain_index(d) < 0)
+      throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
   if (!config.ssl_certificate.empty()) {
     // Checked here once, so that a bad certificate stops start-up instead
     // of making the listener fail and restart forever.

@@ -46,6 +46,11 @@ enum Flags : std::uint16_t {
   // manager that took it dies unanswered, the router hands it once more to
   // the successor instead of answering 503.
   kFlagReplay = 1u << 5,
+  // On a notification: it came from another instance through the switch
+  // (docs/cluster.md), and request_id says where it goes here: the id of
+  // the one domain it is for (event_type_id of its name), or 0 for the
+  // WebSocket clients subscribed to it only. Never sent back to the switch.
+  kFlagFromCluster = 1u << 6,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.

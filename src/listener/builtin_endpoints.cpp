@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -25,6 +26,23 @@ std::string label(std::string_view v) {
   return out;
 }
 
+// The switch's list of instances (a JSON array), read under its sequence
+// lock; an empty array when it is being written twice over.
+nlohmann::json cluster_instances(const transport::ClusterState& c) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto before = c.instances_version.load(std::memory_order_acquire);
+    if (before & 1) continue;
+    char copy[transport::kClusterInstancesBytes];
+    std::memcpy(copy, c.instances, sizeof copy);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (c.instances_version.load(std::memory_order_relaxed) != before) continue;
+    copy[sizeof copy - 1] = '\0';
+    auto parsed = nlohmann::json::parse(copy, nullptr, false);
+    if (parsed.is_array()) return parsed;
+  }
+  return nlohmann::json::array();
+}
+
 }  // namespace
 
 BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
@@ -37,6 +55,7 @@ BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const tran
     slot_names_[topology.listener_slot(i)] = topology.listeners() == 1 ? "listener" : "listener " + std::to_string(i);
   for (std::uint32_t j = 0; j < topology.managers(); ++j)
     slot_names_[topology.manager_slot(j)] = "manager " + manager_titles.at(j);
+  if (topology.has_switch()) slot_names_[topology.switch_slot()] = "switch";
   for (const auto& r : plugins.routes()) route_labels_.push_back(std::string(method_name(r.method)) + " " + r.path);
   route_labels_.push_back("(none)");  // answers given without a route
 }
@@ -78,6 +97,12 @@ BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
       {"status", all ? "ok" : "degraded"},
       {"processes", list},
       {"placement", {{"spread", placement_.spread}, {"spin", placement_.spin}, {"summary", placement_.summary}}}};
+  if (topology_.has_switch()) {
+    // A NATS outage leaves the local domains served: named, not a 503.
+    const auto& c = segment_.header().cluster;
+    j["cluster"] = {{"nats", c.nats_up.load(std::memory_order_relaxed) ? "up" : "down"},
+                    {"instances", cluster_instances(c)}};
+  }
   return {all ? 200 : 503, "application/json", j.dump()};
 }
 
@@ -168,7 +193,33 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
       << "edri_blob_bytes{state=\"used\"} " << blobs_->used_bytes() << '\n'
       << "edri_blob_bytes{state=\"capacity\"} " << blobs_->capacity() << '\n';
   }
+  if (topology_.has_switch()) cluster_metrics(o);
   return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
+}
+
+void BuiltinEndpoints::cluster_metrics(std::ostringstream& o) const {
+  const auto& c = segment_.header().cluster;
+  auto counter = [&](const char* name, const char* help, const std::atomic<std::uint64_t>& v) {
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n"
+      << name << ' ' << v.load(std::memory_order_relaxed) << '\n';
+  };
+  o << "# HELP edri_cluster_nats_up Whether the switch is connected to NATS.\n# TYPE edri_cluster_nats_up gauge\n"
+    << "edri_cluster_nats_up " << c.nats_up.load(std::memory_order_relaxed) << '\n'
+    << "# HELP edri_cluster_instances Instances of this app seen on NATS in the last 3 s, this one included.\n"
+       "# TYPE edri_cluster_instances gauge\n"
+    << "edri_cluster_instances " << cluster_instances(c).size() << '\n';
+  counter("edri_cluster_requests_sent_total", "Requests sent to other instances.", c.requests_sent);
+  counter("edri_cluster_requests_served_total", "Requests served for other instances.", c.requests_served);
+  counter("edri_cluster_requests_refused_total",
+          "Requests for other instances answered at once (NATS down, no instance runs the domain, too large).",
+          c.requests_refused);
+  counter("edri_cluster_requests_expired_total", "Requests sent to other instances and not answered in time.",
+          c.requests_expired);
+  counter("edri_cluster_notifications_sent_total", "Notifications published for other instances.",
+          c.notifications_sent);
+  counter("edri_cluster_notifications_received_total", "Notifications received from other instances.",
+          c.notifications_received);
+  counter("edri_cluster_reconnects_total", "Times NATS came back after it was lost.", c.reconnects);
 }
 
 }  // namespace edri::listener

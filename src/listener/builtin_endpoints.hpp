@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,8 @@ class BuiltinEndpoints {
   Answer health() const;
   Answer ready() const;
   Answer metrics() const;
+  // The switch's counters (docs/cluster.md), where the instance has one.
+  void cluster_metrics(std::ostringstream& o) const;
 
   const transport::Segment& segment_;
   const transport::Topology& topology_;

@@ -18,9 +18,11 @@ int PluginSet::event_index(std::string_view name) const {
   return -1;
 }
 
-std::vector<std::string> PluginSet::manager_domains(std::uint32_t replicas) const {
+std::vector<std::string> PluginSet::manager_domains(std::uint32_t replicas,
+                                                    const std::vector<std::string>& only) const {
   std::vector<std::string> out;
   for (const auto& d : domains_) {
+    if (!only.empty() && std::find(only.begin(), only.end(), d) == only.end()) continue;
     std::size_t n = 1;
     for (const auto& [domain, count] : replica_counts_)
       if (domain == d) n = count;

@@ -76,8 +76,9 @@ class PluginSet {
   const std::vector<LoadedPush>& pushes() const { return pushes_; }
   // The domain of each manager process, in slot order: every domain, each
   // repeated for its replicas (`replicas` when not 0, else what its plugin
-  // asked for, else 1). Supervisor and children compute it alike.
-  std::vector<std::string> manager_domains(std::uint32_t replicas = 0) const;
+  // asked for, else 1). Supervisor and children compute it alike. Where
+  // `only` is not empty (EDRI_DOMAINS), just the domains it names.
+  std::vector<std::string> manager_domains(std::uint32_t replicas = 0, const std::vector<std::string>& only = {}) const;
   // The worker pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
   // The worker process pool a plugin asked for in `domain`, if any (the last one wins).

@@ -18,22 +18,22 @@ using transport::Topology;
 Router::Router(ProcessLoop& loop, const Config& config)
     : loop_(loop),
       to_broker_(loop.outbox_to(Topology::kBroker)),
+      managers_(loop.topology().managers()),
       least_loaded_(config.least_loaded),
       held_limit_(config.outbox_limit) {
   const auto& topo = loop.topology();
-  subscribed_.assign(topo.managers(), false);
-  group_of_.assign(topo.managers(), 0);
-  in_flight_.assign(topo.managers(), 0);
-  for (std::uint32_t j = 0; j < topo.managers(); ++j) {
-    const auto slot = topo.manager_slot(j);
+  subscribed_.assign(topo.destinations(), false);
+  group_of_.assign(topo.destinations(), 0);
+  in_flight_.assign(topo.destinations(), 0);
+  for (std::uint32_t j = 0; j < topo.destinations(); ++j) {
+    const auto slot = topo.destination_slot(j);
     to_manager_.push_back(&loop.outbox_to(slot));
     loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
   }
   loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_broker(rec); });
   loop.on_peer_death([this](std::uint32_t slot) {
     const auto& t = loop_.topology();
-    if (slot >= t.manager_slot(0) && slot < t.manager_slot(0) + t.managers())
-      on_manager_death(slot - t.manager_slot(0));
+    if (t.is_destination(slot)) on_manager_death(slot - t.manager_slot(0));
   });
   unanswered_.reserve(4096);
   // Nobody is subscribed to this (possibly restarted) router yet.
@@ -65,7 +65,7 @@ void Router::on_broker(std::span<const std::byte> record) {
   if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
     // To the manager that streams the answer (its slot is in reply_to).
     const auto& topo = loop_.topology();
-    if (h.reply_to < topo.manager_slot(0) || h.reply_to >= topo.manager_slot(0) + topo.managers()) {
+    if (!topo.is_manager(h.reply_to)) {
       spdlog::error("dropping a stream credit for slot {}, not a manager", h.reply_to);
       return;
     }
@@ -84,10 +84,10 @@ void Router::on_broker(std::span<const std::byte> record) {
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
-  // reply_to names the manager that asked; 0 is the broker (a client).
+  // reply_to names the manager (or the switch) that asked; 0 is the
+  // broker (a client).
   const auto& topo = loop_.topology();
-  if (h.reply_to >= topo.manager_slot(0) && h.reply_to < topo.manager_slot(0) + topo.managers())
-    return *to_manager_[h.reply_to - topo.manager_slot(0)];
+  if (topo.is_destination(h.reply_to)) return *to_manager_[h.reply_to - topo.manager_slot(0)];
   return to_broker_;
 }
 
@@ -208,7 +208,29 @@ void Router::pushes_lost(std::uint64_t type) {
   if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("cannot tell the broker a push was lost");
 }
 
+void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  if (h.request_id == 0) {
+    if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
+        !to_broker_.push(record))
+      pushes_lost(h.event_type);
+    return;
+  }
+  const auto it = routes_.find(h.event_type);
+  if (it == routes_.end()) return;
+  auto& subs = it->second;
+  const auto n = subs.managers.size();
+  const auto start = subs.next_notify++;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto manager = subs.managers[(start + i) % n];
+    if (manager >= managers_ || group_of_[manager] != h.request_id) continue;
+    if (!to_manager_[manager]->push(record))
+      spdlog::error("manager {} channel full: a notification was dropped", manager);
+    return;
+  }
+}
+
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  if (h.flags & env::kFlagFromCluster) return deliver_from_cluster(h, record);
   if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
       !to_broker_.push(record))
     pushes_lost(h.event_type);
@@ -291,8 +313,10 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
     subscribed_[manager] = true;
     ++subscribed_count_;
   }
-  // /ready reads this.
-  loop_.segment().header().managers_subscribed.store(subscribed_count_, std::memory_order_release);
+  // /ready reads this: the managers that subscribed (not the switch).
+  const auto managers =
+      static_cast<std::uint32_t>(std::count(subscribed_.begin(), subscribed_.begin() + managers_, true));
+  loop_.segment().header().managers_subscribed.store(managers, std::memory_order_release);
   spdlog::debug("manager {} subscribed to {} events", manager, n ? n - 1 : 0);
   if (subscribed_count_ == subscribed_.size() && !held_.empty()) {
     auto held = std::move(held_);

@@ -1,5 +1,10 @@
 // Router: event type -> the managers that handle it.
 //
+// Where the instance is joined to others (docs/cluster.md) the switch is
+// one more destination, after the managers: it subscribes like a manager
+// to the events of the domains that run elsewhere, and to the
+// notifications other instances want; what it brings from them comes in
+// like what a manager sends.
 // Managers subscribe when they start (a control envelope listing their
 // event type ids). Requests go to a subscriber; responses go back to the
 // broker, or, for clients' requests, straight from the manager to the
@@ -42,7 +47,11 @@ class Router {
   // broker: it closes their connections (kControlPushesLost).
   void pushes_lost(std::uint64_t type);
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
+  // A record from destination `manager` (a manager, or the switch).
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);
+  // A notification from another instance: to the one domain it names, or
+  // to the broker's WebSocket subscribers only (kFlagFromCluster).
+  void deliver_from_cluster(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
   // kControlAnswered: a manager answered these client requests straight to
   // their listeners.
@@ -76,7 +85,8 @@ class Router {
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
-  std::vector<transport::Outbox*> to_manager_;
+  std::vector<transport::Outbox*> to_manager_;  // by destination: the managers, then the switch
+  std::uint32_t managers_;                      // destinations before the switch
   std::unordered_map<std::uint64_t, Subscribers> routes_;
   bool least_loaded_;  // EDRI_ROUTING=least_loaded
   // Requests sent to a manager and not answered yet; in_flight_ counts

@@ -1,5 +1,6 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -51,7 +52,20 @@ void check_tls_pair(const Config& c) {
                                         : "EDRI_SSL_CERTIFICATE is not set but EDRI_SSL_KEY is");
 }
 
+// Settings of several hosts mean nothing on one.
+void check_cluster(const Config& c) {
+  if (c.nats_certificate.empty() != c.nats_key.empty())
+    throw ConfigError("EDRI_NATS_CERTIFICATE and EDRI_NATS_KEY go together: set both or neither");
+  if (c.clustered()) return;
+  if (!c.domains.empty())
+    throw ConfigError("EDRI_DOMAINS is set but EDRI_NATS_URL is not: the other domains would run nowhere");
+}
+
 }  // namespace
+
+bool Config::runs_domain(const std::string& domain) const {
+  return domains.empty() || std::find(domains.begin(), domains.end(), domain) != domains.end();
+}
 
 Config Config::from_env() {
   Config c;
@@ -61,6 +75,7 @@ Config Config::from_env() {
   check_message_fits_ring(c);
   check_output_bounds(c);
   check_upload_threshold(c);
+  check_cluster(c);
   return c;
 }
 

@@ -104,6 +104,23 @@ struct Config {
   std::uint32_t worker_queue =
       0;  // EDRI_WORKER_QUEUE jobs waiting per pool, threads or processes (0: the plugin's choice, else 256)
 
+  // Several instances joined over NATS (docs/cluster.md). Empty nats_url:
+  // one host, and no NATS code runs.
+  std::string nats_url;                     // EDRI_NATS_URL (comma separated)
+  std::string cluster = "edri";             // EDRI_CLUSTER: prefixes every subject
+  std::vector<std::string> domains;         // EDRI_DOMAINS: the domains this instance runs (empty: all)
+  std::string nats_user;                    // EDRI_NATS_USER
+  std::string nats_password;                // EDRI_NATS_PASSWORD
+  std::string nats_token;                   // EDRI_NATS_TOKEN
+  bool nats_tls = false;                    // EDRI_NATS_TLS
+  std::string nats_ca;                      // EDRI_NATS_CA: PEM of the CAs to trust
+  std::string nats_certificate;             // EDRI_NATS_CERTIFICATE: client certificate chain (PEM)
+  std::string nats_key;                     // EDRI_NATS_KEY
+  std::size_t nats_max_message = 1u << 20;  // EDRI_NATS_MAX_MESSAGE: largest request or answer that crosses
+  bool clustered() const { return !nats_url.empty(); }
+  // Whether this instance runs managers of `domain`.
+  bool runs_domain(const std::string& domain) const;
+
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();
   // One line per variable, NAME=value as in effect, in the settings' order.

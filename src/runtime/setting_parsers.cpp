@@ -1,5 +1,7 @@
 #include "runtime/setting_parsers.hpp"
 
+#include <cctype>
+
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -170,6 +172,43 @@ Binding websocket_endpoint(std::string Config::*member) {
 Binding path_list(std::vector<std::string> Config::*member) {
   return {[=](Config& c, const EnvValue& v) { c.*member = split(v.text, ":,"); },
           [=](const Config& c) { return join(c.*member); }};
+}
+
+namespace {
+
+bool is_subject_token(std::string_view t) {
+  if (t.empty() || t.size() > 64) return false;
+  for (char c : t)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
+void check_subject_token(const EnvValue& v, const std::string& t) {
+  if (!is_subject_token(t)) invalid(v, "'" + t + "' is not 1 to 64 of A-Z a-z 0-9 _ - (a NATS subject token)");
+}
+
+}  // namespace
+
+Binding subject_token(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) { check_subject_token(v, v.text); });
+}
+
+Binding subject_token_list(std::vector<std::string> Config::*member) {
+  return {[=](Config& c, const EnvValue& v) {
+            (c.*member).clear();
+            for (const auto& piece : split(v.text, ",")) {
+              const std::string t = trimmed(piece);
+              check_subject_token(v, t);
+              (c.*member).push_back(t);
+            }
+          },
+          [=](const Config& c) { return join(c.*member); }};
+}
+
+Binding secret(std::string Config::*member) {
+  Binding b = text(member);
+  b.show = [=](const Config& c) { return (c.*member).empty() ? std::string() : std::string("(set)"); };
+  return b;
 }
 
 Binding origin_list(std::vector<std::string> Config::*member) {

@@ -104,6 +104,11 @@ Binding socket_path(std::string Config::*member);   // fits sockaddr_un
 Binding websocket_endpoint(std::string Config::*member);
 Binding path_list(std::vector<std::string> Config::*member);  // ':' or ',' separated
 Binding origin_list(std::vector<std::string> Config::*member);
+// One NATS subject token (A-Z a-z 0-9 _ -), or a ',' separated list of them.
+Binding subject_token(std::string Config::*member);
+Binding subject_token_list(std::vector<std::string> Config::*member);
+// A value --print-config does not show (it shows `(set)`).
+Binding secret(std::string Config::*member);
 Binding cpu_placement();  // Config::placement and, for a list, Config::cpus
 Binding spin();           // EDRI_SPIN: `auto` or a count of polls
 

@@ -201,6 +201,30 @@ std::vector<Setting> make_settings() {
       {"EDRI_WORKER_QUEUE", "unset", parse::integer(&Config::worker_queue, 1, kMiB),
        "jobs that may wait for a worker, per pool (thread or process); one more is answered 503 with `Retry-After: 1`; "
        "unset: the plugin's choice, else 256"},
+      {"EDRI_NATS_URL", "unset", parse::text(&Config::nats_url),
+       "NATS server URLs, comma separated (`nats://127.0.0.1:4222`): join the instances of `EDRI_CLUSTER` through "
+       "them (docs/cluster.md). Requests whose domain runs on no local manager cross to an instance that runs it; "
+       "notifications and WebSocket pushes reach every instance. Unset: one host, and no NATS code runs"},
+      {"EDRI_CLUSTER", "`edri`", parse::subject_token(&Config::cluster),
+       "the app's name: instances with the same name form one app, and it prefixes every subject, so two apps on one "
+       "NATS never see each other's events"},
+      {"EDRI_DOMAINS", "every domain", parse::subject_token_list(&Config::domains),
+       "comma-separated domains this instance runs managers for (each must be a domain of the plugins); the others "
+       "are served by the instances that run them. Every instance loads every plugin and serves every route"},
+      {"EDRI_NATS_USER", "unset", parse::text(&Config::nats_user), "user name for NATS (with `EDRI_NATS_PASSWORD`)"},
+      {"EDRI_NATS_PASSWORD", "unset", parse::secret(&Config::nats_password),
+       "password for NATS (`--print-config` shows `(set)`)"},
+      {"EDRI_NATS_TOKEN", "unset", parse::secret(&Config::nats_token), "token for NATS"},
+      {"EDRI_NATS_TLS", "`0`", parse::flag(&Config::nats_tls),
+       "require TLS to NATS (also implied by a `tls://` URL); the server's certificate is verified"},
+      {"EDRI_NATS_CA", "unset", parse::regular_file(&Config::nats_ca),
+       "PEM file of the certificate authorities that sign the NATS server's certificate (unset: the system's)"},
+      {"EDRI_NATS_CERTIFICATE", "unset", parse::regular_file(&Config::nats_certificate),
+       "client certificate chain (PEM) for NATS servers that verify clients (with `EDRI_NATS_KEY`)"},
+      {"EDRI_NATS_KEY", "unset", parse::regular_file(&Config::nats_key), "the client certificate's key (PEM)"},
+      {"EDRI_NATS_MAX_MESSAGE", "`1048576`", parse::integer(&Config::nats_max_message, 4096, 64 * kMiB),
+       "largest request or answer, envelope and body, that crosses to another instance (also capped by the NATS "
+       "server's `max_payload`): a larger request is answered 413, a larger answer 502, never cut"},
   };
 }
 

@@ -50,7 +50,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     : io_(),
       config_(config),
       topology_(config.listener_workers,
-                static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas).size())),
+                static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas, config.domains).size()),
+                config.clustered()),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
       kill_timer_(io_),
       ready_timer_(io_),
@@ -79,9 +80,10 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     c.restart_timer = std::make_unique<asio::steady_timer>(io_);
     children_.push_back(std::move(c));
   };
-  const auto titles = plugin::manager_titles(plugins.manager_domains(config.manager_replicas));
+  const auto titles = plugin::manager_titles(plugins.manager_domains(config.manager_replicas, config.domains));
   for (std::uint32_t j = 0; j < topology_.managers(); ++j)
     add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
+  if (topology_.has_switch()) add(topology_.switch_slot(), "edri-server: switch");
   add(Topology::kRouter, "edri-server: router");
   add(Topology::kBroker, "edri-server: broker");
   for (std::uint32_t i = 0; i < topology_.listeners(); ++i)
@@ -180,7 +182,10 @@ void Supervisor::spawn(Child& c) {
     ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(blobs_ ? blobs_->fd() : -1).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
-             (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers())).c_str(), 1);
+             (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers()) + ":" +
+              (topology_.has_switch() ? "1" : "0"))
+                 .c_str(),
+             1);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

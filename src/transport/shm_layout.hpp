@@ -35,7 +35,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 6;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -93,6 +93,23 @@ struct ChannelControl {
   alignas(kCacheLine) std::uint64_t reserved[8];
 };
 
+// What the switch (docs/cluster.md) tells the listeners' /health and
+// /metrics. Counters are cumulative; `instances` is a JSON array written
+// under a sequence lock: odd `instances_version` while it is written.
+inline constexpr std::size_t kClusterInstancesBytes = 3072;
+struct ClusterState {
+  std::atomic<std::uint32_t> nats_up;  // 1 while the switch is connected to NATS
+  std::atomic<std::uint32_t> instances_version;
+  std::atomic<std::uint64_t> requests_sent;       // to other instances
+  std::atomic<std::uint64_t> requests_served;     // for other instances
+  std::atomic<std::uint64_t> requests_refused;    // 503 at once: NATS down, nobody runs the domain, too large
+  std::atomic<std::uint64_t> requests_expired;    // no answer from the other instance within the deadline
+  std::atomic<std::uint64_t> notifications_sent;  // published for other instances (domains and pushes)
+  std::atomic<std::uint64_t> notifications_received;
+  std::atomic<std::uint64_t> reconnects;  // times NATS came back after it was lost
+  char instances[kClusterInstancesBytes];
+};
+
 struct alignas(kPage) SegmentHeader {
   std::uint64_t magic;
   std::uint32_t layout_version;
@@ -112,9 +129,11 @@ struct alignas(kPage) SegmentHeader {
   // `restarts` with what it saw before to learn who died (and answers for
   // the requests that died with it).
   std::atomic<std::uint32_t> deaths;
+  ClusterState cluster;
 };
 
 static_assert(sizeof(SegmentHeader) == kPage);
+static_assert(offsetof(SegmentHeader, cluster) + sizeof(ClusterState) <= kPage);
 static_assert(sizeof(DoorbellState) == kCacheLine);
 static_assert(sizeof(ChannelControl) == 3 * kCacheLine);
 

@@ -8,9 +8,11 @@
 //   slot 2                router
 //   slots 3 .. 3+L-1      listeners
 //   slots 3+L .. 3+L+M-1  managers
+//   slot 3+L+M            the switch, only where the instance is joined to
+//                         others over NATS (EDRI_NATS_URL; docs/cluster.md)
 //
 // Channels: listener <-> broker, broker <-> router, router <-> manager,
-// one ring per direction; and, where listeners x managers is at most
+// router <-> switch, one ring per direction; and, where listeners x managers is at most
 // kMaxAnswerChannels, manager -> listener for answers that skip the
 // router and broker on their way back (docs/decisions/0016).
 #pragma once
@@ -23,7 +25,7 @@
 
 namespace edri::transport {
 
-enum class Role : std::uint8_t { Supervisor, Broker, Router, Listener, Manager };
+enum class Role : std::uint8_t { Supervisor, Broker, Router, Listener, Manager, Switch };
 
 inline const char* role_name(Role r) {
   switch (r) {
@@ -32,6 +34,7 @@ inline const char* role_name(Role r) {
     case Role::Router: return "router";
     case Role::Listener: return "listener";
     case Role::Manager: return "manager";
+    case Role::Switch: return "switch";
   }
   return "?";
 }
@@ -50,7 +53,8 @@ class Topology {
   // (through the router and broker): each pair is one more ring.
   static constexpr std::uint32_t kMaxAnswerChannels = 256;
 
-  Topology(std::uint32_t listeners, std::uint32_t managers) : listeners_(listeners), managers_(managers) {
+  Topology(std::uint32_t listeners, std::uint32_t managers, bool has_switch = false)
+      : listeners_(listeners), managers_(managers), has_switch_(has_switch) {
     if (listeners == 0) throw std::invalid_argument("at least one listener is needed");
     for (std::uint32_t i = 0; i < listeners; ++i) {
       channels_.push_back({listener_slot(i), kBroker});
@@ -62,6 +66,10 @@ class Topology {
       channels_.push_back({kRouter, manager_slot(j)});
       channels_.push_back({manager_slot(j), kRouter});
     }
+    if (has_switch) {
+      channels_.push_back({kRouter, switch_slot()});
+      channels_.push_back({switch_slot(), kRouter});
+    }
     if (direct_answers())
       for (std::uint32_t j = 0; j < managers; ++j)
         for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({manager_slot(j), listener_slot(i)});
@@ -72,15 +80,26 @@ class Topology {
 
   std::uint32_t listeners() const { return listeners_; }
   std::uint32_t managers() const { return managers_; }
-  std::uint32_t process_slots() const { return 3 + listeners_ + managers_; }
+  bool has_switch() const { return has_switch_; }
+  std::uint32_t process_slots() const { return 3 + listeners_ + managers_ + (has_switch_ ? 1 : 0); }
   std::uint32_t listener_slot(std::uint32_t i) const { return 3 + i; }
   std::uint32_t manager_slot(std::uint32_t j) const { return 3 + listeners_ + j; }
+  bool is_manager(std::uint32_t slot) const { return slot >= manager_slot(0) && slot < manager_slot(managers_); }
+  // Only meaningful where has_switch().
+  std::uint32_t switch_slot() const { return 3 + listeners_ + managers_; }
+  // The slots the router sends requests to: every manager, then the switch.
+  std::uint32_t destinations() const { return managers_ + (has_switch_ ? 1 : 0); }
+  std::uint32_t destination_slot(std::uint32_t d) const { return manager_slot(d); }
+  bool is_destination(std::uint32_t slot) const {
+    return slot >= manager_slot(0) && slot < manager_slot(destinations());
+  }
 
   Role role_of(std::uint32_t slot) const {
     if (slot == kSupervisor) return Role::Supervisor;
     if (slot == kBroker) return Role::Broker;
     if (slot == kRouter) return Role::Router;
     if (slot < 3 + listeners_) return Role::Listener;
+    if (has_switch_ && slot == switch_slot()) return Role::Switch;
     return Role::Manager;
   }
   // Index of the slot within its role (listener i, manager j).
@@ -104,6 +123,7 @@ class Topology {
  private:
   std::uint32_t listeners_;
   std::uint32_t managers_;
+  bool has_switch_;
   std::vector<ChannelSpec> channels_;
 };
 

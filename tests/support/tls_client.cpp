@@ -97,8 +97,10 @@ SelfSignedCertificate::SelfSignedCertificate() {
   dir = ::mkdtemp(tmpl.data());
   certificate = dir + "/cert.pem";
   key = dir + "/key.pem";
-  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " + key +
-                          " -out " + certificate + " >/dev/null 2>&1";
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + certificate + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
 }
 

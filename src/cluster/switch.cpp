@@ -1,0 +1,434 @@
+#include "cluster/switch.hpp"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <random>
+
+#include "cluster/portable.hpp"
+#include "envelope/control.hpp"
+#include "envelope/problem.hpp"
+#include "envelope/send.hpp"
+
+namespace edri::cluster {
+
+namespace env = edri::envelope;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kTick = 250ms;
+constexpr unsigned kTicksPerHello = 4;
+// An instance not heard from for this long is gone from /health.
+constexpr auto kInstanceGone = 3s;
+
+std::string random_id() {
+  std::random_device rd;
+  const std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+std::vector<std::string> split_urls(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    auto piece = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    piece.erase(0, piece.find_first_not_of(' '));
+    piece.erase(piece.find_last_not_of(' ') + 1);
+    if (!piece.empty()) out.push_back(piece);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+NatsSettings nats_settings(const Config& c, const std::string& instance) {
+  NatsSettings s;
+  s.urls = split_urls(c.nats_url);
+  s.user = c.nats_user;
+  s.password = c.nats_password;
+  s.token = c.nats_token;
+  s.tls = c.nats_tls;
+  s.ca = c.nats_ca;
+  s.certificate = c.nats_certificate;
+  s.key = c.nats_key;
+  s.name = "edri " + c.cluster + " " + instance;
+  return s;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+}  // namespace
+
+Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins)
+    : loop_(loop),
+      config_(config),
+      to_router_(loop.outbox_to(transport::Topology::kRouter)),
+      state_(loop.segment().header().cluster),
+      instance_(random_id()),
+      max_message_(config.nats_max_message),
+      nats_(loop.events(), nats_settings(config, instance_)),
+      deadline_timer_(loop.events(), [this] { expire(); }),
+      tick_timer_(loop.events(), [this] { tick(); }) {
+  learn_plugins(plugins);
+  loop.on_records_from(transport::Topology::kRouter, [this](std::span<const std::byte> rec) { on_router(rec); });
+  loop.after_drain([this] { return nats_.flush(); });
+  loop.on_stop_signal([this] {
+    // The others stop sending here now, not 3 s from now.
+    say_hello(true);
+    (void)nats_.flush();
+    loop_.stop();
+  });
+  subscribe_nats();
+  subscribe_router();
+  nats_changed(nats_.connected());
+  write_instances();
+  tick_timer_.expires_after(kTick);
+  spdlog::info("instance {} of {}: runs {}; NATS {}", instance_, config.cluster,
+               local_domains_.empty() ? std::string("no domain") : nlohmann::json(local_domains_).dump(),
+               up_ ? "connected" : "not reachable yet (retrying)");
+}
+
+void Switch::learn_plugins(const plugin::PluginSet& plugins) {
+  for (const auto& d : plugins.manager_domains(1, config_.domains))
+    if (std::find(local_domains_.begin(), local_domains_.end(), d) == local_domains_.end()) local_domains_.push_back(d);
+  const auto local = [&](const std::string& d) { return config_.runs_domain(d); };
+  for (const auto& e : plugins.events()) {
+    if (e.notification || e.handler < 0 || local(e.domain)) continue;
+    auto it = std::find_if(remote_domains_.begin(), remote_domains_.end(),
+                           [&](const auto& d) { return d->name == e.domain; });
+    if (it == remote_domains_.end()) {
+      auto d = std::make_unique<RemoteDomain>();
+      d->name = e.domain;
+      d->request_subject = request_subject(config_.cluster, e.domain);
+      d->reply_prefix = reply_prefix(config_.cluster, instance_, e.domain);
+      remote_domains_.push_back(std::move(d));
+      it = std::prev(remote_domains_.end());
+    }
+    domain_of_request_[e.type_id] = it->get();
+  }
+  for (const auto& s : plugins.subscribers()) {
+    if (local(s.domain)) continue;
+    auto& route = notifications_[plugins.events()[s.event].type_id];
+    if (std::find(route.remote_domains.begin(), route.remote_domains.end(), s.domain) == route.remote_domains.end())
+      route.remote_domains.push_back(s.domain);
+  }
+  for (const auto& p : plugins.pushes()) notifications_[plugins.events()[p.notification].type_id].push = true;
+}
+
+void Switch::subscribe_router() {
+  // First the switch's own group (it is no domain), then its events.
+  std::vector<std::uint64_t> ids{env::event_type_id("edri.switch")};
+  for (const auto& [id, _] : domain_of_request_) ids.push_back(id);
+  for (const auto& [id, _] : notifications_) ids.push_back(id);
+  auto h = env::make_header(env::Kind::Control, env::kControlSubscribe, 0);
+  env::EnvelopeWriter w(h);
+  w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
+  if (!env::send(to_router_, w, transport::Admission::Answer)) spdlog::error("cannot subscribe to the router");
+}
+
+void Switch::subscribe_nats() {
+  const auto& c = config_.cluster;
+  for (const auto& d : local_domains_) {
+    nats_.subscribe(request_subject(c, d), request_queue(d), [this](const NatsMessage& m) { serve(m); });
+    const auto id = env::event_type_id(d);
+    nats_.subscribe(note_subject(c, d), note_queue(d), [this, id](const NatsMessage& m) { on_notification(m, id); });
+  }
+  nats_.subscribe(push_subject(c), "", [this](const NatsMessage& m) { on_notification(m, 0); });
+  for (auto& d : remote_domains_)
+    nats_.subscribe(d->reply_prefix + "*", "", [this, &d = *d](const NatsMessage& m) { on_reply(m, d); });
+  nats_.subscribe(hello_subject(c), "", [this](const NatsMessage& m) { on_hello(m); });
+}
+
+void Switch::on_router(std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (env::peek_header(record, h) != env::DecodeError::None) {
+    spdlog::error("dropping a malformed envelope from the router");
+    return;
+  }
+  switch (static_cast<env::Kind>(h.kind)) {
+    case env::Kind::Request: return ask(h, record);
+    case env::Kind::Response: return answer(h, record);
+    case env::Kind::Notification: return publish_notification(h, record);
+    case env::Kind::Control:
+      if (h.event_type == env::kControlResubscribe) return subscribe_router();
+      [[fallthrough]];
+    default: spdlog::error("dropping an envelope of kind {} from the router", h.kind);
+  }
+}
+
+std::chrono::milliseconds Switch::time_left(const env::EnvelopeHeader& h) const {
+  const auto whole = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(config_.api_response_timeout_s));
+  // A client's request carries when the listener took it; a manager's
+  // request starts its clock here.
+  if (h.t0_ns == 0) return whole;
+  const auto now = env::monotonic_ns();
+  const auto spent = std::chrono::milliseconds(now > h.t0_ns ? (now - h.t0_ns) / 1000000 : 0);
+  return whole - spent;
+}
+
+void Switch::refuse(const env::EnvelopeHeader& h, int status, const std::string& detail) {
+  state_.requests_refused.fetch_add(1, std::memory_order_relaxed);
+  if (!env::send_problem(to_router_, h, status, detail)) spdlog::error("router channel: a {} was lost", status);
+}
+
+void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  const auto it = domain_of_request_.find(h.event_type);
+  if (it == domain_of_request_.end()) return refuse(h, 503, "no instance runs this event's domain");
+  RemoteDomain& domain = *it->second;
+  if (!nats_.connected())
+    return refuse(h, 503, "domain '" + domain.name + "' runs on other instances, and NATS is unreachable now; retry");
+  if (!someone_runs(domain.name)) return refuse(h, 503, "no instance runs domain '" + domain.name + "' now; retry");
+  const auto left = time_left(h);
+  if (left <= 0ms) return refuse(h, 504, "the request's deadline passed before it could cross to another instance");
+  auto header = h;
+  // Across hosts an answer travels whole; its stamps mean nothing there.
+  header.flags = static_cast<std::uint16_t>((header.flags | env::kFlagWholeAnswer) & ~env::kFlagTiming);
+  const auto limit = std::min(max_message_, nats_.max_payload());
+  auto msg =
+      to_wire(FrameKind::Request, static_cast<std::uint32_t>(left.count()), header, record, loop_.blobs(), limit);
+  if (msg.status) return refuse(h, msg.status, msg.problem);
+  const auto id = ++next_asked_;
+  if (!nats_.publish(domain.request_subject, domain.reply_prefix + std::to_string(id), msg.bytes))
+    return refuse(h, 503, "domain '" + domain.name + "' runs on other instances, and NATS refused the request; retry");
+  asked_.emplace(id, Asked{h, &domain});
+  domain.waiting.insert(id);
+  add_deadline(Clock::now() + left, id, false);
+  state_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::optional<env::EnvelopeHeader> Switch::take_asked(std::uint64_t id) {
+  const auto it = asked_.find(id);
+  if (it == asked_.end()) return std::nullopt;
+  const auto request = it->second.request;
+  it->second.domain->waiting.erase(id);
+  asked_.erase(it);
+  return request;
+}
+
+bool Switch::someone_runs(const std::string& domain) const {
+  for (const auto& [id, i] : instances_)
+    if (std::find(i.domains.begin(), i.domains.end(), domain) != i.domains.end()) return true;
+  return false;
+}
+
+void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
+  if (m.no_responders) {
+    // Nobody subscribes to the domain's requests: the instance that ran
+    // it is gone. The client does not say which request this was; NATS
+    // answers in the order the requests went, so it is the oldest still
+    // waiting (any older one went to the instance that is gone).
+    if (domain.waiting.empty()) return;
+    if (const auto request = take_asked(*domain.waiting.begin()))
+      refuse(*request, 503, "no instance runs domain '" + domain.name + "' now; retry");
+    return;
+  }
+  std::uint64_t id = 0;
+  const auto digits = m.subject.substr(std::min(m.subject.size(), domain.reply_prefix.size()));
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) return;
+  const auto request = take_asked(id);
+  if (!request) return;  // answered already (504, or NATS was lost meanwhile)
+  Frame frame;
+  env::EnvelopeView v;
+  if (!from_wire(m.data, frame, v) || frame.kind != static_cast<std::uint16_t>(FrameKind::Answer))
+    return refuse(*request, 502, "the instance serving domain '" + domain.name + "' answered malformed");
+  // The asker's request, answered: its ids and origin as they were here.
+  auto header = env::response_header_for(*request, v.header.status);
+  header.flags = static_cast<std::uint16_t>(request->flags & env::kFlagTiming);
+  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Answer))
+    (void)env::send_problem(to_router_, *request, 502, "the answer from another instance does not fit here");
+}
+
+void Switch::serve(const NatsMessage& m) {
+  Frame frame;
+  env::EnvelopeView v;
+  if (m.reply.empty() || !from_wire(m.data, frame, v) || frame.kind != static_cast<std::uint16_t>(FrameKind::Request) ||
+      v.header.kind != static_cast<std::uint8_t>(env::Kind::Request)) {
+    spdlog::warn("dropping a malformed request from NATS on {}", m.subject);
+    return;
+  }
+  if (frame.deadline_ms == 0) return;  // the asker gives up now
+  const auto id = ++next_served_;
+  auto header = v.header;
+  header.request_id = id;
+  header.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  header.t0_ns = env::monotonic_ns();
+  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Work)) {
+    const auto problem = problem_message(v.header, 503, "the instance serving it is overloaded; retry");
+    (void)nats_.publish(std::string(m.reply), "", problem.bytes);
+    return;
+  }
+  served_.emplace(id, Served{std::string(m.reply), v.header});
+  add_deadline(Clock::now() + std::chrono::milliseconds(frame.deadline_ms), id, true);
+  state_.requests_served.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Switch::answer(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  const auto it = served_.find(h.request_id);
+  if (it == served_.end() || (h.flags & env::kFlagStreamPiece)) return;  // past its deadline: the asker answered
+  const Served served = std::move(it->second);
+  served_.erase(it);
+  const auto limit = std::min(max_message_, nats_.max_payload());
+  auto header = env::response_header_for(served.request, h.status);
+  auto msg = to_wire(FrameKind::Answer, 0, header, record, loop_.blobs(), limit);
+  if (msg.status) msg = problem_message(served.request, msg.status, msg.problem);
+  if (!nats_.publish(served.reply, "", msg.bytes)) spdlog::debug("an answer for another instance was lost with NATS");
+}
+
+void Switch::publish_notification(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  const auto it = notifications_.find(h.event_type);
+  if (it == notifications_.end() || !nats_.connected()) return;
+  auto msg = to_wire(FrameKind::Notification, 0, h, record, loop_.blobs(), std::min(max_message_, nats_.max_payload()));
+  if (msg.status) {
+    spdlog::error("a notification too large to cross to other instances was not sent: {}", msg.problem);
+    return;
+  }
+  std::uint64_t sent = 0;
+  for (const auto& d : it->second.remote_domains)
+    sent += nats_.publish(note_subject(config_.cluster, d), "", msg.bytes) ? 1 : 0;
+  if (it->second.push) sent += nats_.publish(push_subject(config_.cluster), "", msg.bytes) ? 1 : 0;
+  state_.notifications_sent.fetch_add(sent, std::memory_order_relaxed);
+}
+
+void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
+  Frame frame;
+  env::EnvelopeView v;
+  if (!from_wire(m.data, frame, v) || v.header.kind != static_cast<std::uint8_t>(env::Kind::Notification)) return;
+  auto header = v.header;
+  header.flags = static_cast<std::uint16_t>(env::kFlagFromCluster);
+  header.request_id = domain_id;
+  header.reply_to = static_cast<std::uint16_t>(loop_.slot());
+  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Work))
+    spdlog::error("router channel full: a notification from another instance was dropped");
+  state_.notifications_received.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
+  deadlines_.push({at, id, served});
+  if (timer_at_ && *timer_at_ <= at) return;
+  timer_at_ = at;
+  deadline_timer_.expires_after(std::max(Clock::duration(1ms), at - Clock::now()));
+}
+
+void Switch::expire() {
+  timer_at_.reset();
+  const auto now = Clock::now();
+  while (!deadlines_.empty() && deadlines_.top().at <= now) {
+    const auto d = deadlines_.top();
+    deadlines_.pop();
+    if (d.served) {
+      served_.erase(d.id);  // the asker answers 504 itself
+      continue;
+    }
+    const auto it = asked_.find(d.id);
+    if (it == asked_.end()) continue;
+    const auto domain = it->second.domain->name;
+    const auto request = take_asked(d.id);
+    state_.requests_expired.fetch_add(1, std::memory_order_relaxed);
+    (void)env::send_problem(to_router_, *request, 504,
+                            "the instance serving domain '" + domain + "' did not answer within the deadline");
+  }
+  if (deadlines_.empty()) return;
+  timer_at_ = deadlines_.top().at;
+  deadline_timer_.expires_after(std::max(Clock::duration(1ms), *timer_at_ - now));
+}
+
+void Switch::tick() {
+  tick_timer_.expires_after(kTick);
+  const bool up = nats_.connected();
+  if (up != up_) nats_changed(up);
+  if (up && ++ticks_ % kTicksPerHello == 1) say_hello();
+  const auto now = Clock::now();
+  std::erase_if(instances_, [&](const auto& kv) { return now - kv.second.seen > kInstanceGone; });
+  write_instances();
+}
+
+void Switch::nats_changed(bool up) {
+  const bool was_up = up_;
+  up_ = up;
+  state_.nats_up.store(up ? 1 : 0, std::memory_order_relaxed);
+  if (up) {
+    if (ever_up_) state_.reconnects.fetch_add(1, std::memory_order_relaxed);
+    if (ever_up_ || was_up) spdlog::info("NATS is back: requests for other instances are served again");
+    ever_up_ = true;
+    ticks_ = 0;
+    say_hello();
+    return;
+  }
+  if (!was_up) return;
+  // Their answers, if any come, come on a connection that is gone.
+  spdlog::warn("NATS is lost: {} requests waiting for other instances answered 503; retrying", asked_.size());
+  for (const auto& [id, asked] : asked_)
+    refuse(asked.request, 503,
+           "NATS was lost while domain '" + asked.domain->name +
+               "' served this on another instance; it may have "
+               "been served: retry only if that is safe");
+  asked_.clear();
+  for (auto& d : remote_domains_) d->waiting.clear();
+  instances_.clear();
+}
+
+void Switch::say_hello(bool bye) {
+  nlohmann::json hello{{"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}};
+  if (bye) hello["bye"] = true;
+  const auto text = hello.dump();
+  (void)nats_.publish(hello_subject(config_.cluster), "",
+                      std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+void Switch::on_hello(const NatsMessage& m) {
+  const auto j = nlohmann::json::parse(m.data.begin(), m.data.end(), nullptr, false);
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return;
+  const auto id = j["id"].get<std::string>();
+  if (id == instance_) return;
+  if (j.value("bye", false)) {
+    instances_.erase(id);
+    write_instances();
+    return;
+  }
+  std::vector<std::string> domains;
+  if (j.contains("domains") && j["domains"].is_array())
+    for (const auto& d : j["domains"])
+      if (d.is_string()) domains.push_back(d.get<std::string>());
+  const bool fresh = !instances_.count(id);
+  instances_[id] = Instance{j.dump(), std::move(domains), Clock::now()};
+  if (fresh) {
+    say_hello();  // so that it knows this one without waiting a second
+    write_instances();
+  }
+}
+
+void Switch::write_instances() {
+  auto list = nlohmann::json::array();
+  auto self = nlohmann::json{
+      {"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}, {"self", true}};
+  list.push_back(std::move(self));
+  for (const auto& [id, i] : instances_) list.push_back(nlohmann::json::parse(i.hello, nullptr, false));
+  auto text = list.dump();
+  if (text == instances_written_) return;
+  // Past the room in the segment: this instance alone, and the count.
+  if (text.size() >= transport::kClusterInstancesBytes) {
+    text = '[' + list[0].dump() + ']';
+  }
+  instances_written_ = text;
+  state_.instances_version.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memset(state_.instances, 0, sizeof state_.instances);
+  std::memcpy(state_.instances, text.data(), text.size());
+  state_.instances_version.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace edri::cluster

@@ -1,0 +1,137 @@
+// Switch: the role that joins this instance to the others of its app over
+// NATS (docs/cluster.md; the subjects are in cluster/wire.hpp).
+//
+// To the router it is one more destination: it subscribes, like a manager,
+// to the request events of the domains that run on no local manager
+// (EDRI_DOMAINS) and to the notifications other instances want. Towards
+// NATS:
+//   - a request from the router goes to `<cluster>.req.<domain>` with what
+//     is left of its deadline; its answer comes back on this instance's
+//     reply subject and goes to the router as if a manager had answered;
+//   - a request from NATS for a local domain goes to the router as this
+//     process's own (its reply_to), and the answer goes back on NATS;
+//   - a notification goes to `<cluster>.note.<domain>` for every
+//     subscribed domain that runs on no local manager, and to
+//     `<cluster>.push` when WebSocket clients may subscribe to it;
+//   - every second a hello says who this instance is; /health lists the
+//     instances heard from in the last 3 s.
+// Without NATS, requests for other instances are answered 503 at once,
+// and those waiting for an answer when it went are answered 503 then.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cluster/nats_client.hpp"
+#include "envelope/envelope.hpp"
+#include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+#include "runtime/process_loop.hpp"
+
+namespace edri::cluster {
+
+class Switch {
+ public:
+  Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // A domain that runs on no local manager, and its requests waiting for
+  // other instances (by number, oldest first).
+  struct RemoteDomain {
+    std::string name;
+    std::string request_subject;
+    std::string reply_prefix;  // + the number of the request
+    std::set<std::uint64_t> waiting;
+  };
+  // A request sent to another instance, by its number in the reply subject.
+  struct Asked {
+    envelope::EnvelopeHeader request;
+    RemoteDomain* domain;
+  };
+  // A request another instance sent, by the id it has here.
+  struct Served {
+    std::string reply;  // the asker's reply subject
+    envelope::EnvelopeHeader request;
+  };
+  struct Deadline {
+    Clock::time_point at;
+    std::uint64_t id;
+    bool served;  // in served_, else in asked_
+    bool operator>(const Deadline& o) const { return at > o.at; }
+  };
+  struct Instance {
+    std::string hello;  // its JSON
+    std::vector<std::string> domains;
+    Clock::time_point seen;
+  };
+
+  void learn_plugins(const plugin::PluginSet& plugins);
+  void subscribe_router();
+  void subscribe_nats();
+  void on_router(std::span<const std::byte> record);
+  // Router -> NATS.
+  void ask(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  void answer(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  void publish_notification(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // NATS -> router.
+  void serve(const NatsMessage& m);
+  void on_reply(const NatsMessage& m, RemoteDomain& domain);
+  // Takes the request `id` off the books; its header.
+  std::optional<envelope::EnvelopeHeader> take_asked(std::uint64_t id);
+  // Whether an instance heard from lately runs `domain`.
+  bool someone_runs(const std::string& domain) const;
+  void on_notification(const NatsMessage& m, std::uint64_t domain_id);
+  void on_hello(const NatsMessage& m);
+  // Answers a request of the router's with a problem (counted as refused).
+  void refuse(const envelope::EnvelopeHeader& h, int status, const std::string& detail);
+  std::chrono::milliseconds time_left(const envelope::EnvelopeHeader& h) const;
+  void add_deadline(Clock::time_point at, std::uint64_t id, bool served);
+  void expire();
+  void tick();
+  void nats_changed(bool up);
+  void say_hello(bool bye = false);
+  void write_instances();
+
+  ProcessLoop& loop_;
+  const Config& config_;
+  transport::Outbox& to_router_;
+  transport::ClusterState& state_;
+  std::string instance_;  // this instance's id (random, per start of this process)
+  std::vector<std::string> local_domains_;
+  std::vector<std::unique_ptr<RemoteDomain>> remote_domains_;
+  std::unordered_map<std::uint64_t, RemoteDomain*> domain_of_request_;  // by request event
+  // Per notification type: the domains subscribed to it that run on no
+  // local manager, and whether WebSocket clients may subscribe to it.
+  struct NotificationRoute {
+    std::vector<std::string> remote_domains;
+    bool push = false;
+  };
+  std::unordered_map<std::uint64_t, NotificationRoute> notifications_;
+  std::size_t max_message_;
+  NatsClient nats_;
+  std::unordered_map<std::uint64_t, Asked> asked_;
+  std::unordered_map<std::uint64_t, Served> served_;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  std::optional<Clock::time_point> timer_at_;
+  EventLoop::Timer deadline_timer_;
+  EventLoop::Timer tick_timer_;
+  std::uint64_t next_asked_ = 0;
+  std::uint64_t next_served_ = 0;
+  bool up_ = false;
+  bool ever_up_ = false;
+  unsigned ticks_ = 0;
+  std::unordered_map<std::string, Instance> instances_;
+  std::string instances_written_;
+};
+
+}  // namespace edri::cluster

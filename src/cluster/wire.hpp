@@ -1,0 +1,64 @@
+// The NATS contract between edri instances (contract, versioned; see
+// docs/cluster.md). Every subject starts with the app's name
+// (EDRI_CLUSTER), so two apps on one NATS never see each other's events:
+//
+//   <cluster>.req.<domain>         a request for `domain`; queue group
+//                                  "req.<domain>": one instance that runs
+//                                  the domain takes it
+//   <cluster>.rep.<instance>.<domain>.<id>
+//                                  the answer, on the request's reply
+//                                  subject: to the instance that asked
+//                                  (NATS answers there itself, with a
+//                                  "no responders" status, when no
+//                                  instance runs the domain)
+//   <cluster>.note.<domain>        a notification for `domain`; queue
+//                                  group "note.<domain>": once per app
+//   <cluster>.push                 a notification for the WebSocket
+//                                  clients of every instance
+//   <cluster>.hello                each instance, every second: its id,
+//                                  host, pid and domains (JSON); and
+//                                  once with "bye": true when it stops
+//
+// Every message but hello is one Frame, then one envelope
+// (envelope/envelope.hpp) whose body, if any, is inline: a Body section.
+// Blob handles, file paths and upload paths name things of one host and
+// never cross.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace edri::cluster {
+
+inline constexpr std::uint32_t kFrameMagic = 0x43524445;  // "EDRC"
+inline constexpr std::uint16_t kFrameVersion = 1;
+
+enum class FrameKind : std::uint16_t { Request = 1, Answer = 2, Notification = 3, Push = 4 };
+
+struct Frame {
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t kind;  // FrameKind
+  // A request: milliseconds left of the asker's deadline when it was sent.
+  // The instance that takes it answers within that or not at all.
+  std::uint32_t deadline_ms;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(Frame) == 16);
+
+inline std::string request_subject(std::string_view cluster, std::string_view domain) {
+  return std::string(cluster) + ".req." + std::string(domain);
+}
+inline std::string request_queue(std::string_view domain) { return "req." + std::string(domain); }
+inline std::string reply_prefix(std::string_view cluster, std::string_view instance, std::string_view domain) {
+  return std::string(cluster) + ".rep." + std::string(instance) + "." + std::string(domain) + ".";
+}
+inline std::string note_subject(std::string_view cluster, std::string_view domain) {
+  return std::string(cluster) + ".note." + std::string(domain);
+}
+inline std::string note_queue(std::string_view domain) { return "note." + std::string(domain); }
+inline std::string push_subject(std::string_view cluster) { return std::string(cluster) + ".push"; }
+inline std::string hello_subject(std::string_view cluster) { return std::string(cluster) + ".hello"; }
+
+}  // namespace edri::cluster

@@ -1,0 +1,81 @@
+#include "support/nats_server.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "loopback_port.hpp"
+
+namespace edri::test {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+NatsServer::NatsServer(std::vector<std::string> options)
+    : options_(std::move(options)), port_(bench::free_loopback_port()) {
+  char tmpl[] = "/tmp/edri-test-nats.XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  log_path_ = tmpl;
+  start();
+}
+
+NatsServer::~NatsServer() {
+  stop(true);
+  ::unlink(log_path_.c_str());
+}
+
+void NatsServer::start() {
+  if (pid_ > 0) return;
+  std::vector<std::string> args{"/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", std::to_string(port_)};
+  args.insert(args.end(), options_.begin(), options_.end());
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int log = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!bench::loopback_port_accepts(port_)) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("nats-server did not start (is it installed? scripts/setup.sh); its log:\n" +
+                               read_file(log_path_));
+    }
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("nats-server did not listen in 10 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void NatsServer::stop(bool kill) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, kill ? SIGKILL : SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace edri::test

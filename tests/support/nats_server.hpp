@@ -1,0 +1,37 @@
+// NatsServer: a real nats-server (Debian `nats-server`) started by a test
+// on a free loopback port, stopped by PID. It can be stopped and started
+// again on the same port (a NATS outage), with the same options.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edri::test {
+
+class NatsServer {
+ public:
+  // `options`: extra nats-server arguments (--user u --pass p, --tls ...).
+  explicit NatsServer(std::vector<std::string> options = {});
+  ~NatsServer();
+  NatsServer(const NatsServer&) = delete;
+  NatsServer& operator=(const NatsServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  std::string url(const std::string& scheme = "nats") const { return scheme + "://127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  // SIGKILL (a crash, no goodbye to the clients) or SIGTERM, and wait.
+  void stop(bool kill = false);
+  // Starts again on the same port; waits until it takes connections.
+  void start();
+
+ private:
+  std::vector<std::string> options_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+}  // namespace edri::test
