@@ -196,6 +196,15 @@ int run_supervisor() {
   for (const auto& d : config.domains)
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
+  if (config.clustered()) {
+    // A URL or certificate the NATS client refuses stops start-up here,
+    // instead of making the switch fail and restart forever.
+    try {
+      cluster::NatsClient::check(cluster::nats_settings(config, "check"));
+    } catch (const std::exception& e) {
+      throw ConfigError(e.what());
+    }
+  }
   if (!config.ssl_certificate.empty()) {
     // Checked here once, so that a bad certificate stops start-up instead
     // of making the listener fail and restart forever.

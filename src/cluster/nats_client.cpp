@@ -16,8 +16,8 @@ namespace {
 constexpr int kReadsPerPump = 16;
 constexpr std::size_t kMessagesPerPump = 512;
 
-void check(natsStatus s, const char* what) {
-  if (s != NATS_OK) throw std::runtime_error(std::string("NATS: ") + what + ": " + natsStatus_GetText(s));
+void check_status(natsStatus s, const char* what) {
+  if (s != NATS_OK) throw std::runtime_error(std::string(what) + ": " + natsStatus_GetText(s));
 }
 
 void on_connected(natsConnection*, void*) {}
@@ -26,44 +26,61 @@ bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind
 
 }  // namespace
 
+natsOptions* NatsClient::make_options(const NatsSettings& settings) {
+  natsOptions* o = nullptr;
+  check_status(natsOptions_Create(&o), "options");
+  try {
+    std::vector<const char*> urls;
+    bool tls = settings.tls;
+    for (const auto& u : settings.urls) {
+      urls.push_back(u.c_str());
+      tls = tls || starts_with(u, "tls://");
+    }
+    check_status(natsOptions_SetServers(o, urls.data(), static_cast<int>(urls.size())), "EDRI_NATS_URL");
+    if (!settings.user.empty())
+      check_status(natsOptions_SetUserInfo(o, settings.user.c_str(), settings.password.c_str()), "EDRI_NATS_USER");
+    if (!settings.token.empty()) check_status(natsOptions_SetToken(o, settings.token.c_str()), "EDRI_NATS_TOKEN");
+    if (tls) check_status(natsOptions_SetSecure(o, true), "EDRI_NATS_TLS");
+    if (!settings.ca.empty())
+      check_status(natsOptions_LoadCATrustedCertificates(o, settings.ca.c_str()), "EDRI_NATS_CA");
+    if (!settings.certificate.empty())
+      check_status(natsOptions_LoadCertificatesChain(o, settings.certificate.c_str(), settings.key.c_str()),
+                   "EDRI_NATS_CERTIFICATE");
+    check_status(natsOptions_SetName(o, settings.name.c_str()), "name");
+  } catch (...) {
+    natsOptions_Destroy(o);
+    throw;
+  }
+  return o;
+}
+
+void NatsClient::check(const NatsSettings& settings) { natsOptions_Destroy(make_options(settings)); }
+
 NatsClient::NatsClient(EventLoop& loop, const NatsSettings& settings)
     : loop_(loop), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
   if (!epoll_) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
-  check(natsOptions_Create(&options_), "options");
-  std::vector<const char*> urls;
-  bool tls = settings.tls;
-  for (const auto& u : settings.urls) {
-    urls.push_back(u.c_str());
-    tls = tls || starts_with(u, "tls://");
-  }
-  check(natsOptions_SetServers(options_, urls.data(), static_cast<int>(urls.size())), "EDRI_NATS_URL");
-  if (!settings.user.empty())
-    check(natsOptions_SetUserInfo(options_, settings.user.c_str(), settings.password.c_str()), "EDRI_NATS_USER");
-  if (!settings.token.empty()) check(natsOptions_SetToken(options_, settings.token.c_str()), "EDRI_NATS_TOKEN");
-  if (tls) check(natsOptions_SetSecure(options_, true), "EDRI_NATS_TLS");
-  if (!settings.ca.empty()) check(natsOptions_LoadCATrustedCertificates(options_, settings.ca.c_str()), "EDRI_NATS_CA");
-  if (!settings.certificate.empty())
-    check(natsOptions_LoadCertificatesChain(options_, settings.certificate.c_str(), settings.key.c_str()),
-          "EDRI_NATS_CERTIFICATE");
-  check(natsOptions_SetName(options_, settings.name.c_str()), "name");
-  check(natsOptions_SetEventLoop(options_, this, on_attach, on_read, on_write, on_detach), "event loop");
-  check(natsOptions_SetSendAsap(options_, true), "send asap");
+  options_ = make_options(settings);
+  auto require = [this](natsStatus s, const char* what) {
+    if (s != NATS_OK) {
+      natsOptions_Destroy(options_);
+      check_status(s, what);
+    }
+  };
+  require(natsOptions_SetEventLoop(options_, this, on_attach, on_read, on_write, on_detach), "event loop");
+  require(natsOptions_SetSendAsap(options_, true), "send asap");
   // This instance never receives what it publishes itself.
-  check(natsOptions_SetNoEcho(options_, true), "no echo");
+  require(natsOptions_SetNoEcho(options_, true), "no echo");
   // Served again within a second of NATS coming back (docs/cluster.md).
-  check(natsOptions_SetMaxReconnect(options_, -1), "reconnect");
-  check(natsOptions_SetReconnectWait(options_, 250), "reconnect wait");
-  check(natsOptions_SetReconnectJitter(options_, 50, 250), "reconnect jitter");
-  check(natsOptions_SetTimeout(options_, 2000), "timeout");
+  require(natsOptions_SetMaxReconnect(options_, -1), "reconnect");
+  require(natsOptions_SetReconnectWait(options_, 250), "reconnect wait");
+  require(natsOptions_SetReconnectJitter(options_, 50, 250), "reconnect jitter");
+  require(natsOptions_SetTimeout(options_, 2000), "timeout");
   // A NATS server that stops answering is given up in about 4 s.
-  check(natsOptions_SetPingInterval(options_, 2000), "ping interval");
-  check(natsOptions_SetMaxPingsOut(options_, 2), "pings out");
-  check(natsOptions_SetRetryOnFailedConnect(options_, true, on_connected, nullptr), "retry");
+  require(natsOptions_SetPingInterval(options_, 2000), "ping interval");
+  require(natsOptions_SetMaxPingsOut(options_, 2), "pings out");
+  require(natsOptions_SetRetryOnFailedConnect(options_, true, on_connected, nullptr), "retry");
   const natsStatus s = natsConnection_Connect(&connection_, options_);
-  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
-    natsOptions_Destroy(options_);
-    check(s, "connect");
-  }
+  if (s != NATS_NOT_YET_CONNECTED) require(s, "NATS connect");
   loop_.watch(epoll_.get(), EPOLLIN, [this](std::uint32_t) {
     if (pump()) backlog_ = true;
   });
@@ -91,9 +108,10 @@ void NatsClient::subscribe(const std::string& subject, const std::string& queue,
   Subscription s;
   s.handler = std::move(handler);
   if (queue.empty())
-    check(natsConnection_SubscribeSync(&s.sub, connection_, subject.c_str()), "subscribe");
+    check_status(natsConnection_SubscribeSync(&s.sub, connection_, subject.c_str()), "NATS subscribe");
   else
-    check(natsConnection_QueueSubscribeSync(&s.sub, connection_, subject.c_str(), queue.c_str()), "subscribe");
+    check_status(natsConnection_QueueSubscribeSync(&s.sub, connection_, subject.c_str(), queue.c_str()),
+                 "NATS subscribe");
   // What a slow switch may hold unread before NATS drops for it.
   (void)natsSubscription_SetPendingLimits(s.sub, 1 << 20, 512 << 20);
   subscriptions_.push_back(std::move(s));

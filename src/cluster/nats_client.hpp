@@ -56,6 +56,10 @@ class NatsClient {
   // Throws std::runtime_error when the settings are refused (a bad URL, an
   // unreadable certificate), not when NATS is merely unreachable.
   NatsClient(EventLoop& loop, const NatsSettings& settings);
+  // Applies `settings` to options that are thrown away: throws what the
+  // constructor would (a bad URL, an unreadable certificate), connecting
+  // to nothing. For start-up, before any process runs.
+  static void check(const NatsSettings& settings);
   ~NatsClient();
   NatsClient(const NatsClient&) = delete;
   NatsClient& operator=(const NatsClient&) = delete;
@@ -87,6 +91,8 @@ class NatsClient {
   static natsStatus on_read(void* user, bool add);
   static natsStatus on_write(void* user, bool add);
   static natsStatus on_detach(void* user);
+  // A new natsOptions with `settings` applied; throws on a refused one.
+  static natsOptions* make_options(const NatsSettings& settings);
   void set_interest(bool read, bool on);
   std::size_t drain_subscriptions();
   static void deliver(Subscription& s, const NatsMessage& m);

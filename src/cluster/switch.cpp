@@ -50,6 +50,8 @@ std::vector<std::string> split_urls(const std::string& text) {
   return out;
 }
 
+}  // namespace
+
 NatsSettings nats_settings(const Config& c, const std::string& instance) {
   NatsSettings s;
   s.urls = split_urls(c.nats_url);
@@ -63,6 +65,8 @@ NatsSettings nats_settings(const Config& c, const std::string& instance) {
   s.name = "edri " + c.cluster + " " + instance;
   return s;
 }
+
+namespace {
 
 std::string host_name() {
   char name[256] = {};
@@ -84,7 +88,13 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
       tick_timer_(loop.events(), [this] { tick(); }) {
   learn_plugins(plugins);
   loop.on_records_from(transport::Topology::kRouter, [this](std::span<const std::byte> rec) { on_router(rec); });
-  loop.after_drain([this] { return nats_.flush(); });
+  // Managers answer what other instances asked straight here.
+  for (std::uint32_t j = 0; j < loop.topology().managers(); ++j)
+    loop.on_records_from(loop.topology().manager_slot(j), [this](std::span<const std::byte> rec) { on_manager(rec); });
+  const auto& topo = loop.topology();
+  if (topo.direct_answers())
+    for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
+  loop.after_drain([this] { return end_of_turn(); });
   loop.on_stop_signal([this] {
     // The others stop sending here now, not 3 s from now.
     say_hello(true);
@@ -128,6 +138,21 @@ void Switch::learn_plugins(const plugin::PluginSet& plugins) {
   for (const auto& p : plugins.pushes()) notifications_[plugins.events()[p.notification].type_id].push = true;
 }
 
+bool Switch::end_of_turn() {
+  for (auto& d : remote_domains_) send_requests(*d);
+  send_answers();
+  if (!answered_.empty()) {
+    env::send_answered(to_router_, answered_, 0);
+    answered_.clear();
+  }
+  return nats_.flush();
+}
+
+transport::Outbox& Switch::answer_channel(const env::EnvelopeHeader& request) {
+  if (request.reply_to != 0 || request.origin_listener >= to_listener_.size()) return to_router_;
+  return *to_listener_[request.origin_listener];
+}
+
 void Switch::subscribe_router() {
   // First the switch's own group (it is no domain), then its events.
   std::vector<std::uint64_t> ids{env::event_type_id("edri.switch")};
@@ -169,6 +194,16 @@ void Switch::on_router(std::span<const std::byte> record) {
   }
 }
 
+void Switch::on_manager(std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (env::peek_header(record, h) != env::DecodeError::None ||
+      h.kind != static_cast<std::uint8_t>(env::Kind::Response)) {
+    spdlog::error("dropping an envelope a manager sent the switch that is not an answer");
+    return;
+  }
+  answer(h, record);
+}
+
 std::chrono::milliseconds Switch::time_left(const env::EnvelopeHeader& h) const {
   const auto whole = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(config_.api_response_timeout_s));
@@ -185,6 +220,8 @@ void Switch::refuse(const env::EnvelopeHeader& h, int status, const std::string&
   if (!env::send_problem(to_router_, h, status, detail)) spdlog::error("router channel: a {} was lost", status);
 }
 
+std::size_t Switch::message_limit() const { return std::min(max_message_, nats_.max_payload()); }
+
 void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   const auto it = domain_of_request_.find(h.event_type);
   if (it == domain_of_request_.end()) return refuse(h, 503, "no instance runs this event's domain");
@@ -197,24 +234,53 @@ void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record
   auto header = h;
   // Across hosts an answer travels whole; its stamps mean nothing there.
   header.flags = static_cast<std::uint16_t>((header.flags | env::kFlagWholeAnswer) & ~env::kFlagTiming);
-  const auto limit = std::min(max_message_, nats_.max_payload());
-  auto msg =
-      to_wire(FrameKind::Request, static_cast<std::uint32_t>(left.count()), header, record, loop_.blobs(), limit);
-  if (msg.status) return refuse(h, msg.status, msg.problem);
   const auto id = ++next_asked_;
-  if (!nats_.publish(domain.request_subject, domain.reply_prefix + std::to_string(id), msg.bytes))
-    return refuse(h, 503, "domain '" + domain.name + "' runs on other instances, and NATS refused the request; retry");
+  std::string problem;
+  const auto limit = message_limit();
+  if (const int status = domain.outgoing.add(id, static_cast<std::uint32_t>(left.count()), header, record,
+                                             loop_.blobs(), limit, problem))
+    return refuse(h, status, problem);
+  if (domain.outgoing.size() > limit) {
+    // This one goes in the next message.
+    auto last = domain.outgoing.take_last();
+    send_requests(domain);
+    domain.outgoing.put_back(last);
+  }
+  domain.outgoing_ids.push_back(id);
   asked_.emplace(id, Asked{h, &domain});
-  domain.waiting.insert(id);
   add_deadline(Clock::now() + left, id, false);
   state_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Switch::send_requests(RemoteDomain& domain) {
+  if (domain.outgoing.empty()) return;
+  const auto message = ++next_message_;
+  const bool sent =
+      nats_.publish(domain.request_subject, domain.reply_prefix + std::to_string(message), domain.outgoing.bytes());
+  domain.outgoing.clear();
+  auto ids = std::move(domain.outgoing_ids);
+  domain.outgoing_ids.clear();
+  if (!sent) {
+    for (const auto id : ids)
+      if (const auto request = take_asked(id))
+        refuse(*request, 503, "domain '" + domain.name + "' runs on other instances, and NATS refused the request");
+    return;
+  }
+  std::size_t waiting = 0;
+  for (const auto id : ids)
+    if (const auto it = asked_.find(id); it != asked_.end()) {
+      it->second.message = message;
+      ++waiting;
+    }
+  if (waiting) domain.sent.emplace(message, RemoteDomain::Sent{std::move(ids), waiting});
 }
 
 std::optional<env::EnvelopeHeader> Switch::take_asked(std::uint64_t id) {
   const auto it = asked_.find(id);
   if (it == asked_.end()) return std::nullopt;
   const auto request = it->second.request;
-  it->second.domain->waiting.erase(id);
+  auto& sent = it->second.domain->sent;
+  if (const auto m = sent.find(it->second.message); m != sent.end() && --m->second.waiting == 0) sent.erase(m);
   asked_.erase(it);
   return request;
 }
@@ -228,51 +294,56 @@ bool Switch::someone_runs(const std::string& domain) const {
 void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
   if (m.no_responders) {
     // Nobody subscribes to the domain's requests: the instance that ran
-    // it is gone. The client does not say which request this was; NATS
-    // answers in the order the requests went, so it is the oldest still
+    // it is gone. The client does not say which message this was; NATS
+    // answers in the order the messages went, so it is the oldest still
     // waiting (any older one went to the instance that is gone).
-    if (domain.waiting.empty()) return;
-    if (const auto request = take_asked(*domain.waiting.begin()))
-      refuse(*request, 503, "no instance runs domain '" + domain.name + "' now; retry");
+    if (domain.sent.empty()) return;
+    const auto ids = domain.sent.begin()->second.ids;
+    for (const auto id : ids)
+      if (const auto request = take_asked(id))
+        refuse(*request, 503, "no instance runs domain '" + domain.name + "' now; retry");
     return;
   }
-  std::uint64_t id = 0;
-  const auto digits = m.subject.substr(std::min(m.subject.size(), domain.reply_prefix.size()));
-  if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) return;
-  const auto request = take_asked(id);
-  if (!request) return;  // answered already (504, or NATS was lost meanwhile)
-  Frame frame;
-  env::EnvelopeView v;
-  if (!from_wire(m.data, frame, v) || frame.kind != static_cast<std::uint16_t>(FrameKind::Answer))
-    return refuse(*request, 502, "the instance serving domain '" + domain.name + "' answered malformed");
-  // The asker's request, answered: its ids and origin as they were here.
-  auto header = env::response_header_for(*request, v.header.status);
-  header.flags = static_cast<std::uint16_t>(request->flags & env::kFlagTiming);
-  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Answer))
-    (void)env::send_problem(to_router_, *request, 502, "the answer from another instance does not fit here");
+  const bool ok = for_each_entry(m.data, FrameKind::Answer, [&](const WireEntry& e) {
+    const auto request = take_asked(e.entry.id);
+    if (!request) return;  // answered already (504, or NATS was lost meanwhile)
+    // The asker's request, answered: its ids and origin as they were here.
+    auto header = env::response_header_for(*request, e.view.header.status);
+    header.flags = static_cast<std::uint16_t>(request->flags & env::kFlagTiming);
+    auto& out = answer_channel(*request);
+    if (!send_local(out, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Answer)) {
+      (void)env::send_problem(to_router_, *request, 502, "the answer from another instance does not fit here");
+      return;
+    }
+    // The router learns after the listener has it (as from a manager).
+    if (&out != &to_router_) answered_.push_back(request->request_id);
+  });
+  if (!ok) spdlog::warn("a malformed answer from the instance serving domain '{}' was dropped", domain.name);
 }
 
 void Switch::serve(const NatsMessage& m) {
-  Frame frame;
-  env::EnvelopeView v;
-  if (m.reply.empty() || !from_wire(m.data, frame, v) || frame.kind != static_cast<std::uint16_t>(FrameKind::Request) ||
-      v.header.kind != static_cast<std::uint8_t>(env::Kind::Request)) {
-    spdlog::warn("dropping a malformed request from NATS on {}", m.subject);
-    return;
-  }
-  if (frame.deadline_ms == 0) return;  // the asker gives up now
+  const std::string reply(m.reply);
+  const bool ok = !reply.empty() && for_each_entry(m.data, FrameKind::Request, [&](const WireEntry& e) {
+    if (e.view.header.kind == static_cast<std::uint8_t>(env::Kind::Request)) serve_one(reply, e);
+  });
+  if (!ok) spdlog::warn("dropping a malformed request from NATS on {}", m.subject);
+}
+
+void Switch::serve_one(const std::string& reply, const WireEntry& e) {
+  if (e.entry.deadline_ms == 0) return;  // the asker gives up now
   const auto id = ++next_served_;
-  auto header = v.header;
+  auto header = e.view.header;
   header.request_id = id;
   header.reply_to = static_cast<std::uint16_t>(loop_.slot());
   header.t0_ns = env::monotonic_ns();
-  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Work)) {
-    const auto problem = problem_message(v.header, 503, "the instance serving it is overloaded; retry");
-    (void)nats_.publish(std::string(m.reply), "", problem.bytes);
+  Served served{reply, e.entry.id, e.view.header};
+  if (!send_local(to_router_, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Work)) {
+    auto& out = answers_out_.try_emplace(reply, FrameKind::Answer).first->second;
+    out.add_problem(served.asker_id, served.request, 503, "the instance serving it is overloaded; retry");
     return;
   }
-  served_.emplace(id, Served{std::string(m.reply), v.header});
-  add_deadline(Clock::now() + std::chrono::milliseconds(frame.deadline_ms), id, true);
+  served_.emplace(id, std::move(served));
+  add_deadline(Clock::now() + std::chrono::milliseconds(e.entry.deadline_ms), id, true);
   state_.requests_served.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -281,39 +352,57 @@ void Switch::answer(const env::EnvelopeHeader& h, std::span<const std::byte> rec
   if (it == served_.end() || (h.flags & env::kFlagStreamPiece)) return;  // past its deadline: the asker answered
   const Served served = std::move(it->second);
   served_.erase(it);
-  const auto limit = std::min(max_message_, nats_.max_payload());
-  auto header = env::response_header_for(served.request, h.status);
-  auto msg = to_wire(FrameKind::Answer, 0, header, record, loop_.blobs(), limit);
-  if (msg.status) msg = problem_message(served.request, msg.status, msg.problem);
-  if (!nats_.publish(served.reply, "", msg.bytes)) spdlog::debug("an answer for another instance was lost with NATS");
+  queue_answer(served, h.status, record);
+}
+
+void Switch::queue_answer(const Served& served, int status, std::span<const std::byte> record) {
+  auto& out = answers_out_.try_emplace(served.reply, FrameKind::Answer).first->second;
+  std::string problem;
+  const auto limit = message_limit();
+  const auto header = env::response_header_for(served.request, status);
+  if (const int refused = out.add(served.asker_id, 0, header, record, loop_.blobs(), limit, problem))
+    out.add_problem(served.asker_id, served.request, refused, problem);
+  if (out.size() <= limit) return;
+  auto last = out.take_last();
+  if (!nats_.publish(served.reply, "", out.bytes())) spdlog::debug("answers for another instance were lost with NATS");
+  out.clear();
+  out.put_back(last);
+}
+
+void Switch::send_answers() {
+  for (auto& [reply, out] : answers_out_)
+    if (!out.empty() && !nats_.publish(reply, "", out.bytes()))
+      spdlog::debug("answers for another instance were lost with NATS");
+  answers_out_.clear();
 }
 
 void Switch::publish_notification(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   const auto it = notifications_.find(h.event_type);
   if (it == notifications_.end() || !nats_.connected()) return;
-  auto msg = to_wire(FrameKind::Notification, 0, h, record, loop_.blobs(), std::min(max_message_, nats_.max_payload()));
-  if (msg.status) {
-    spdlog::error("a notification too large to cross to other instances was not sent: {}", msg.problem);
+  WireMessage msg(FrameKind::Notification);
+  std::string problem;
+  if (msg.add(0, 0, h, record, loop_.blobs(), message_limit(), problem)) {
+    spdlog::error("a notification too large to cross to other instances was not sent: {}", problem);
     return;
   }
   std::uint64_t sent = 0;
   for (const auto& d : it->second.remote_domains)
-    sent += nats_.publish(note_subject(config_.cluster, d), "", msg.bytes) ? 1 : 0;
-  if (it->second.push) sent += nats_.publish(push_subject(config_.cluster), "", msg.bytes) ? 1 : 0;
+    sent += nats_.publish(note_subject(config_.cluster, d), "", msg.bytes()) ? 1 : 0;
+  if (it->second.push) sent += nats_.publish(push_subject(config_.cluster), "", msg.bytes()) ? 1 : 0;
   state_.notifications_sent.fetch_add(sent, std::memory_order_relaxed);
 }
 
 void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
-  Frame frame;
-  env::EnvelopeView v;
-  if (!from_wire(m.data, frame, v) || v.header.kind != static_cast<std::uint8_t>(env::Kind::Notification)) return;
-  auto header = v.header;
-  header.flags = static_cast<std::uint16_t>(env::kFlagFromCluster);
-  header.request_id = domain_id;
-  header.reply_to = static_cast<std::uint16_t>(loop_.slot());
-  if (!send_local(to_router_, header, v, loop_.blobs(), config_.blob_threshold, transport::Admission::Work))
-    spdlog::error("router channel full: a notification from another instance was dropped");
-  state_.notifications_received.fetch_add(1, std::memory_order_relaxed);
+  (void)for_each_entry(m.data, FrameKind::Notification, [&](const WireEntry& e) {
+    if (e.view.header.kind != static_cast<std::uint8_t>(env::Kind::Notification)) return;
+    auto header = e.view.header;
+    header.flags = static_cast<std::uint16_t>(env::kFlagFromCluster);
+    header.request_id = domain_id;
+    header.reply_to = static_cast<std::uint16_t>(loop_.slot());
+    if (!send_local(to_router_, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Work))
+      spdlog::error("router channel full: a notification from another instance was dropped");
+    state_.notifications_received.fetch_add(1, std::memory_order_relaxed);
+  });
 }
 
 void Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
@@ -377,7 +466,12 @@ void Switch::nats_changed(bool up) {
                "' served this on another instance; it may have "
                "been served: retry only if that is safe");
   asked_.clear();
-  for (auto& d : remote_domains_) d->waiting.clear();
+  for (auto& d : remote_domains_) {
+    d->sent.clear();
+    d->outgoing.clear();
+    d->outgoing_ids.clear();
+  }
+  answers_out_.clear();
   instances_.clear();
 }
 

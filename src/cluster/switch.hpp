@@ -21,22 +21,27 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
-#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "cluster/nats_client.hpp"
+#include "cluster/portable.hpp"
 #include "envelope/envelope.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "runtime/process_loop.hpp"
 
 namespace edri::cluster {
+
+// The NATS client's settings from EDRI_NATS_* (`instance` names the
+// connection, as the NATS server's monitoring shows it).
+NatsSettings nats_settings(const Config& config, const std::string& instance);
 
 class Switch {
  public:
@@ -45,22 +50,31 @@ class Switch {
  private:
   using Clock = std::chrono::steady_clock;
 
-  // A domain that runs on no local manager, and its requests waiting for
-  // other instances (by number, oldest first).
+  // A domain that runs on no local manager: the requests for it this turn
+  // (one message at its end), and the messages sent and not all answered,
+  // by their number in the reply subject (oldest first).
   struct RemoteDomain {
     std::string name;
     std::string request_subject;
-    std::string reply_prefix;  // + the number of the request
-    std::set<std::uint64_t> waiting;
+    std::string reply_prefix;  // + the number of the message
+    WireMessage outgoing{FrameKind::Request};
+    std::vector<std::uint64_t> outgoing_ids;
+    struct Sent {
+      std::vector<std::uint64_t> ids;
+      std::size_t waiting;
+    };
+    std::map<std::uint64_t, Sent> sent;
   };
-  // A request sent to another instance, by its number in the reply subject.
+  // A request sent to another instance, by its number.
   struct Asked {
     envelope::EnvelopeHeader request;
     RemoteDomain* domain;
+    std::uint64_t message = 0;  // 0 while in `outgoing`
   };
   // A request another instance sent, by the id it has here.
   struct Served {
     std::string reply;  // the asker's reply subject
+    std::uint64_t asker_id;
     envelope::EnvelopeHeader request;
   };
   struct Deadline {
@@ -79,13 +93,26 @@ class Switch {
   void subscribe_router();
   void subscribe_nats();
   void on_router(std::span<const std::byte> record);
+  // An answer a manager sent straight here.
+  void on_manager(std::span<const std::byte> record);
   // Router -> NATS.
   void ask(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void answer(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void publish_notification(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  // Publishes a domain's requests of this turn as one message.
+  void send_requests(RemoteDomain& domain);
+  // Adds an answer for `reply` to this turn's message to that asker.
+  void queue_answer(const Served& served, int status, std::span<const std::byte> record);
+  void send_answers();
   // NATS -> router.
   void serve(const NatsMessage& m);
+  void serve_one(const std::string& reply, const WireEntry& e);
   void on_reply(const NatsMessage& m, RemoteDomain& domain);
+  // Where the answer to `request` goes: its listener, or the router.
+  transport::Outbox& answer_channel(const envelope::EnvelopeHeader& request);
+  bool end_of_turn();
+  // The largest message: EDRI_NATS_MAX_MESSAGE, at most NATS's max_payload.
+  std::size_t message_limit() const;
   // Takes the request `id` off the books; its header.
   std::optional<envelope::EnvelopeHeader> take_asked(std::uint64_t id);
   // Whether an instance heard from lately runs `domain`.
@@ -105,6 +132,10 @@ class Switch {
   ProcessLoop& loop_;
   const Config& config_;
   transport::Outbox& to_router_;
+  // Answers to a client's request go straight to its listener, and the
+  // router is told afterwards (docs/decisions/0016), as from a manager.
+  std::vector<transport::Outbox*> to_listener_;
+  std::vector<std::uint64_t> answered_;
   transport::ClusterState& state_;
   std::string instance_;  // this instance's id (random, per start of this process)
   std::vector<std::string> local_domains_;
@@ -121,11 +152,14 @@ class Switch {
   NatsClient nats_;
   std::unordered_map<std::uint64_t, Asked> asked_;
   std::unordered_map<std::uint64_t, Served> served_;
+  // This turn's answers, by the asker's reply subject.
+  std::unordered_map<std::string, WireMessage> answers_out_;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   std::optional<Clock::time_point> timer_at_;
   EventLoop::Timer deadline_timer_;
   EventLoop::Timer tick_timer_;
   std::uint64_t next_asked_ = 0;
+  std::uint64_t next_message_ = 0;
   std::uint64_t next_served_ = 0;
   bool up_ = false;
   bool ever_up_ = false;

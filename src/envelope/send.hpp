@@ -23,9 +23,12 @@ namespace edri::envelope {
 
 // Queues kControlAnswered notices for `ids` into `out` without waking its
 // consumer (Outbox::emplace_quiet), as many ids per record as fit.
-inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t> ids, std::uint16_t origin_listener) {
+// `reply_to`: who asked them (0: clients, through the broker).
+inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t> ids, std::uint16_t origin_listener,
+                          std::uint16_t reply_to = 0) {
   auto h = make_header(Kind::Control, kControlAnswered, 0);
   h.origin_listener = origin_listener;
+  h.reply_to = reply_to;
   const std::size_t per_record = std::max<std::size_t>(1, (out.max_record() - 512) / sizeof(std::uint64_t));
   while (!ids.empty()) {
     const auto batch = ids.first(std::min(per_record, ids.size()));

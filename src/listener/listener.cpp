@@ -81,8 +81,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });
   const auto& topo = loop.topology();
   if (topo.direct_answers())
-    for (std::uint32_t j = 0; j < topo.managers(); ++j)
-      loop_.on_records_from(topo.manager_slot(j), [this](std::span<const std::byte> rec) { on_manager_record(rec); });
+    for (std::uint32_t j = 0; j < topo.destinations(); ++j)
+      loop_.on_records_from(topo.destination_slot(j),
+                            [this](std::span<const std::byte> rec) { on_manager_record(rec); });
   loop_.after_drain([this] { return after_drain(); });
   loop_.on_stop_signal([this] { begin_drain(); });
   loop_.on_peer_death([this](std::uint32_t slot) {

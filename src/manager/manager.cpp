@@ -82,6 +82,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
   const auto& topo = loop.topology();
   if (topo.direct_answers())
     for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
+  if (topo.has_switch()) {
+    switch_slot_ = static_cast<std::uint16_t>(topo.switch_slot());
+    to_switch_ = &loop.outbox_to(switch_slot_);
+  }
   loop.after_drain([this] {
     report_answered();
     return false;
@@ -90,14 +94,16 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
 }
 
 transport::Outbox& Manager::answer_channel(const env::EnvelopeHeader& request) {
+  if (to_switch_ && request.reply_to == switch_slot_) return *to_switch_;
   if (request.reply_to != 0 || request.origin_listener >= to_listener_.size()) return to_router_;
   return *to_listener_[request.origin_listener];
 }
 
 void Manager::report_answered() {
-  if (answered_.empty()) return;
-  env::send_answered(to_router_, answered_, 0);
+  if (!answered_.empty()) env::send_answered(to_router_, answered_, 0);
+  if (!answered_to_switch_.empty()) env::send_answered(to_router_, answered_to_switch_, 0, switch_slot_);
   answered_.clear();
+  answered_to_switch_.clear();
 }
 
 void Manager::start() {
@@ -285,7 +291,10 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
   // The router learns after the listener has it: should this process die
   // in between, the router answers 503 for a request the listener no
   // longer waits for, and the listener drops that.
-  if (&out != &to_router_) answered_.push_back(request.request_id);
+  if (&out == to_switch_)
+    answered_to_switch_.push_back(request.request_id);
+  else if (&out != &to_router_)
+    answered_.push_back(request.request_id);
 }
 
 // A body for the blob area, which has no room for it, nor a record.

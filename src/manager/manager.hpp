@@ -121,6 +121,11 @@ class Manager final : public Context {
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_listener_;  // by listener index; empty: answers go through the router
   std::vector<std::uint64_t> answered_;          // request ids answered straight to a listener, not yet reported
+  // Where the instance is joined to others: answers to what they asked go
+  // straight to the switch (reported to the router like the above).
+  transport::Outbox* to_switch_ = nullptr;
+  std::uint16_t switch_slot_ = 0;
+  std::vector<std::uint64_t> answered_to_switch_;
   std::unordered_map<std::uint64_t, Entry> handlers_;
   struct Subscribers {
     std::string_view event;

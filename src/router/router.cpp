@@ -138,9 +138,9 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
   return unanswered_.erase(it);
 }
 
-void Router::forget_answered(std::span<const std::byte> ids) {
+void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to) {
   env::for_each_answered(ids, [&](std::uint64_t id) {
-    if (const auto it = unanswered_.find(RequestKey{id, 0}); it != unanswered_.end()) forget(it);
+    if (const auto it = unanswered_.find(RequestKey{id, reply_to}); it != unanswered_.end()) forget(it);
   });
 }
 
@@ -263,7 +263,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       if (env::decode(record, v) != env::DecodeError::None) {
         spdlog::error("dropping a malformed control envelope from manager {}", manager);
       } else if (h.event_type == env::kControlAnswered) {
-        forget_answered(v.section(env::SectionType::Control));
+        forget_answered(v.section(env::SectionType::Control), h.reply_to);
       } else if (env::is_stream_control(h.event_type)) {
         // A live stream's publish or read: the broker orders streams.
         if (!to_broker_.push(record) && !env::send_problem(*to_manager_[manager], h, 503, "the broker is far behind"))

@@ -53,9 +53,9 @@ class Router {
   // to the broker's WebSocket subscribers only (kFlagFromCluster).
   void deliver_from_cluster(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
-  // kControlAnswered: a manager answered these client requests straight to
-  // their listeners.
-  void forget_answered(std::span<const std::byte> ids);
+  // kControlAnswered: a manager answered these requests straight to their
+  // listeners (reply_to 0) or to the switch (its slot).
+  void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to);
   // A manager died: every request it took and did not answer is answered
   // 503 now, or, if its event is replayed (kFlagReplay) and this is its
   // first death, handed to the successor; those still waiting in its

@@ -1,6 +1,7 @@
 #include "runtime/setting_parsers.hpp"
 
 #include <cctype>
+#include <charconv>
 
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -203,6 +204,38 @@ Binding subject_token_list(std::vector<std::string> Config::*member) {
             }
           },
           [=](const Config& c) { return join(c.*member); }};
+}
+
+namespace {
+
+// nats:// or tls://, [user[:password]@]host[:port] with a port of 1..65535.
+bool is_nats_url(std::string_view u) {
+  const auto scheme_end = u.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  const auto scheme = u.substr(0, scheme_end);
+  if (scheme != "nats" && scheme != "tls") return false;
+  auto rest = u.substr(scheme_end + 3);
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+  const auto colon = rest.rfind(':');
+  const auto host = rest.substr(0, colon);
+  if (host.empty() || host.find_first_of("/?# ") != std::string_view::npos) return false;
+  if (colon == std::string_view::npos) return true;
+  unsigned port = 0;
+  const auto digits = rest.substr(colon + 1);
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  return ec == std::errc() && p == digits.data() + digits.size() && port >= 1 && port <= 65535;
+}
+
+}  // namespace
+
+Binding nats_urls(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) {
+    for (const auto& piece : split(v.text, ",")) {
+      const std::string url = trimmed(piece);
+      if (!is_nats_url(url))
+        invalid(v, "'" + url + "' is not a NATS URL (nats://host:port or tls://host:port, ',' separated)");
+    }
+  });
 }
 
 Binding secret(std::string Config::*member) {

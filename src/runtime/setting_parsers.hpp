@@ -107,6 +107,8 @@ Binding origin_list(std::vector<std::string> Config::*member);
 // One NATS subject token (A-Z a-z 0-9 _ -), or a ',' separated list of them.
 Binding subject_token(std::string Config::*member);
 Binding subject_token_list(std::vector<std::string> Config::*member);
+// NATS server URLs, ',' separated: nats:// or tls://, [user[:password]@]host[:port].
+Binding nats_urls(std::string Config::*member);
 // A value --print-config does not show (it shows `(set)`).
 Binding secret(std::string Config::*member);
 Binding cpu_placement();  // Config::placement and, for a list, Config::cpus

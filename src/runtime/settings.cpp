@@ -201,7 +201,7 @@ std::vector<Setting> make_settings() {
       {"EDRI_WORKER_QUEUE", "unset", parse::integer(&Config::worker_queue, 1, kMiB),
        "jobs that may wait for a worker, per pool (thread or process); one more is answered 503 with `Retry-After: 1`; "
        "unset: the plugin's choice, else 256"},
-      {"EDRI_NATS_URL", "unset", parse::text(&Config::nats_url),
+      {"EDRI_NATS_URL", "unset", parse::nats_urls(&Config::nats_url),
        "NATS server URLs, comma separated (`nats://127.0.0.1:4222`): join the instances of `EDRI_CLUSTER` through "
        "them (docs/cluster.md). Requests whose domain runs on no local manager cross to an instance that runs it; "
        "notifications and WebSocket pushes reach every instance. Unset: one host, and no NATS code runs"},

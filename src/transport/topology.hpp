@@ -12,9 +12,10 @@
 //                         others over NATS (EDRI_NATS_URL; docs/cluster.md)
 //
 // Channels: listener <-> broker, broker <-> router, router <-> manager,
-// router <-> switch, one ring per direction; and, where listeners x managers is at most
-// kMaxAnswerChannels, manager -> listener for answers that skip the
-// router and broker on their way back (docs/decisions/0016).
+// router <-> switch, one ring per direction; manager -> switch for the
+// answers to other instances; and, where listeners x managers is at most
+// kMaxAnswerChannels, manager (and switch) -> listener for answers that
+// skip the router and broker on their way back (docs/decisions/0016).
 #pragma once
 
 #include <cstdint>
@@ -71,12 +72,16 @@ class Topology {
       channels_.push_back({switch_slot(), kRouter});
     }
     if (direct_answers())
-      for (std::uint32_t j = 0; j < managers; ++j)
-        for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({manager_slot(j), listener_slot(i)});
+      for (std::uint32_t j = 0; j < destinations(); ++j)
+        for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({destination_slot(j), listener_slot(i)});
+    // A manager answers what another instance asked straight to the switch.
+    if (has_switch)
+      for (std::uint32_t j = 0; j < managers; ++j) channels_.push_back({manager_slot(j), switch_slot()});
   }
 
-  // Whether managers answer listeners on channels of their own.
-  bool direct_answers() const { return listeners_ * managers_ <= kMaxAnswerChannels; }
+  // Whether managers (and the switch) answer listeners on channels of
+  // their own.
+  bool direct_answers() const { return listeners_ * destinations() <= kMaxAnswerChannels; }
 
   std::uint32_t listeners() const { return listeners_; }
   std::uint32_t managers() const { return managers_; }

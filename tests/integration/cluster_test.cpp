@@ -169,6 +169,21 @@ TEST_CASE("manager-to-manager requests cross, and a remote deadline is the asker
   CHECK(r.status == 200);
 }
 
+TEST_CASE("a manager answers another instance straight to its switch and the router is told", "[cluster]") {
+  NatsServer nats;
+  auto a = test_instance(nats.url(), "other");
+  auto b = test_instance(nats.url(), "test");
+  REQUIRE(joined({a.port(), b.port()}, 2));
+  for (int i = 0; i < 30; ++i) REQUIRE(call(a.port(), "GET", "/hello/n" + std::to_string(i)).status == 200);
+  // B's router heard that all 30 were answered: with the manager killed,
+  // none counts as taken and unanswered.
+  REQUIRE(::kill(b.child("manager test"), SIGKILL) == 0);
+  const std::string died = "died: 0 requests it had taken answered 503";
+  CHECK(eventually([&] { return b.log().find("requests it had taken answered 503") != std::string::npos; }));
+  CHECK(b.log().find(died) != std::string::npos);
+  CHECK(eventually([&] { return call(a.port(), "GET", "/hello/again").status == 200; }));
+}
+
 TEST_CASE("what is left of the asker's deadline crosses with the request", "[cluster]") {
   NatsServer nats;
   auto a = test_instance(nats.url(), "other", {{"EDRI_API_RESPONSE_TIMEOUT", "1"}});
@@ -362,4 +377,15 @@ TEST_CASE("cluster settings that cannot work stop start-up, naming them", "[clus
   r = run_server_to_exit({}, {{"EDRI_PLUGINS", plugins}, {"EDRI_CLUSTER", "a.b"}});
   CHECK(r.status != 0);
   CHECK(r.err.find("EDRI_CLUSTER") != std::string::npos);
+  // What the NATS client refuses, before any process starts.
+  r = run_server_to_exit({}, {{"EDRI_PLUGINS", plugins}, {"EDRI_NATS_URL", "nats://127.0.0.1:notaport"}});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("EDRI_NATS_URL") != std::string::npos);
+  TempDir dir;
+  dir.write("junk.pem", "not a certificate");
+  r = run_server_to_exit({}, {{"EDRI_PLUGINS", plugins},
+                              {"EDRI_NATS_URL", "nats://127.0.0.1:4222"},
+                              {"EDRI_NATS_CA", (dir.path / "junk.pem").string()}});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("EDRI_NATS_CA") != std::string::npos);
 }

@@ -1,0 +1,121 @@
+// The messages instances send each other over NATS (cluster/wire.hpp):
+// entries go in and come out whole, bodies cross inline, oversize is
+// refused with the setting named, and malformed input is refused.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cluster/portable.hpp"
+#include "envelope/envelope.hpp"
+
+using namespace edri;
+namespace env = edri::envelope;
+
+namespace {
+
+std::vector<std::byte> record(env::Kind kind, std::uint64_t id, env::SectionType type, std::string_view payload) {
+  env::EnvelopeWriter w(env::make_header(kind, env::event_type_id("test.event"), id));
+  w.text(env::SectionType::ContentType, "application/json");
+  w.text(type, payload);
+  std::vector<std::byte> out(w.size());
+  w.write(out.data());
+  return out;
+}
+
+std::vector<std::pair<cluster::Entry, std::string>> entries(std::span<const std::byte> m, cluster::FrameKind kind) {
+  std::vector<std::pair<cluster::Entry, std::string>> out;
+  const bool ok = cluster::for_each_entry(m, kind, [&](const cluster::WireEntry& e) {
+    out.emplace_back(e.entry, std::string(e.view.text(env::SectionType::Body)));
+  });
+  if (!ok) out.clear();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a message carries several requests, each whole, with its number and deadline", "[cluster]") {
+  cluster::WireMessage m(cluster::FrameKind::Request);
+  std::string problem;
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    const auto r = record(env::Kind::Request, 100 + id, env::SectionType::Body, "{\"n\":" + std::to_string(id) + "}");
+    REQUIRE(m.add(id, static_cast<std::uint32_t>(1000 * id), env::make_header(env::Kind::Request, 5, 100 + id), r,
+                  nullptr, 1 << 20, problem) == 0);
+  }
+  const auto got = entries(m.bytes(), cluster::FrameKind::Request);
+  REQUIRE(got.size() == 3);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    CHECK(got[i].first.id == i + 1);
+    CHECK(got[i].first.deadline_ms == 1000 * (i + 1));
+    CHECK(got[i].second == "{\"n\":" + std::to_string(i + 1) + "}");
+  }
+  // The last one out, and into the next message.
+  const auto last = m.take_last();
+  CHECK(entries(m.bytes(), cluster::FrameKind::Request).size() == 2);
+  m.clear();
+  CHECK(m.empty());
+  m.put_back(last);
+  const auto moved = entries(m.bytes(), cluster::FrameKind::Request);
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0].first.id == 3);
+  // A message of another kind is not taken for this one.
+  CHECK_FALSE(cluster::for_each_entry(m.bytes(), cluster::FrameKind::Answer, [](const cluster::WireEntry&) {}));
+}
+
+TEST_CASE("a body in a file crosses inline, and past the limit it is refused naming the setting", "[cluster]") {
+  const std::string path = "/tmp/edri-cluster-wire-test.txt";
+  std::ofstream(path) << "from a file";
+  cluster::WireMessage answers(cluster::FrameKind::Answer);
+  std::string problem;
+  const auto h = env::make_header(env::Kind::Response, 5, 9);
+  REQUIRE(answers.add(9, 0, h, record(env::Kind::Response, 9, env::SectionType::File, path), nullptr, 1 << 20,
+                      problem) == 0);
+  const auto got = entries(answers.bytes(), cluster::FrameKind::Answer);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].second == "from a file");
+  CHECK(answers.add(10, 0, h, record(env::Kind::Response, 10, env::SectionType::Body, std::string(5000, 'x')), nullptr,
+                    4096, problem) == 502);
+  CHECK(problem.find("EDRI_NATS_MAX_MESSAGE") != std::string::npos);
+  CHECK(answers.add(11, 0, h, record(env::Kind::Response, 11, env::SectionType::File, path), nullptr, 5, problem) ==
+        502);
+  cluster::WireMessage requests(cluster::FrameKind::Request);
+  CHECK(requests.add(1, 100, h, record(env::Kind::Request, 1, env::SectionType::Body, std::string(5000, 'x')), nullptr,
+                     4096, problem) == 413);
+  CHECK(entries(answers.bytes(), cluster::FrameKind::Answer).size() == 1);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("malformed messages from NATS are refused: short, long, foreign, naming a local thing", "[cluster]") {
+  cluster::WireMessage m(cluster::FrameKind::Request);
+  std::string problem;
+  REQUIRE(m.add(1, 10, env::make_header(env::Kind::Request, 5, 1),
+                record(env::Kind::Request, 1, env::SectionType::Body, "{}"), nullptr, 1 << 20, problem) == 0);
+  const auto bytes = m.bytes();
+  auto none = [](const cluster::WireEntry&) {};
+  CHECK(cluster::for_each_entry(bytes, cluster::FrameKind::Request, none));
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut)
+    CHECK_FALSE(cluster::for_each_entry(bytes.first(cut), cluster::FrameKind::Request, none));
+  std::vector<std::byte> longer(bytes.begin(), bytes.end());
+  longer.push_back(std::byte{0});
+  CHECK_FALSE(cluster::for_each_entry(longer, cluster::FrameKind::Request, none));
+  std::vector<std::byte> foreign(bytes.begin(), bytes.end());
+  foreign[0] = std::byte{'X'};
+  CHECK_FALSE(cluster::for_each_entry(foreign, cluster::FrameKind::Request, none));
+  // A File section names a path of the other host: never taken.
+  cluster::WireMessage files(cluster::FrameKind::Request);
+  env::EnvelopeWriter w(env::make_header(env::Kind::Request, 5, 2));
+  w.text(env::SectionType::Body, "x");
+  const std::vector<std::byte> ok_record = [&] {
+    std::vector<std::byte> out(w.size());
+    w.write(out.data());
+    return out;
+  }();
+  REQUIRE(files.add(2, 10, env::make_header(env::Kind::Request, 5, 2), ok_record, nullptr, 1 << 20, problem) == 0);
+  std::vector<std::byte> forged(files.bytes().begin(), files.bytes().end());
+  // The Body section's type, after the frame, the entry and the header.
+  const std::size_t type_at = sizeof(cluster::Frame) + sizeof(cluster::Entry) + sizeof(env::EnvelopeHeader);
+  const auto file_type = static_cast<std::uint16_t>(env::SectionType::File);
+  std::memcpy(forged.data() + type_at, &file_type, sizeof file_type);
+  CHECK_FALSE(cluster::for_each_entry(forged, cluster::FrameKind::Request, none));
+}
