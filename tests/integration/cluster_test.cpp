@@ -236,6 +236,8 @@ TEST_CASE("NATS down at start: local domains served, remote ones 503 at once, se
   CHECK(r.status == 503);
   CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
   CHECK(r.body.find("NATS") != std::string::npos);
+  CHECK(metric(a.port(), "edri_cluster_requests_refused_total") >= 1);
+  CHECK(metric(a.port(), "edri_cluster_nats_up") == 0);
   CHECK(call(a.port(), "GET", "/audit").status == 200);
   nats.start();
   NotesInstance b(nats.url(), "notes");
@@ -362,6 +364,26 @@ TEST_CASE("NATS credentials and TLS come from EDRI_NATS_* settings", "[cluster]"
     NotesInstance b(nats.url(), "notes", {{"EDRI_NATS_TLS", "1"}, {"EDRI_NATS_CA", cert.certificate}});
     REQUIRE(joined({a.port(), b.port()}, 2));
     CHECK(call(a.port(), "GET", "/notes/1").status == 404);
+    // A CA that did not sign the server's certificate: never connected.
+    SelfSignedCertificate other;
+    NotesInstance c(nats.url("tls"), "notes", {{"EDRI_NATS_CA", other.certificate}});
+    CHECK(cluster_of(c.port())["nats"] == "down");
+    CHECK_FALSE(eventually([&] { return cluster_of(c.port())["nats"] == "up"; }, 1500ms));
+  }
+  SECTION("TLS with a client certificate, for a server that verifies clients") {
+    SelfSignedCertificate cert;
+    NatsServer nats(
+        {"--tlsverify", "--tlscert", cert.certificate, "--tlskey", cert.key, "--tlscacert", cert.certificate});
+    const Env tls{{"EDRI_NATS_TLS", "1"},
+                  {"EDRI_NATS_CA", cert.certificate},
+                  {"EDRI_NATS_CERTIFICATE", cert.certificate},
+                  {"EDRI_NATS_KEY", cert.key}};
+    NotesInstance a(nats.url(), "audit", tls), b(nats.url(), "notes", tls);
+    REQUIRE(joined({a.port(), b.port()}, 2));
+    CHECK(call(b.port(), "GET", "/audit").status == 200);
+    // Without one, the server refuses the connection.
+    NotesInstance c(nats.url(), "notes", {{"EDRI_NATS_TLS", "1"}, {"EDRI_NATS_CA", cert.certificate}});
+    CHECK_FALSE(eventually([&] { return cluster_of(c.port())["nats"] == "up"; }, 1500ms));
   }
 }
 
