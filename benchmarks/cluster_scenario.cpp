@@ -7,8 +7,10 @@
 // row (window 1) or 64 at a time, on one instance and across the two.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,14 +29,16 @@ namespace {
 constexpr const char* kNatsServer = "/usr/sbin/nats-server";
 
 // nats-server on a free loopback port, or nullptr with `error` set.
-std::unique_ptr<ServerProcess> start_nats(const ScenarioContext& context, std::uint16_t port, std::string& error) {
+std::unique_ptr<ServerProcess> start_nats(const ScenarioContext& context, std::uint16_t port, const std::string& store,
+                                          std::string& error) {
   if (::access(kNatsServer, X_OK) != 0) {
     error = "nats-server is not installed (scripts/setup.sh installs it)";
     return nullptr;
   }
   ProcessSpec spec;
   spec.program = kNatsServer;
-  spec.args = {"-a", "127.0.0.1", "-p", std::to_string(port)};
+  // JetStream: live streams are ordered there across instances.
+  spec.args = {"-a", "127.0.0.1", "-p", std::to_string(port), "-js", "-sd", store};
   spec.cpus = context.options.server_cpu_list;
   auto nats = ServerProcess::start(spec, error);
   for (int i = 0; nats && i < 500 && !loopback_port_accepts(port); ++i)
@@ -100,6 +104,36 @@ void measure_route(const StartedServer& server, const std::string& where, int wi
   results.push_back(r);
 }
 
+// Live streams: publishes ordered by the broker of one instance, against
+// publishes ordered in JetStream (S with EDRI_NATS_URL set).
+struct StreamResult {
+  std::string where;
+  std::optional<double> burst_per_second;  // POST /stream-burst, inside the server
+  std::optional<double> one_ms;            // median of sequential POST /stream/{name}
+};
+
+StreamResult measure_streams(const StartedServer& server, const std::string& where, int publishes) {
+  StreamResult r{where, std::nullopt, std::nullopt};
+  if (server.outcome != StartedServer::Outcome::kRunning) return r;
+  std::fprintf(stderr, "running %s stream publishes ...\n", where.c_str());
+  const std::string burst = R"({"streams":["b0","b1","b2","b3"],"updates":)" + std::to_string(publishes / 4) +
+                            R"(,"interval_ms":0,"fields":5})";
+  if (const auto body = fetch(server.port, "/stream-burst", 120000, burst)) {
+    const auto published = json_number(*body, "published");
+    const auto seconds = json_number(*body, "seconds");
+    if (published && seconds && *seconds > 0) r.burst_per_second = *published / *seconds;
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < 200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!fetch(server.port, "/stream/one", 10000, R"({"n":)" + std::to_string(i) + "}")) return r;
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  r.one_ms = ms[ms.size() / 2];
+  return r;
+}
+
 std::string cell(const char* fmt, double value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, value);
@@ -120,6 +154,15 @@ void print_route_table(const std::vector<RouteResult>& results) {
   }
 }
 
+void print_stream_table(const std::vector<StreamResult>& results, int publishes) {
+  std::printf("\n| live streams | %d publishes in a burst, per s | one publish over HTTP, median ms |\n", publishes);
+  std::printf("|---|---:|---:|\n");
+  for (const auto& r : results)
+    std::printf("| %s | %s | %s |\n", r.where.c_str(),
+                r.burst_per_second ? cell("%.0f", *r.burst_per_second).c_str() : "failed",
+                r.one_ms ? cell("%.3f", *r.one_ms).c_str() : "failed");
+}
+
 }  // namespace
 
 ScenarioOutcome run_cluster_scenario(const ScenarioContext& context) {
@@ -128,7 +171,16 @@ ScenarioOutcome run_cluster_scenario(const ScenarioContext& context) {
   std::vector<std::string> notes;
   std::string error;
   const std::uint16_t nats_port = free_loopback_port();
-  const auto nats = start_nats(context, nats_port, error);
+  char store_template[] = "/tmp/edri-bench-jetstream.XXXXXX";
+  const std::string store = ::mkdtemp(store_template) ? store_template : "/tmp";
+  struct RemoveStore {
+    std::string dir;
+    ~RemoveStore() {
+      std::error_code ignored;
+      if (dir != "/tmp") std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_store{store};
+  const auto nats = start_nats(context, nats_port, store, error);
   if (!nats) {
     print_report_header(context, "GET /noop across two edri instances joined by NATS");
     notes.push_back("not measured: " + error);
@@ -163,15 +215,33 @@ ScenarioOutcome run_cluster_scenario(const ScenarioContext& context) {
     measure_route(pair.serving, "across", window, n, routes, notes);
     if (context.interrupted()) return ScenarioOutcome::kInterrupted;
   }
+  std::vector<StreamResult> streams;
+  const int publishes = context.options.quick ? 400 : 8000;
+  {
+    const auto alone = start_server_reporting(ServerKind::kEdri, "edri alone", server_settings(context), notes);
+    streams.push_back(measure_streams(alone, "one instance: its broker orders", publishes));
+  }
+  {
+    const Pair pair = start_pair(context, url, {}, notes);
+    // The bucket opens in the background: wait until a publish is taken.
+    for (int i = 0; i < 100 && pair.running() && !fetch(pair.serving.port, "/stream/warm", 2000, "{}"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    streams.push_back(measure_streams(pair.serving, "S, EDRI_NATS_URL set: JetStream orders", publishes));
+  }
+  if (context.interrupted()) return ScenarioOutcome::kInterrupted;
   print_report_header(context,
                       "GET /noop on one instance without NATS, on instance S that runs its domain (bench), and on "
                       "instance R that runs only pong and sends it to S through a nats-server on this machine");
   print_scaling_table(rows, "where",
                       [](const std::string&) { return std::string("local: S serves it (EDRI_NATS_URL set)"); });
   print_route_table(routes);
+  print_stream_table(streams, publishes);
   notes.push_back("route: GET /route/" + std::to_string(n) +
                   " on S: bench asks pong n times, at most `window` in flight; pong runs on S itself (one "
                   "instance, no NATS) or on R (across)");
+  notes.push_back(
+      "live streams: POST /stream-burst publishes inside the server to 4 streams, as fast as it can; "
+      "then 200 POST /stream/one one after another, each on a new connection");
   print_notes(notes);
   return ScenarioOutcome::kDone;
 }

@@ -122,7 +122,8 @@ void print_report_header(const ScenarioContext& context, std::string_view load_d
 }
 
 // A blocking GET of 127.0.0.1:port/path: the body, or nullopt.
-std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms) {
+std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms,
+                                 const std::optional<std::string>& json) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   sockaddr_in a{};
@@ -130,7 +131,11 @@ std::optional<std::string> fetch(std::uint16_t port, const std::string& path, in
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::optional<std::string> body;
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string head = (json ? "POST " : "GET ") + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  const std::string req =
+      json ? head + "Content-Type: application/json\r\nContent-Length: " + std::to_string(json->size()) + "\r\n\r\n" +
+                 *json
+           : head + "\r\n";
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
       ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
     std::string in;

@@ -52,7 +52,9 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
 void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed = true);
 
 // A blocking GET of 127.0.0.1:port/path: the body of a 200, or nullopt.
-std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms);
+// With `json`, a POST of it.
+std::optional<std::string> fetch(std::uint16_t port, const std::string& path, int timeout_ms,
+                                 const std::optional<std::string>& json = std::nullopt);
 
 // A number field of a flat JSON object, without a JSON library.
 std::optional<double> json_number(const std::string& body, const std::string& key);

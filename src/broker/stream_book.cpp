@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <edri/live_stream.hpp>
-#include <edri/problem.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +10,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
+#include "envelope/stream_patch.hpp"
 
 namespace edri::broker {
 
@@ -23,11 +23,14 @@ std::int64_t now_us() {
       .count();
 }
 
+const nlohmann::json kNoState = nlohmann::json::object();
+
 }  // namespace
 
 StreamBook::StreamBook(const Config& config, transport::Outbox& to_router, std::vector<transport::Outbox*> to_listener)
     : log_size_(config.stream_log),
       max_bytes_(config.stream_max_bytes),
+      ordered_by_switch_(!config.nats_url.empty()),
       to_router_(to_router),
       to_listener_(std::move(to_listener)),
       done_(to_listener_.size(), true) {}
@@ -46,31 +49,65 @@ void StreamBook::on_manager_control(const env::EnvelopeHeader& h, const env::Str
     return answer(h, 422, {{"detail", "a stream name is 1 to 128 of A-Z a-z 0-9 . _ : -"}});
   if (h.event_type == env::kControlStreamPublish) return publish(h, r);
   if (h.event_type == env::kControlStreamRead) return read(h, r.name);
+  if (h.event_type == env::kControlStreamApply) return apply(r);
   spdlog::error("dropping unknown stream control {} from a manager", h.event_type);
 }
 
 void StreamBook::publish(const env::EnvelopeHeader& h, const env::StreamRecord& r) {
-  if (r.json.size() > max_bytes_) return answer(h, 413, {{"detail", "the patch is larger than EDRI_STREAM_MAX_BYTES"}});
-  auto patch = nlohmann::json::parse(r.json, nullptr, false);
-  if (patch.is_discarded() || !patch.is_object())
-    return answer(h, 422, {{"detail", "a stream's patch must be a JSON object (RFC 7386)"}});
-  Stream& s = stream(r.name);
-  nlohmann::json next = s.state;
-  next.merge_patch(patch);
-  if (next.dump().size() > max_bytes_)
-    return answer(h, 413, {{"detail", "the stream's state would be larger than EDRI_STREAM_MAX_BYTES"}});
-  s.state = std::move(next);
-  const std::uint64_t from = s.revision++;
-  s.ts = now_us();
+  const auto known = streams_.find(std::string(r.name));
+  const nlohmann::json& before = known == streams_.end() ? kNoState : known->second.state;
+  auto merged = env::merge_stream_patch(r.name, before, r.json, max_bytes_);
+  if (const auto* refused = std::get_if<env::PatchRefused>(&merged))
+    return answer(h, refused->status, {{"detail", refused->detail}});
+  Stream& s = known == streams_.end() ? stream(r.name) : known->second;
+  auto& [patch, state] = std::get<env::PatchMerged>(merged);
   const std::string text = patch.dump();
+  advance(r.name, s, s.revision + 1, now_us(), std::move(patch), std::move(state), text);
+  answer(h, 200, {{"stream", r.name}, {"revision", s.revision}});
+}
+
+void StreamBook::advance(std::string_view name, Stream& s, std::uint64_t revision, std::int64_t ts,
+                         nlohmann::json patch, nlohmann::json state, const std::string& text) {
+  const std::uint64_t from = s.revision;
+  s.state = std::move(state);
+  s.revision = revision;
+  s.ts = ts;
   if (log_size_ > 0) {
     s.log.push_back(Revision{s.revision, s.ts, std::move(patch)});
     while (s.log.size() > log_size_) s.log.pop_front();
   }
-  const env::StreamRecord out{from, s.revision, s.ts, r.name, text};
+  const env::StreamRecord out{from, s.revision, s.ts, name, text};
   for (std::uint16_t l = 0; l < s.followers.size(); ++l)
     if (s.followers[l]) send_record(l, env::kControlStreamPatch, out, nullptr);
-  answer(h, 200, {{"stream", r.name}, {"revision", s.revision}});
+}
+
+void StreamBook::apply(const env::StreamRecord& r) {
+  Stream& s = stream(r.name);
+  if (r.revision <= s.revision) return;  // known already (a replay, or the watch after our own)
+  auto value = nlohmann::json::parse(r.json, nullptr, false);
+  if (value.is_discarded() || !value.is_object() || !value.contains("state") || !value["state"].is_object()) {
+    spdlog::error("dropping a malformed revision of stream {}", r.name);
+    return;
+  }
+  auto& patches = value["patches"];
+  if (r.from == s.revision && patches.is_array() && patches.size() == r.revision - r.from) {
+    // Contiguous: each patch is a revision of its own for the followers.
+    for (auto& patch : patches) {
+      nlohmann::json next = s.state;
+      next.merge_patch(patch);
+      const std::string text = patch.dump();
+      advance(r.name, s, s.revision + 1, r.ts, std::move(patch), std::move(next), text);
+    }
+    return;
+  }
+  // A gap (revisions this broker never saw): followers start again from
+  // the state, as after a broker restart.
+  s.state = std::move(value["state"]);
+  s.revision = r.revision;
+  s.ts = r.ts;
+  s.log.clear();
+  for (std::uint16_t l = 0; l < s.followers.size(); ++l)
+    if (s.followers[l]) send_state(l, r.name, s);
 }
 
 void StreamBook::read(const env::EnvelopeHeader& h, std::string_view name) {
@@ -150,11 +187,9 @@ void StreamBook::send_record(std::uint16_t listener, std::uint64_t code, const e
 
 void StreamBook::answer(const env::EnvelopeHeader& h, int status, const nlohmann::json& body) {
   if (h.origin_stream == env::kNoAnswer) return;
-  const std::string text = status < 300 ? body.dump() : edri::problem_json(status, body.value("detail", ""));
-  env::EnvelopeWriter w(env::response_header_for(h, status));
-  w.text(env::SectionType::ContentType, status < 300 ? "application/json" : "application/problem+json");
-  w.text(env::SectionType::Body, text);
-  if (!env::send(to_router_, w, transport::Admission::Answer)) spdlog::error("a stream's answer did not fit a record");
+  const bool sent = status < 300 ? env::send_json_answer(to_router_, h, status, body.dump())
+                                 : env::send_problem(to_router_, h, status, body.value("detail", ""));
+  if (!sent) spdlog::error("a stream's answer did not fit a record");
 }
 
 void StreamBook::listener_reset(std::uint16_t listener) {
@@ -169,6 +204,12 @@ void StreamBook::start_recovery() {
   env::EnvelopeWriter w(head);
   for (auto* out : to_listener_)
     if (!env::send(*out, w, transport::Admission::Answer)) spdlog::error("cannot ask a listener for its streams");
+  if (!ordered_by_switch_) return;
+  // The switch knows every stream's newest revision: streams that no
+  // listener here follows are learned again too.
+  env::EnvelopeWriter replay(env::make_header(env::Kind::Control, env::kControlStreamReplay, 0));
+  if (!env::send(to_router_, replay, transport::Admission::Answer))
+    spdlog::error("cannot ask the switch for the streams");
 }
 
 void StreamBook::recover(std::uint16_t listener, const env::StreamRecord& r) {

@@ -60,6 +60,12 @@ class StreamBook {
   };
 
   void publish(const envelope::EnvelopeHeader& h, const envelope::StreamRecord& r);
+  // `name` is at `revision` by `patch` (whose JSON is `text`): kept, and
+  // sent to its followers.
+  void advance(std::string_view name, Stream& s, std::uint64_t revision, std::int64_t ts, nlohmann::json patch,
+               nlohmann::json state, const std::string& text);
+  // A revision ordered elsewhere (kControlStreamApply, from the switch).
+  void apply(const envelope::StreamRecord& r);
   void read(const envelope::EnvelopeHeader& h, std::string_view name);
   void unfollow(std::uint16_t listener, std::string_view name);
   void recover(std::uint16_t listener, const envelope::StreamRecord& r);
@@ -80,6 +86,8 @@ class StreamBook {
 
   std::size_t log_size_;
   std::size_t max_bytes_;
+  // Joined to other instances: the switch orders, this book fans out.
+  bool ordered_by_switch_;
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_listener_;
   std::unordered_map<std::string, Stream> streams_;

@@ -60,6 +60,8 @@ class NatsClient {
   // constructor would (a bad URL, an unreadable certificate), connecting
   // to nothing. For start-up, before any process runs.
   static void check(const NatsSettings& settings);
+  // A new natsOptions with `settings` applied; throws on a refused one.
+  static natsOptions* make_options(const NatsSettings& settings);
   ~NatsClient();
   NatsClient(const NatsClient&) = delete;
   NatsClient& operator=(const NatsClient&) = delete;
@@ -91,8 +93,6 @@ class NatsClient {
   static natsStatus on_read(void* user, bool add);
   static natsStatus on_write(void* user, bool add);
   static natsStatus on_detach(void* user);
-  // A new natsOptions with `settings` applied; throws on a refused one.
-  static natsOptions* make_options(const NatsSettings& settings);
   void set_interest(bool read, bool on);
   std::size_t drain_subscriptions();
   static void deliver(Subscription& s, const NatsMessage& m);

@@ -1,5 +1,6 @@
 #include "cluster/switch.hpp"
 
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -85,8 +86,10 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
       max_message_(config.nats_max_message),
       nats_(loop.events(), nats_settings(config, instance_)),
       deadline_timer_(loop.events(), [this] { expire(); }),
-      tick_timer_(loop.events(), [this] { tick(); }) {
+      tick_timer_(loop.events(), [this] { tick(); }),
+      streams_(nats_settings(config, instance_), config.cluster, config.stream_max_bytes) {
   learn_plugins(plugins);
+  loop.events().watch(streams_.ready_fd(), EPOLLIN, [this](std::uint32_t) { streams_ready(); });
   loop.on_records_from(transport::Topology::kRouter, [this](std::span<const std::byte> rec) { on_router(rec); });
   // Managers answer what other instances asked straight here.
   for (std::uint32_t j = 0; j < loop.topology().managers(); ++j)
@@ -189,6 +192,7 @@ void Switch::on_router(std::span<const std::byte> record) {
     case env::Kind::Notification: return publish_notification(h, record);
     case env::Kind::Control:
       if (h.event_type == env::kControlResubscribe) return subscribe_router();
+      if (env::is_stream_control(h.event_type)) return on_stream_control(h, record);
       [[fallthrough]];
     default: spdlog::error("dropping an envelope of kind {} from the router", h.kind);
   }

@@ -14,7 +14,10 @@
 //     subscribed domain that runs on no local manager, and to
 //     `<cluster>.push` when WebSocket clients may subscribe to it;
 //   - every second a hello says who this instance is; /health lists the
-//     instances heard from in the last 3 s.
+//     instances heard from in the last 3 s;
+//   - live streams are ordered in a JetStream key-value bucket
+//     (StreamLedger): the router sends the managers' publishes and reads
+//     here, and the broker gets each revision to fan out.
 // Without NATS, requests for other instances are answered 503 at once,
 // and those waiting for an answer when it went are answered 503 then.
 #pragma once
@@ -32,6 +35,7 @@
 
 #include "cluster/nats_client.hpp"
 #include "cluster/portable.hpp"
+#include "cluster/stream_ledger.hpp"
 #include "envelope/envelope.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
@@ -46,6 +50,9 @@ NatsSettings nats_settings(const Config& config, const std::string& instance);
 class Switch {
  public:
   Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins);
+  ~Switch();
+  Switch(const Switch&) = delete;
+  Switch& operator=(const Switch&) = delete;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -128,6 +135,11 @@ class Switch {
   void nats_changed(bool up);
   void say_hello(bool bye = false);
   void write_instances();
+  // Live streams (switch_streams.cpp): publishes and reads go to the
+  // ledger; what it ordered goes to the broker, its answers to the router.
+  void on_stream_control(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  void streams_ready();
+  void send_revision(const StreamLedger::Revision& r);
 
   ProcessLoop& loop_;
   const Config& config_;
@@ -166,6 +178,9 @@ class Switch {
   unsigned ticks_ = 0;
   std::unordered_map<std::string, Instance> instances_;
   std::string instances_written_;
+  StreamLedger streams_;
+  std::vector<StreamLedger::Revision> revisions_taken_;
+  std::vector<StreamLedger::Answer> answers_taken_;
 };
 
 }  // namespace edri::cluster

@@ -19,6 +19,23 @@
 //                                  host, pid and domains (JSON); and
 //                                  once with "bye": true when it stops
 //
+// Live streams are ordered in a JetStream key-value bucket (nats-server
+// -js; docs/decisions/0020), not on a subject:
+//
+//   bucket <cluster>_streams       one key per stream, history 1
+//   key                            the stream's name with '.' written
+//                                  "=2E" and ':' written "=3A" (neither
+//                                  is a key character; '=' is no name's)
+//   value                          JSON {"revision":N,"from":M,"ts":T,
+//                                  "patches":[..],"state":{..}}: the
+//                                  stream went from revision M to N by
+//                                  the N-M merge patches, in order (one
+//                                  write holds the publishes that queued
+//                                  together), and is `state` after them
+//
+// A publish is a compare-and-set on the key's last sequence, retried on a
+// conflict; every instance watches the bucket.
+//
 // Every message but hello is one Frame, then `count` entries, each an
 // Entry and one envelope (envelope/envelope.hpp) whose body, if any, is
 // inline: a Body section. Blob handles, file paths and upload paths name
@@ -71,6 +88,25 @@ inline std::string note_subject(std::string_view cluster, std::string_view domai
 }
 inline std::string note_queue(std::string_view domain) { return "note." + std::string(domain); }
 inline std::string push_subject(std::string_view cluster) { return std::string(cluster) + ".push"; }
+inline std::string stream_bucket(std::string_view cluster) { return std::string(cluster) + "_streams"; }
+inline std::string stream_key(std::string_view name) {
+  std::string key;
+  for (const char c : name) key += c == '.' ? "=2E" : c == ':' ? "=3A" : std::string(1, c);
+  return key;
+}
+inline std::string stream_name(std::string_view key) {
+  std::string name;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const auto code = key.substr(i, 3);
+    if (code == "=2E" || code == "=3A") {
+      name += code == "=2E" ? '.' : ':';
+      i += 2;
+    } else {
+      name += key[i];
+    }
+  }
+  return name;
+}
 inline std::string hello_subject(std::string_view cluster) { return std::string(cluster) + ".hello"; }
 
 }  // namespace edri::cluster

@@ -95,8 +95,21 @@ inline constexpr std::uint64_t kControlStreamPatch = 38;
 // (kNoAnswer) or one connection, like kControlStreamPatch.
 inline constexpr std::uint64_t kControlStreamState = 39;
 
+// Instances joined over NATS (docs/decisions/0020): the switch orders
+// streams through JetStream, so the router sends it the managers'
+// publishes and reads instead of the broker, and the broker only fans out.
+//
+// switch -> router -> broker: `name` is at `revision` now, one past `from`
+// when `json` is {"patch":..,"state":..} of a contiguous revision. The
+// broker sends followers the patch when it held `from`, else the state.
+inline constexpr std::uint64_t kControlStreamApply = 41;
+// broker -> router -> switch, when a broker starts: send every stream's
+// newest revision again (kControlStreamApply), so that streams nobody here
+// followed are known again too.
+inline constexpr std::uint64_t kControlStreamReplay = 42;
+
 inline constexpr bool is_stream_control(std::uint64_t code) {
-  return code >= kControlStreamPublish && code <= kControlStreamRecoverAll;
+  return code >= kControlStreamPublish && code <= kControlStreamReplay;
 }
 
 // Calls f(id) for each request id of a kControlAnswered payload.

@@ -25,6 +25,13 @@ bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int sta
   return send(out, w, transport::Admission::Answer);
 }
 
+bool send_json_answer(transport::Outbox& out, const EnvelopeHeader& request, int status, std::string_view json) {
+  EnvelopeWriter w(response_header_for(request, status));
+  w.text(SectionType::ContentType, "application/json");
+  w.text(SectionType::Body, json);
+  return send(out, w, transport::Admission::Answer);
+}
+
 std::uint64_t monotonic_ns() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -20,6 +20,10 @@ EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status);
 [[nodiscard]] bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status,
                                 std::string_view detail);
 
+// Queues a JSON answer (a 2xx whose body is `json`) like send_problem.
+[[nodiscard]] bool send_json_answer(transport::Outbox& out, const EnvelopeHeader& request, int status,
+                                    std::string_view json);
+
 // The clock of t0_ns and of hop stamps: CLOCK_MONOTONIC, in nanoseconds.
 std::uint64_t monotonic_ns();
 

@@ -73,6 +73,11 @@ void Router::on_broker(std::span<const std::byte> record) {
       spdlog::error("manager channel full: a stream credit was lost");
     return;
   }
+  if (h.event_type == env::kControlStreamReplay && loop_.topology().has_switch()) {
+    if (!to_manager_[managers_]->push(record, transport::Admission::Answer))
+      spdlog::error("switch channel full: the broker's stream replay was lost");
+    return;
+  }
   env::EnvelopeView v;
   if (env::decode(record, v) != env::DecodeError::None || h.event_type != env::kControlPushEvents) {
     spdlog::error("dropping an unknown control envelope from the broker");
@@ -265,9 +270,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       } else if (h.event_type == env::kControlAnswered) {
         forget_answered(v.section(env::SectionType::Control), h.reply_to);
       } else if (env::is_stream_control(h.event_type)) {
-        // A live stream's publish or read: the broker orders streams.
-        if (!to_broker_.push(record) && !env::send_problem(*to_manager_[manager], h, 503, "the broker is far behind"))
-          spdlog::error("manager {} channel full: a 503 was lost", manager);
+        on_stream_control(manager, h, record);
       } else if (h.event_type == env::kControlSubscribe) {
         subscribe(manager, v.section(env::SectionType::Control));
       } else if (h.event_type == env::kControlPushesLost) {
@@ -298,6 +301,18 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     }
     default: spdlog::error("dropping an envelope of kind {} from manager {}", h.kind, manager);
   }
+}
+
+void Router::on_stream_control(std::uint32_t manager, const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  // A live stream's publish or read: the broker orders streams, or the
+  // switch where instances are joined (then the broker only fans out what
+  // the switch sends it).
+  const bool to_switch = manager < managers_ && loop_.topology().has_switch() &&
+                         (h.event_type == env::kControlStreamPublish || h.event_type == env::kControlStreamRead);
+  auto& out = to_switch ? *to_manager_[managers_] : to_broker_;
+  if (!out.push(record) && !env::send_problem(*to_manager_[manager], h, 503,
+                                              to_switch ? "the switch is far behind" : "the broker is far behind"))
+    spdlog::error("manager {} channel full: a 503 was lost", manager);
 }
 
 void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {

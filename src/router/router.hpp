@@ -52,6 +52,7 @@ class Router {
   // A notification from another instance: to the one domain it names, or
   // to the broker's WebSocket subscribers only (kFlagFromCluster).
   void deliver_from_cluster(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
+  void on_stream_control(std::uint32_t manager, const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
   // kControlAnswered: a manager answered these requests straight to their
   // listeners (reply_to 0) or to the switch (its slot).

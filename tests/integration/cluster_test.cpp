@@ -138,6 +138,16 @@ TEST_CASE("a note created through B is pushed to a subscriber of A and counted b
   CHECK(two["event"]["note"] == one["response"]);
   CHECK(eventually([&] { return json::parse(call(a.port(), "GET", "/audit").body)["created"] == 2; }));
   CHECK(ws.quiet_for(200));
+  // The audit stream, published by A's audit, is the same stream on B.
+  WsClient on_b(b.port());
+  on_b.send(json{{"command", "stream.subscribe"}, {"stream", "audit"}}.dump());
+  json audit = json::object();
+  while (audit.value("created", 0) != 2) {
+    const auto f = on_b.read_json();
+    if (f.contains("state")) audit = f["state"];
+    if (f.contains("patch")) audit.merge_patch(f["patch"]);
+  }
+  CHECK(audit["created"] == 2);
 }
 
 TEST_CASE("a notification reaches each subscribed domain once per app, replicas on two instances", "[cluster]") {

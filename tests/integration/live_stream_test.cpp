@@ -21,6 +21,7 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/stream_holder.hpp"
 #include "support/test_helpers.hpp"
 #include "support/ws_client.hpp"
 #include "support/ws_frames.hpp"
@@ -42,51 +43,6 @@ json server_state(std::uint16_t port, const std::string& name) {
   const auto r = http_get(port, "/stream/" + name);
   REQUIRE(r.status == 200);
   return json::parse(r.body);
-}
-
-// What one client holds of each stream, built from the frames it reads;
-// every patch frame must start where the one before ended.
-struct Holder {
-  struct View {
-    json state;
-    std::uint64_t revision = 0;
-    int frames = 0, snapshots = 0;
-  };
-  std::map<std::string, View> views;
-
-  void apply(const json& f) {
-    INFO(f.dump());
-    REQUIRE(f.contains("stream"));
-    REQUIRE(f["ts"].is_number_unsigned());
-    auto& v = views[f["stream"].get<std::string>()];
-    ++v.frames;
-    if (f.contains("state")) {
-      v.state = f["state"];
-      v.revision = f["revision"];
-      ++v.snapshots;
-      return;
-    }
-    REQUIRE(v.frames > 1);  // a patch never comes first
-    REQUIRE(f["from"].get<std::uint64_t>() == v.revision);
-    REQUIRE(f["revision"].get<std::uint64_t>() >= v.revision);
-    v.state.merge_patch(f["patch"]);
-    v.revision = f["revision"];
-  }
-  bool holds(const std::string& name, std::uint64_t revision) const {
-    const auto it = views.find(name);
-    return it != views.end() && it->second.revision == revision;
-  }
-};
-
-// Reads frames from `ws` into `h` until it holds every stream of `finals`
-// at its revision (throws when a read times out).
-void read_until(WsClient& ws, Holder& h, const std::map<std::string, std::uint64_t>& finals) {
-  auto done = [&] {
-    for (const auto& [name, rev] : finals)
-      if (!h.holds(name, rev)) return false;
-    return true;
-  };
-  while (!done()) h.apply(ws.read_json());
 }
 
 // A Server-Sent Events client on a raw socket: the head, then events.

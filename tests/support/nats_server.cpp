@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -26,19 +27,27 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-NatsServer::NatsServer(std::vector<std::string> options)
+NatsServer::NatsServer(std::vector<std::string> options, bool jetstream)
     : options_(std::move(options)), port_(bench::free_loopback_port()) {
   char tmpl[] = "/tmp/edri-test-nats.XXXXXX";
   const int fd = ::mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
   ::close(fd);
   log_path_ = tmpl;
+  if (jetstream) {
+    char dir[] = "/tmp/edri-test-jetstream.XXXXXX";
+    if (!::mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
+    store_ = dir;
+    options_.insert(options_.end(), {"-js", "-sd", store_});
+  }
   start();
 }
 
 NatsServer::~NatsServer() {
   stop(true);
   ::unlink(log_path_.c_str());
+  std::error_code ignored;
+  if (!store_.empty()) std::filesystem::remove_all(store_, ignored);
 }
 
 void NatsServer::start() {

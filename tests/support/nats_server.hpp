@@ -14,7 +14,9 @@ namespace edri::test {
 class NatsServer {
  public:
   // `options`: extra nats-server arguments (--user u --pass p, --tls ...).
-  explicit NatsServer(std::vector<std::string> options = {});
+  // With `jetstream` (live streams cross instances through it), its store
+  // is a directory of its own that outlives a stop() and start().
+  explicit NatsServer(std::vector<std::string> options = {}, bool jetstream = true);
   ~NatsServer();
   NatsServer(const NatsServer&) = delete;
   NatsServer& operator=(const NatsServer&) = delete;
@@ -32,6 +34,7 @@ class NatsServer {
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
   std::string log_path_;
+  std::string store_;  // JetStream's, or empty
 };
 
 }  // namespace edri::test

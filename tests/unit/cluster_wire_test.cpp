@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/portable.hpp"
+#include "cluster/wire.hpp"
 #include "envelope/envelope.hpp"
 
 using namespace edri;
@@ -118,4 +119,17 @@ TEST_CASE("malformed messages from NATS are refused: short, long, foreign, namin
   const auto file_type = static_cast<std::uint16_t>(env::SectionType::File);
   std::memcpy(forged.data() + type_at, &file_type, sizeof file_type);
   CHECK_FALSE(cluster::for_each_entry(forged, cluster::FrameKind::Request, none));
+}
+
+TEST_CASE("a stream's name and its key in the JetStream bucket map both ways", "[cluster]") {
+  using edri::cluster::stream_key;
+  using edri::cluster::stream_name;
+  CHECK(stream_key("room:1.a_b-C") == "room=3A1=2Ea_b-C");
+  for (const std::string name : {"a", "room:1", "a..b", ".x.", "::", "A-z_0.9:"}) {
+    const auto key = stream_key(name);
+    CHECK(key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-=") ==
+          std::string::npos);
+    CHECK(stream_name(key) == name);
+  }
+  CHECK(edri::cluster::stream_bucket("shop") == "shop_streams");
 }
