@@ -13,22 +13,26 @@
 
 namespace edri::test {
 
-int connect_loopback(std::uint16_t port, int receive_buffer) {
+int connect_to(const std::string& host, std::uint16_t port, int receive_buffer) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (receive_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
+    throw std::runtime_error("connect to " + host + ":" + std::to_string(port) + " failed");
   }
   return fd;
 }
 
-HttpClient::HttpClient(std::uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
-  fd_ = connect_loopback(port, 0);
+int connect_loopback(std::uint16_t port, int receive_buffer) { return connect_to("127.0.0.1", port, receive_buffer); }
+
+HttpClient::HttpClient(std::uint16_t port, int timeout_ms) : HttpClient("127.0.0.1", port, timeout_ms) {}
+
+HttpClient::HttpClient(const std::string& host, std::uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
+  fd_ = connect_to(host, port, 0);
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }

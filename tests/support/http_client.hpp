@@ -25,6 +25,8 @@ struct HttpResponse {
 class HttpClient {
  public:
   explicit HttpClient(std::uint16_t port, int timeout_ms = 5000);
+  // A server on another address (an instance in a network namespace).
+  HttpClient(const std::string& host, std::uint16_t port, int timeout_ms = 5000);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -52,6 +54,8 @@ class HttpClient {
 // A TCP connection to 127.0.0.1:port; `receive_buffer` bytes of window when
 // not 0. Throws when it cannot connect.
 int connect_loopback(std::uint16_t port, int receive_buffer = 0);
+// The same to an IPv4 `host`.
+int connect_to(const std::string& host, std::uint16_t port, int receive_buffer = 0);
 
 // One request on a fresh connection.
 HttpResponse http_get(std::uint16_t port, const std::string& path);

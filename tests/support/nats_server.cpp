@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "loopback_port.hpp"
+#include "support/http_client.hpp"
 
 namespace edri::test {
 
@@ -27,8 +28,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-NatsServer::NatsServer(std::vector<std::string> options, bool jetstream)
-    : options_(std::move(options)), port_(bench::free_loopback_port()) {
+NatsServer::NatsServer(std::vector<std::string> options, bool jetstream, std::string host)
+    : options_(std::move(options)), host_(std::move(host)), port_(bench::free_loopback_port()) {
   char tmpl[] = "/tmp/edri-test-nats.XXXXXX";
   const int fd = ::mkstemp(tmpl);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
@@ -52,7 +53,7 @@ NatsServer::~NatsServer() {
 
 void NatsServer::start() {
   if (pid_ > 0) return;
-  std::vector<std::string> args{"/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", std::to_string(port_)};
+  std::vector<std::string> args{"/usr/sbin/nats-server", "-a", host_, "-p", std::to_string(port_)};
   args.insert(args.end(), options_.begin(), options_.end());
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -67,7 +68,7 @@ void NatsServer::start() {
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!bench::loopback_port_accepts(port_)) {
+  while (!accepts()) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -76,6 +77,15 @@ void NatsServer::start() {
     }
     if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("nats-server did not listen in 10 s");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool NatsServer::accepts() const {
+  try {
+    ::close(connect_to(host_, port_));
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
   }
 }
 

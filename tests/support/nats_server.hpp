@@ -16,13 +16,16 @@ class NatsServer {
   // `options`: extra nats-server arguments (--user u --pass p, --tls ...).
   // With `jetstream` (live streams cross instances through it), its store
   // is a directory of its own that outlives a stop() and start().
-  explicit NatsServer(std::vector<std::string> options = {}, bool jetstream = true);
+  // It listens on `host` only.
+  explicit NatsServer(std::vector<std::string> options = {}, bool jetstream = true, std::string host = "127.0.0.1");
   ~NatsServer();
   NatsServer(const NatsServer&) = delete;
   NatsServer& operator=(const NatsServer&) = delete;
 
   std::uint16_t port() const { return port_; }
-  std::string url(const std::string& scheme = "nats") const { return scheme + "://127.0.0.1:" + std::to_string(port_); }
+  std::string url(const std::string& scheme = "nats") const {
+    return scheme + "://" + host_ + ":" + std::to_string(port_);
+  }
   pid_t pid() const { return pid_; }
   // SIGKILL (a crash, no goodbye to the clients) or SIGTERM, and wait.
   void stop(bool kill = false);
@@ -30,7 +33,9 @@ class NatsServer {
   void start();
 
  private:
+  bool accepts() const;
   std::vector<std::string> options_;
+  std::string host_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
   std::string log_path_;

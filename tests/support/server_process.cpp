@@ -125,7 +125,8 @@ std::vector<std::string> shm_segments(const std::string& prefix) {
   return out;
 }
 
-ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env) {
+ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env,
+                             std::vector<std::string> wrapper) {
   std::string list;
   for (const auto& p : plugins) list += (list.empty() ? "" : ":") + p;
   env.emplace("EDRI_HOST", "127.0.0.1");
@@ -135,7 +136,8 @@ ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::str
   const int err_fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  pid_ = spawn({EDRI_SERVER_BIN}, build_env(env), pipe_fds[1], err_fd);
+  wrapper.push_back(EDRI_SERVER_BIN);
+  pid_ = spawn(wrapper, build_env(env), pipe_fds[1], err_fd);
   ::close(pipe_fds[1]);
   ::close(err_fd);
 

@@ -30,7 +30,10 @@ class ServerProcess {
   // Starts edri-server with EDRI_HOST=127.0.0.1, EDRI_PORT=0, the given
   // plugins and extra environment (inherited EDRI_* variables are dropped),
   // and waits for its "listening" line. Throws if it does not come.
-  explicit ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env = {});
+  // `wrapper`: a command that runs edri-server in turn, with the same pid
+  // (`ip netns exec <ns>`: an instance on a network of its own).
+  explicit ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env = {},
+                         std::vector<std::string> wrapper = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
