@@ -15,6 +15,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
+#include "runtime/setting_parsers.hpp"
 
 namespace edri::cluster {
 
@@ -36,26 +37,11 @@ std::string random_id() {
   return text;
 }
 
-std::vector<std::string> split_urls(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto comma = text.find(',', pos);
-    auto piece = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    piece.erase(0, piece.find_first_not_of(' '));
-    piece.erase(piece.find_last_not_of(' ') + 1);
-    if (!piece.empty()) out.push_back(piece);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 NatsSettings nats_settings(const Config& c, const std::string& instance) {
   NatsSettings s;
-  s.urls = split_urls(c.nats_url);
+  s.urls = comma_list(c.nats_url);
   s.user = c.nats_user;
   s.password = c.nats_password;
   s.token = c.nats_token;
@@ -69,9 +55,12 @@ NatsSettings nats_settings(const Config& c, const std::string& instance) {
 
 namespace {
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+// Asked once: it is in every hello and in /health every tick.
+const std::string& host_name() {
+  static const std::string name = [] {
+    char text[256] = {};
+    return ::gethostname(text, sizeof text - 1) == 0 ? std::string(text) : std::string("?");
+  }();
   return name;
 }
 
@@ -107,7 +96,7 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
   subscribe_nats();
   subscribe_router();
   nats_changed(nats_.connected());
-  write_instances();
+  directory_changed();
   tick_timer_.expires_after(kTick);
   spdlog::info("instance {} of {}: runs {}; NATS {}", instance_, config.cluster,
                local_domains_.empty() ? std::string("no domain") : nlohmann::json(local_domains_).dump(),
@@ -230,9 +219,10 @@ void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record
   const auto it = domain_of_request_.find(h.event_type);
   if (it == domain_of_request_.end()) return refuse(h, 503, "no instance runs this event's domain");
   RemoteDomain& domain = *it->second;
-  if (!nats_.connected())
+  // Both as of the last tick or hello: what changed since, NATS refuses.
+  if (!up_)
     return refuse(h, 503, "domain '" + domain.name + "' runs on other instances, and NATS is unreachable now; retry");
-  if (!someone_runs(domain.name)) return refuse(h, 503, "no instance runs domain '" + domain.name + "' now; retry");
+  if (!domain.runs_elsewhere) return refuse(h, 503, "no instance runs domain '" + domain.name + "' now; retry");
   const auto left = time_left(h);
   if (left <= 0ms) return refuse(h, 504, "the request's deadline passed before it could cross to another instance");
   auto header = h;
@@ -251,8 +241,7 @@ void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record
     domain.outgoing.put_back(last);
   }
   domain.outgoing_ids.push_back(id);
-  asked_.emplace(id, Asked{h, &domain});
-  add_deadline(Clock::now() + left, id, false);
+  asked_.emplace(id, Asked{h, &domain, add_deadline(Clock::now() + left, id, false)});
   state_.requests_sent.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -285,6 +274,7 @@ std::optional<env::EnvelopeHeader> Switch::take_asked(std::uint64_t id) {
   const auto request = it->second.request;
   auto& sent = it->second.domain->sent;
   if (const auto m = sent.find(it->second.message); m != sent.end() && --m->second.waiting == 0) sent.erase(m);
+  deadlines_.erase(it->second.deadline);
   asked_.erase(it);
   return request;
 }
@@ -326,28 +316,27 @@ void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
 }
 
 void Switch::serve(const NatsMessage& m) {
-  const std::string reply(m.reply);
-  const bool ok = !reply.empty() && for_each_entry(m.data, FrameKind::Request, [&](const WireEntry& e) {
+  const auto reply = std::make_shared<const std::string>(m.reply);
+  const bool ok = !reply->empty() && for_each_entry(m.data, FrameKind::Request, [&](const WireEntry& e) {
     if (e.view.header.kind == static_cast<std::uint8_t>(env::Kind::Request)) serve_one(reply, e);
   });
   if (!ok) spdlog::warn("dropping a malformed request from NATS on {}", m.subject);
 }
 
-void Switch::serve_one(const std::string& reply, const WireEntry& e) {
+void Switch::serve_one(const std::shared_ptr<const std::string>& reply, const WireEntry& e) {
   if (e.entry.deadline_ms == 0) return;  // the asker gives up now
   const auto id = ++next_served_;
   auto header = e.view.header;
   header.request_id = id;
   header.reply_to = static_cast<std::uint16_t>(loop_.slot());
   header.t0_ns = env::monotonic_ns();
-  Served served{reply, e.entry.id, e.view.header};
   if (!send_local(to_router_, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Work)) {
-    auto& out = answers_out_.try_emplace(reply, FrameKind::Answer).first->second;
-    out.add_problem(served.asker_id, served.request, 503, "the instance serving it is overloaded; retry");
+    auto& out = answers_out_.try_emplace(*reply, FrameKind::Answer).first->second;
+    out.add_problem(e.entry.id, e.view.header, 503, "the instance serving it is overloaded; retry");
     return;
   }
-  served_.emplace(id, std::move(served));
-  add_deadline(Clock::now() + std::chrono::milliseconds(e.entry.deadline_ms), id, true);
+  const auto deadline = add_deadline(Clock::now() + std::chrono::milliseconds(e.entry.deadline_ms), id, true);
+  served_.emplace(id, Served{reply, e.entry.id, e.view.header, deadline});
   state_.requests_served.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -355,12 +344,13 @@ void Switch::answer(const env::EnvelopeHeader& h, std::span<const std::byte> rec
   const auto it = served_.find(h.request_id);
   if (it == served_.end() || (h.flags & env::kFlagStreamPiece)) return;  // past its deadline: the asker answered
   const Served served = std::move(it->second);
+  deadlines_.erase(served.deadline);
   served_.erase(it);
   queue_answer(served, h.status, record);
 }
 
 void Switch::queue_answer(const Served& served, int status, std::span<const std::byte> record) {
-  auto& out = answers_out_.try_emplace(served.reply, FrameKind::Answer).first->second;
+  auto& out = answers_out_.try_emplace(*served.reply, FrameKind::Answer).first->second;
   std::string problem;
   const auto limit = message_limit();
   const auto header = env::response_header_for(served.request, status);
@@ -368,7 +358,7 @@ void Switch::queue_answer(const Served& served, int status, std::span<const std:
     out.add_problem(served.asker_id, served.request, refused, problem);
   if (out.size() <= limit) return;
   auto last = out.take_last();
-  if (!nats_.publish(served.reply, "", out.bytes())) spdlog::debug("answers for another instance were lost with NATS");
+  if (!nats_.publish(*served.reply, "", out.bytes())) spdlog::debug("answers for another instance were lost with NATS");
   out.clear();
   out.put_back(last);
 }
@@ -409,33 +399,34 @@ void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
   });
 }
 
-void Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
-  deadlines_.push({at, id, served});
-  if (timer_at_ && *timer_at_ <= at) return;
-  timer_at_ = at;
-  deadline_timer_.expires_after(std::max(Clock::duration(1ms), at - Clock::now()));
+Switch::Deadlines::iterator Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
+  const auto it = deadlines_.insert({at, id, served}).first;
+  if (!timer_at_ || *timer_at_ > at) {
+    timer_at_ = at;
+    deadline_timer_.expires_after(std::max(Clock::duration(1ms), at - Clock::now()));
+  }
+  return it;
 }
 
 void Switch::expire() {
   timer_at_.reset();
   const auto now = Clock::now();
-  while (!deadlines_.empty() && deadlines_.top().at <= now) {
-    const auto d = deadlines_.top();
-    deadlines_.pop();
+  while (!deadlines_.empty() && deadlines_.begin()->at <= now) {
+    const auto d = *deadlines_.begin();
     if (d.served) {
+      deadlines_.erase(deadlines_.begin());
       served_.erase(d.id);  // the asker answers 504 itself
       continue;
     }
     const auto it = asked_.find(d.id);
-    if (it == asked_.end()) continue;
     const auto domain = it->second.domain->name;
-    const auto request = take_asked(d.id);
+    const auto request = take_asked(d.id);  // and its deadline
     state_.requests_expired.fetch_add(1, std::memory_order_relaxed);
     (void)env::send_problem(to_router_, *request, 504,
                             "the instance serving domain '" + domain + "' did not answer within the deadline");
   }
   if (deadlines_.empty()) return;
-  timer_at_ = deadlines_.top().at;
+  timer_at_ = deadlines_.begin()->at;
   deadline_timer_.expires_after(std::max(Clock::duration(1ms), *timer_at_ - now));
 }
 
@@ -446,7 +437,7 @@ void Switch::tick() {
   if (up && ++ticks_ % kTicksPerHello == 1) say_hello();
   const auto now = Clock::now();
   std::erase_if(instances_, [&](const auto& kv) { return now - kv.second.seen > kInstanceGone; });
-  write_instances();
+  directory_changed();
 }
 
 void Switch::nats_changed(bool up) {
@@ -469,6 +460,7 @@ void Switch::nats_changed(bool up) {
            "NATS was lost while domain '" + asked.domain->name +
                "' served this on another instance; it may have "
                "been served: retry only if that is safe");
+  for (const auto& [id, asked] : asked_) deadlines_.erase(asked.deadline);
   asked_.clear();
   for (auto& d : remote_domains_) {
     d->sent.clear();
@@ -477,6 +469,7 @@ void Switch::nats_changed(bool up) {
   }
   answers_out_.clear();
   instances_.clear();
+  directory_changed();
 }
 
 void Switch::say_hello(bool bye) {
@@ -494,7 +487,7 @@ void Switch::on_hello(const NatsMessage& m) {
   if (id == instance_) return;
   if (j.value("bye", false)) {
     instances_.erase(id);
-    write_instances();
+    directory_changed();
     return;
   }
   std::vector<std::string> domains;
@@ -505,8 +498,13 @@ void Switch::on_hello(const NatsMessage& m) {
   instances_[id] = Instance{j.dump(), std::move(domains), Clock::now()};
   if (fresh) {
     say_hello();  // so that it knows this one without waiting a second
-    write_instances();
+    directory_changed();
   }
+}
+
+void Switch::directory_changed() {
+  for (auto& d : remote_domains_) d->runs_elsewhere = someone_runs(d->name);
+  write_instances();
 }
 
 void Switch::write_instances() {

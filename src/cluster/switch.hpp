@@ -27,7 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <queue>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -71,24 +71,30 @@ class Switch {
       std::size_t waiting;
     };
     std::map<std::uint64_t, Sent> sent;
+    bool runs_elsewhere = false;  // an instance heard from lately runs it
   };
-  // A request sent to another instance, by its number.
-  struct Asked {
-    envelope::EnvelopeHeader request;
-    RemoteDomain* domain;
-    std::uint64_t message = 0;  // 0 while in `outgoing`
-  };
-  // A request another instance sent, by the id it has here.
-  struct Served {
-    std::string reply;  // the asker's reply subject
-    std::uint64_t asker_id;
-    envelope::EnvelopeHeader request;
-  };
+  // When a request asked or served here expires. A request's entry goes
+  // when it is answered, so the set holds only what is in flight.
   struct Deadline {
     Clock::time_point at;
     std::uint64_t id;
     bool served;  // in served_, else in asked_
-    bool operator>(const Deadline& o) const { return at > o.at; }
+    auto operator<=>(const Deadline&) const = default;
+  };
+  using Deadlines = std::set<Deadline>;
+  // A request sent to another instance, by its number.
+  struct Asked {
+    envelope::EnvelopeHeader request;
+    RemoteDomain* domain;
+    Deadlines::iterator deadline;
+    std::uint64_t message = 0;  // 0 while in `outgoing`
+  };
+  // A request another instance sent, by the id it has here.
+  struct Served {
+    std::shared_ptr<const std::string> reply;  // the asker's reply subject, one per message
+    std::uint64_t asker_id;
+    envelope::EnvelopeHeader request;
+    Deadlines::iterator deadline;
   };
   struct Instance {
     std::string hello;  // its JSON
@@ -113,7 +119,7 @@ class Switch {
   void send_answers();
   // NATS -> router.
   void serve(const NatsMessage& m);
-  void serve_one(const std::string& reply, const WireEntry& e);
+  void serve_one(const std::shared_ptr<const std::string>& reply, const WireEntry& e);
   void on_reply(const NatsMessage& m, RemoteDomain& domain);
   // Where the answer to `request` goes: its listener, or the router.
   transport::Outbox& answer_channel(const envelope::EnvelopeHeader& request);
@@ -129,7 +135,10 @@ class Switch {
   // Answers a request of the router's with a problem (counted as refused).
   void refuse(const envelope::EnvelopeHeader& h, int status, const std::string& detail);
   std::chrono::milliseconds time_left(const envelope::EnvelopeHeader& h) const;
-  void add_deadline(Clock::time_point at, std::uint64_t id, bool served);
+  Deadlines::iterator add_deadline(Clock::time_point at, std::uint64_t id, bool served);
+  // Whether an instance heard from lately runs each remote domain
+  // (RemoteDomain::runs_elsewhere), after the directory changed.
+  void directory_changed();
   void expire();
   void tick();
   void nats_changed(bool up);
@@ -166,7 +175,7 @@ class Switch {
   std::unordered_map<std::uint64_t, Served> served_;
   // This turn's answers, by the asker's reply subject.
   std::unordered_map<std::string, WireMessage> answers_out_;
-  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  Deadlines deadlines_;
   std::optional<Clock::time_point> timer_at_;
   EventLoop::Timer deadline_timer_;
   EventLoop::Timer tick_timer_;

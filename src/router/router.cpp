@@ -213,13 +213,14 @@ void Router::pushes_lost(std::uint64_t type) {
   if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("cannot tell the broker a push was lost");
 }
 
+void Router::push_to_broker(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
+  if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
+      !to_broker_.push(record))
+    pushes_lost(h.event_type);
+}
+
 void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  if (h.request_id == 0) {
-    if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-        !to_broker_.push(record))
-      pushes_lost(h.event_type);
-    return;
-  }
+  if (h.request_id == 0) return push_to_broker(h, record);
   const auto it = routes_.find(h.event_type);
   if (it == routes_.end()) return;
   auto& subs = it->second;
@@ -236,9 +237,7 @@ void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const 
 
 void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   if (h.flags & env::kFlagFromCluster) return deliver_from_cluster(h, record);
-  if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-      !to_broker_.push(record))
-    pushes_lost(h.event_type);
+  push_to_broker(h, record);
   auto it = routes_.find(h.event_type);
   if (it == routes_.end()) return;  // no manager listens
   // One replica of each domain, taking turns.

@@ -46,6 +46,8 @@ class Router {
   // A notification of `type` that WebSocket clients want did not reach the
   // broker: it closes their connections (kControlPushesLost).
   void pushes_lost(std::uint64_t type);
+  // A notification to the broker, where WebSocket clients may subscribe to it.
+  void push_to_broker(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);
   // A record from destination `manager` (a manager, or the switch).
   void on_manager(std::uint32_t manager, std::span<const std::byte> record);

@@ -62,6 +62,13 @@ void add_cpu_range(const std::string& part, std::vector<int>& cpus) {
 
 }  // namespace
 
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& piece : split(text, ","))
+    if (auto item = trimmed(piece); !item.empty()) out.push_back(std::move(item));
+  return out;
+}
+
 void invalid(const EnvValue& v, const std::string& why) {
   throw ConfigError(std::string(v.name) + "=" + v.text + ": " + why);
 }
@@ -230,8 +237,7 @@ bool is_nats_url(std::string_view u) {
 
 Binding nats_urls(std::string Config::*member) {
   return checked_text(member, [](const EnvValue& v) {
-    for (const auto& piece : split(v.text, ",")) {
-      const std::string url = trimmed(piece);
+    for (const auto& url : comma_list(v.text)) {
       if (!is_nats_url(url))
         invalid(v, "'" + url + "' is not a NATS URL (nats://host:port or tls://host:port, ',' separated)");
     }

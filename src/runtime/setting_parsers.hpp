@@ -25,6 +25,10 @@ struct EnvValue {
   std::string text;
 };
 
+// The ','-separated items of `text`, each trimmed of spaces; blank ones
+// dropped (EDRI_NATS_URL, EDRI_DOMAINS).
+std::vector<std::string> comma_list(const std::string& text);
+
 // Throws ConfigError "NAME=text: why".
 [[noreturn]] void invalid(const EnvValue& v, const std::string& why);
 
