@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <variant>
 
@@ -37,6 +38,20 @@ std::string last_error(natsStatus s) {
 }
 
 void on_connected(natsConnection*, void*) {}
+
+// {"revision":N,"from":M,"ts":T,"patches":[N-M objects],"state":{..}}, M < N.
+bool is_revision(const nlohmann::json& v) {
+  if (!v.is_object()) return false;
+  const auto field = [&](const char* key) { return v.contains(key) ? &v[key] : nullptr; };
+  const auto *revision = field("revision"), *from = field("from"), *ts = field("ts");
+  const auto *patches = field("patches"), *state = field("state");
+  if (!revision || !from || !ts || !patches || !state || !revision->is_number_unsigned() ||
+      !from->is_number_unsigned() || !ts->is_number_integer() || !patches->is_array() || !state->is_object())
+    return false;
+  const auto n = revision->get<std::uint64_t>(), m = from->get<std::uint64_t>();
+  if (m >= n || patches->size() != n - m) return false;
+  return std::all_of(patches->begin(), patches->end(), [](const nlohmann::json& p) { return p.is_object(); });
+}
 
 }  // namespace
 
@@ -84,7 +99,8 @@ std::vector<StreamLedger::Revision> StreamLedger::all() const {
   std::lock_guard lock(mutex_);
   std::vector<Revision> out;
   out.reserve(known_.size());
-  for (const auto& [name, k] : known_) out.push_back(k.revision);
+  for (const auto& [name, k] : known_)
+    if (k.revision.revision > 0) out.push_back(k.revision);  // not only skipped values
   return out;
 }
 
@@ -202,19 +218,23 @@ std::optional<StreamLedger::Revision> StreamLedger::learn(kvEntry* e) {
 
 std::optional<StreamLedger::Revision> StreamLedger::learn(const std::string& name, std::uint64_t sequence,
                                                           std::string value) {
+  // Anyone who can write to the bucket can put anything there: a value is
+  // taken only when it is whole and consistent, or skipped.
   auto v = nlohmann::json::parse(value, nullptr, false);
-  if (v.is_discarded() || !v.is_object() || !v.contains("state") || !v["state"].is_object() ||
-      !v.value("revision", nlohmann::json()).is_number_unsigned()) {
-    spdlog::error("stream {}: a value in the bucket that is no revision of edri's was skipped", name);
-    return std::nullopt;
-  }
-  Revision r{name, v.value("from", std::uint64_t{0}), v["revision"].get<std::uint64_t>(),
-             v.value("ts", std::int64_t{0}), std::move(value)};
+  const bool valid = is_revision(v) && is_valid_stream_name(name);
+  if (!valid) spdlog::error("stream {}: a value in the bucket that is no revision of edri's was skipped", name);
+  std::optional<Revision> r;
+  if (valid)
+    r = Revision{name, v["from"].get<std::uint64_t>(), v["revision"].get<std::uint64_t>(), v["ts"].get<std::int64_t>(),
+                 std::move(value)};
   std::lock_guard lock(mutex_);
   auto& k = known_[name];
-  if (k.sequence < sequence) {
-    k.sequence = sequence;
-    k.revision = r;
+  if (k.sequence >= sequence) return r;
+  // A skipped value's sequence is kept: the next publish writes over it,
+  // going on from the last revision known here.
+  k.sequence = sequence;
+  if (r) {
+    k.revision = *r;
     k.state = std::move(v["state"]);
   }
   return r;

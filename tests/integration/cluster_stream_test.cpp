@@ -2,7 +2,10 @@
 // two real edri-server instances of bench_app and a real nats-server with
 // JetStream. One stream has one order of revisions whichever instance
 // publishes, and every subscriber of every instance converges on it.
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -63,6 +66,25 @@ std::string field(char w, int i) {
   std::string f(1, w);
   f.append(std::to_string(i));
   return f;
+}
+
+// Publishes `payload` on `subject` as a bare NATS client would (the
+// protocol's text commands), and waits until the server has it.
+void raw_publish(std::uint16_t nats_port, const std::string& subject, const std::string& payload) {
+  const int fd = connect_to("127.0.0.1", nats_port);
+  const std::string out = "CONNECT {\"verbose\":false}\r\nPUB " + subject + " " + std::to_string(payload.size()) +
+                          "\r\n" + payload + "\r\nPING\r\n";
+  REQUIRE(::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()));
+  std::string in;
+  char buf[4096];
+  while (in.find("PONG") == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 5000) == 1);
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
 }
 
 json subscribe(const std::string& name) { return {{"command", "stream.subscribe"}, {"stream", name}}; }
@@ -173,4 +195,26 @@ TEST_CASE("without JetStream on the NATS server a publish is answered 503 at onc
   const auto started = std::chrono::steady_clock::now();
   CHECK(http_get(a.port(), "/stream/s").status == 503);
   CHECK(std::chrono::steady_clock::now() - started < 1500ms);
+}
+
+TEST_CASE("a value in the bucket that is not edri's is skipped, and the next publish writes over it",
+          "[cluster][streams]") {
+  NatsServer nats;
+  auto a = bench_instance(nats.url());
+  auto b = bench_instance(nats.url());
+  REQUIRE(streams_ready(a.port(), b.port()));
+  const pid_t switch_a = a.child("switch");
+  REQUIRE(publish(a.port(), "board", {{"x", 1}}).status == 200);
+  // Written by someone else with access to the bucket: not JSON, then
+  // JSON of the wrong shape (strings where numbers belong).
+  raw_publish(nats.port(), "$KV.edri_streams.board", "not json");
+  raw_publish(nats.port(), "$KV.edri_streams.board", R"({"revision":"9","from":1,"ts":0,"patches":[{}],"state":{}})");
+  raw_publish(nats.port(), "$KV.edri_streams.board", R"({"revision":9,"from":"x","ts":0,"patches":[],"state":{}})");
+  auto r = publish(b.port(), "board", {{"y", 2}});
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body)["revision"] == 2);
+  CHECK(eventually([&] { return read_stream(a.port(), "board")["revision"] == 2; }));
+  CHECK(read_stream(a.port(), "board")["state"] == json{{"x", 1}, {"y", 2}});
+  CHECK(a.child("switch") == switch_a);  // nothing died of it
 }
