@@ -87,16 +87,22 @@ void raw_publish(std::uint16_t nats_port, const std::string& subject, const std:
   ::close(fd);
 }
 
+// A nats-server with JetStream and two bench_app instances joined by it,
+// both with the stream bucket open.
+struct Joined {
+  NatsServer nats;
+  ServerProcess a{bench_instance(nats.url())}, b{bench_instance(nats.url())};
+  Joined() { REQUIRE(streams_ready(a.port(), b.port())); }
+};
+
 json subscribe(const std::string& name) { return {{"command", "stream.subscribe"}, {"stream", name}}; }
 
 }  // namespace
 
 TEST_CASE("a live stream published through two instances has one order, and every subscriber converges",
           "[cluster][streams]") {
-  NatsServer nats;
-  auto a = bench_instance(nats.url());
-  auto b = bench_instance(nats.url());
-  REQUIRE(streams_ready(a.port(), b.port()));
+  Joined joined;
+  auto& [nats, a, b] = joined;
   WsClient on_a(a.port()), on_b(b.port());
   Holder held_a, held_b;
   on_a.send(subscribe("room:1").dump());
@@ -150,10 +156,8 @@ TEST_CASE("a live stream published through two instances has one order, and ever
 }
 
 TEST_CASE("a broker restarted on one instance learns every stream again, followed or not", "[cluster][streams]") {
-  NatsServer nats;
-  auto a = bench_instance(nats.url());
-  auto b = bench_instance(nats.url());
-  REQUIRE(streams_ready(a.port(), b.port()));
+  Joined joined;
+  auto& [nats, a, b] = joined;
   for (int i = 1; i <= 5; ++i) REQUIRE(publish(a.port(), "quiet", {{"n", i}}).status == 200);
   // Nobody on B follows "quiet": only JetStream can tell B's next broker.
   const pid_t victim = b.child("broker");
@@ -199,10 +203,8 @@ TEST_CASE("without JetStream on the NATS server a publish is answered 503 at onc
 
 TEST_CASE("a value in the bucket that is not edri's is skipped, and the next publish writes over it",
           "[cluster][streams]") {
-  NatsServer nats;
-  auto a = bench_instance(nats.url());
-  auto b = bench_instance(nats.url());
-  REQUIRE(streams_ready(a.port(), b.port()));
+  Joined joined;
+  auto& [nats, a, b] = joined;
   const pid_t switch_a = a.child("switch");
   REQUIRE(publish(a.port(), "board", {{"x", 1}}).status == 200);
   // Written by someone else with access to the bucket: not JSON, then
