@@ -157,6 +157,17 @@ void Switch::subscribe_router() {
 }
 
 void Switch::subscribe_nats() {
+  try {
+    subscribe_all();
+  } catch (const std::runtime_error& e) {
+    // A connection the client closed for good (a server certificate that
+    // fails verification) takes no subscription and never reconnects:
+    // this instance serves its own domains and /health says NATS is down.
+    spdlog::error("NATS refused the subscriptions ({}): requests for other instances are answered 503", e.what());
+  }
+}
+
+void Switch::subscribe_all() {
   const auto& c = config_.cluster;
   for (const auto& d : local_domains_) {
     nats_.subscribe(request_subject(c, d), request_queue(d), [this](const NatsMessage& m) { serve(m); });

@@ -105,6 +105,7 @@ class Switch {
   void learn_plugins(const plugin::PluginSet& plugins);
   void subscribe_router();
   void subscribe_nats();
+  void subscribe_all();
   void on_router(std::span<const std::byte> record);
   // An answer a manager sent straight here.
   void on_manager(std::span<const std::byte> record);
