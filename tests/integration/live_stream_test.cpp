@@ -416,8 +416,12 @@ TEST_CASE("live streams: a listener or the broker killed mid-burst leaves every 
   burst.join();
   // With the broker killed, publishes it took and never numbered still get
   // their answer (504 after EDRI_API_RESPONSE_TIMEOUT), so the burst is
-  // answered by its handler: 200, or 502 naming the failed publishes.
-  if (role == "broker") CHECK((burst_status == 200 || burst_status == 502));
+  // answered by its handler: 200, or 502 naming the failed publishes. Or the
+  // listener learns of the death first and answers the request the dead
+  // broker had taken 503, as for any request (which comes first depends on
+  // how long the burst runs: under ASan, longer). Never no answer at all.
+  INFO("burst answered " << burst_status);
+  if (role == "broker") CHECK((burst_status == 200 || burst_status == 502 || burst_status == 503));
   REQUIRE(eventually([&] {
     const pid_t now = server.child(role);
     return now > 0 && now != victim;
