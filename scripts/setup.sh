@@ -11,6 +11,9 @@ packages=(
   # several hosts joined over NATS (docs/cluster.md): the client library, and
   # the server the cluster tests and `bench cluster` start
   libnats-dev nats-server
+  # HTTP/2 in the listener (decision 0021), and what tests and benchmarks it
+  # with: gRPC's Python client and reference server, h2load, curl
+  libnghttp2-dev nghttp2-client python3-grpcio curl
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)

@@ -1,0 +1,284 @@
+#include "http2/server_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <vector>
+
+namespace edri::http2 {
+namespace {
+
+// The method a request names, as llhttp's enumeration (what HttpRequest
+// carries); nullopt for one it does not know.
+std::optional<llhttp_method_t> method_of(std::string_view name) {
+#define EDRI_METHOD(num, id, text) \
+  if (name == #text) return static_cast<llhttp_method_t>(num);
+  HTTP_METHOD_MAP(EDRI_METHOD)
+#undef EDRI_METHOD
+  return std::nullopt;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
+}
+
+// RFC 9113 8.2.2: fields that name a connection's hops have no place in
+// HTTP/2; an HTTP/1.1 answer's header lines may hold them.
+bool connection_specific(std::string_view name) {
+  for (std::string_view f : {"connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"})
+    if (iequals(name, f)) return true;
+  return false;
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (auto& ch : out)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + 32);
+  return out;
+}
+
+nghttp2_nv field(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+// The C callbacks, each a line that hands over to the session.
+struct Callbacks {
+  static ServerSession& of(void* user) { return *static_cast<ServerSession*>(user); }
+
+  static int begin_headers(nghttp2_session*, const nghttp2_frame* f, void* user) {
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) of(user).on_begin(f->hd.stream_id);
+    return 0;
+  }
+  static int header(nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* name, std::size_t namelen,
+                    const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
+    return of(user).on_header(f->hd.stream_id, {reinterpret_cast<const char*>(name), namelen},
+                              {reinterpret_cast<const char*>(value), valuelen});
+  }
+  static int data_chunk(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
+                        void* user) {
+    return of(user).on_data(id, {reinterpret_cast<const char*>(data), len});
+  }
+  static int frame_recv(nghttp2_session*, const nghttp2_frame* f, void* user) {
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) of(user).on_head_end(f->hd.stream_id);
+    const bool request_side = f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA;
+    if (request_side && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) of(user).on_request_end(f->hd.stream_id);
+    return 0;
+  }
+  static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user) {
+    auto& s = of(user);
+    if (auto* st = s.find(id)) st->responded = st->responded && error_code == NGHTTP2_NO_ERROR;
+    s.on_stream_close(id);
+    return 0;
+  }
+  static ssize_t read_body(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
+                           nghttp2_data_source*, void* user) {
+    auto* st = of(user).find(id);
+    if (!st || !st->body) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
+    const auto r = st->body->read(buf, len);
+    if (r.end) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (r.bytes == 0 && !r.end) return NGHTTP2_ERR_DEFERRED;
+    return static_cast<ssize_t>(r.bytes);
+  }
+};
+
+ServerSession::ServerSession(Handler& handler, const Limits& limits) : handler_(handler), limits_(limits) {
+  nghttp2_session_callbacks* cb = nullptr;
+  nghttp2_session_callbacks_new(&cb);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &Callbacks::begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, &Callbacks::header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Callbacks::data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::stream_close);
+  nghttp2_option* opt = nullptr;
+  nghttp2_option_new(&opt);
+  // No server push: nothing here would use it, and RFC 9113 lets a server
+  // keep it off.
+  nghttp2_session_server_new2(&session_, cb, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cb);
+  const std::array<nghttp2_settings_entry, 3> settings{{
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.stream_window},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits_.request.max_header_bytes)},
+  }};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<std::int32_t>(limits_.connection_window));
+}
+
+ServerSession::~ServerSession() { nghttp2_session_del(session_); }
+
+bool ServerSession::receive(std::string_view bytes) {
+  const auto n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  // Some errors (a bad first frame, rapid reset) queue a GOAWAY that ends
+  // the session once sent, and return success: want_read says so.
+  return n >= 0 && nghttp2_session_want_read(session_) != 0;
+}
+
+void ServerSession::produce(std::string& out, std::size_t max) {
+  while (out.size() < max) {
+    const std::uint8_t* data = nullptr;
+    const auto n = nghttp2_session_mem_send(session_, &data);
+    if (n <= 0) return;
+    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+}
+
+bool ServerSession::wants_write() const { return nghttp2_session_want_write(session_) != 0; }
+
+bool ServerSession::done() const {
+  return nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
+}
+
+std::size_t ServerSession::open_streams() const { return streams_.size(); }
+
+ServerSession::Stream* ServerSession::find(std::int32_t id) {
+  const auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : &it->second;
+}
+
+void ServerSession::on_begin(std::int32_t id) { streams_.try_emplace(id); }
+
+void ServerSession::refuse(Stream& s, int status, const char* reason) {
+  if (s.refusal == 0) s.refusal = status, s.refusal_reason = reason;
+}
+
+void ServerSession::tell_refusal(std::int32_t id, Stream& s) {
+  if (s.refusal_told) return;
+  s.refusal_told = true;
+  s.req.body.clear();
+  s.req.body.shrink_to_fit();
+  handler_.on_refused(id, s.refusal, s.refusal_reason);
+}
+
+void ServerSession::on_head_end(std::int32_t id) {
+  // A refused head is answered now, before a body the client may still
+  // send (which is then read and dropped).
+  if (Stream* s = find(id); s && s->refusal) tell_refusal(id, *s);
+}
+
+int ServerSession::on_header(std::int32_t id, std::string_view name, std::string_view value) {
+  Stream* s = find(id);
+  if (!s) return 0;
+  s->header_bytes += name.size() + value.size();
+  if (s->header_bytes > limits_.request.max_header_bytes) refuse(*s, 431, "request header fields too large");
+  if (s->refusal) return 0;  // decoded (HPACK state needs it), not kept
+  auto& req = s->req;
+  if (name == ":method") {
+    const auto m = method_of(value);
+    if (!m || *m == HTTP_CONNECT) return refuse(*s, 501, "method not implemented"), 0;
+    req.method = *m;
+  } else if (name == ":path") {
+    if (value.size() > limits_.request.max_url_bytes) return refuse(*s, 414, "request-target too long"), 0;
+    req.target.assign(value);
+  } else if (name == ":authority") {
+    s->authority.assign(value);
+  } else if (name == "cookie") {
+    if (!s->cookie.empty()) s->cookie += "; ";
+    s->cookie.append(value);
+  } else if (name.front() != ':') {
+    if (req.headers.size() >= limits_.request.max_header_count) return refuse(*s, 431, "too many header fields"), 0;
+    req.headers.emplace_back(name, value);
+  }
+  return 0;
+}
+
+int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
+  Stream* s = find(id);
+  if (!s || s->refusal) return 0;  // read and dropped: the window stays open
+  auto& req = s->req;
+  if (req.body.size() + bytes.size() > limits_.request.max_body_bytes) {
+    refuse(*s, 413, "request body too large");
+    tell_refusal(id, *s);
+    return 0;
+  }
+  req.body.append(bytes);
+  req.body_size = req.body.size();
+  return 0;
+}
+
+void ServerSession::on_request_end(std::int32_t id) {
+  Stream* s = find(id);
+  if (!s) return;
+  if (s->refusal) return tell_refusal(id, *s);
+  if (!http::is_valid_host(s->authority)) {
+    refuse(*s, 400, "the :authority is not a valid host");
+    return tell_refusal(id, *s);
+  }
+  auto& req = s->req;
+  req.http_major = 2;
+  req.http_minor = 0;
+  // :authority stands for Host (RFC 9113 8.3.1); the crumbs of a cookie
+  // are one field again for what reads it as HTTP/1.1 sent it.
+  if (!s->authority.empty()) {
+    std::erase_if(req.headers, [](const auto& h) { return iequals(h.first, "host"); });
+    req.headers.emplace_back("host", std::move(s->authority));
+  }
+  if (!s->cookie.empty()) req.headers.emplace_back("cookie", std::move(s->cookie));
+  handler_.on_request(id, req);
+}
+
+void ServerSession::on_stream_close(std::int32_t id) {
+  const auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  handler_.on_closed(id, it->second.responded);
+  streams_.erase(it);
+}
+
+bool ServerSession::respond(std::int32_t stream, int status, std::string_view content_type, std::int64_t content_length,
+                            std::string_view header_lines, std::unique_ptr<BodySource> body) {
+  Stream* s = find(stream);
+  if (!s || s->responded) return false;
+  const std::string status_text = std::to_string(status);
+  const std::string length_text = content_length >= 0 ? std::to_string(content_length) : std::string();
+  std::vector<std::string> names;  // lowercased, alive until the submit copied them
+  std::vector<nghttp2_nv> nv{field(":status", status_text)};
+  if (!content_type.empty()) nv.push_back(field("content-type", content_type));
+  if (content_length >= 0) nv.push_back(field("content-length", length_text));
+  std::vector<std::pair<std::string_view, std::string_view>> lines;
+  while (!header_lines.empty()) {
+    const auto eol = header_lines.find("\r\n");
+    const std::string_view line = header_lines.substr(0, eol);
+    header_lines.remove_prefix(eol == std::string_view::npos ? header_lines.size() : eol + 2);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    const std::string_view name = line.substr(0, colon);
+    if (connection_specific(name)) continue;
+    lines.emplace_back(name, trimmed(line.substr(colon + 1)));
+  }
+  names.reserve(lines.size());
+  for (const auto& [name, value] : lines) nv.push_back(field(names.emplace_back(lowercase(name)), value));
+  s->body = std::move(body);
+  s->responded = true;
+  nghttp2_data_provider provider{};
+  provider.read_callback = &Callbacks::read_body;
+  const int rv = nghttp2_submit_response(session_, stream, nv.data(), nv.size(), s->body ? &provider : nullptr);
+  return rv == 0;
+}
+
+void ServerSession::resume(std::int32_t stream) { nghttp2_session_resume_data(session_, stream); }
+
+void ServerSession::reset(std::int32_t stream, std::uint32_t error_code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, error_code);
+}
+
+void ServerSession::shutdown() {
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
+}
+
+}  // namespace edri::http2

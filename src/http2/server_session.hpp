@@ -1,0 +1,135 @@
+// ServerSession: the server side of one HTTP/2 connection, over nghttp2
+// (decision 0021). It does no I/O: the connection feeds it what the client
+// sent (receive) and writes what it produces (produce), so it runs in the
+// listener's own event loop and under a fuzzer alike. Requests come out
+// whole, as the same http::HttpRequest an HTTP/1.1 connection parses, so
+// what is behind the connection does not know which protocol ran; answers
+// go in as a status, header lines and a BodySource.
+//
+// What a careful server refuses is refused here, with the library's own
+// defences where it has them:
+//  - more streams at once than max_concurrent_streams: RST_STREAM
+//    REFUSED_STREAM (nghttp2);
+//  - RST_STREAM faster than a token bucket allows (rapid reset,
+//    CVE-2023-44487), more than 8 CONTINUATION frames after a HEADERS
+//    (CVE-2024-28182), SETTINGS or PING floods: GOAWAY and the end of the
+//    connection (nghttp2);
+//  - a header list over max_header_bytes or max_header_count, or a path
+//    over max_url_bytes: 431 / 414, the stream only;
+//  - a body over max_body_bytes: 413 as soon as it passes, the stream only
+//    (the rest of its DATA is read and dropped, window kept open);
+//  - a malformed request (pseudo-headers, content-length against DATA,
+//    connection-specific fields: RFC 9113 8.2-8.3): RST_STREAM
+//    PROTOCOL_ERROR (nghttp2's HTTP messaging checks).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "http/request_parser.hpp"
+#include "http2/body_source.hpp"
+
+struct nghttp2_session;
+
+namespace edri::http2 {
+
+struct Limits {
+  http::ParserLimits request;  // header bytes and count, URL, body
+  std::uint32_t max_concurrent_streams = 128;
+  // The window each stream grants the client for its request body, and the
+  // connection's (RFC 9113 6.9.2); flow control on answers is the client's.
+  std::uint32_t stream_window = 1 << 20;
+  std::uint32_t connection_window = 4 << 20;
+};
+
+class ServerSession {
+ public:
+  class Handler {
+   public:
+    virtual ~Handler() = default;
+    // A whole request on `stream` (its body within the limits).
+    virtual void on_request(std::int32_t stream, http::HttpRequest& req) = 0;
+    // A request the session refused at the edge (`status`: 400 for a bad
+    // :authority, 413, 414, 431, 501 for CONNECT or an unknown method):
+    // answer it like any other.
+    virtual void on_refused(std::int32_t stream, int status, std::string_view reason) = 0;
+    // The stream is over: its answer went out whole (`answered`), or it
+    // was reset or cut by the connection's end before that. Its
+    // BodySource is destroyed after this returns.
+    virtual void on_closed(std::int32_t stream, bool answered) = 0;
+  };
+
+  ServerSession(Handler& handler, const Limits& limits);
+  ~ServerSession();
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+
+  // What the client sent, from the preface on. False: read no more (a
+  // connection error, an attack shape, or a GOAWAY with every stream
+  // done); what produce() still gives (a GOAWAY) goes out, then the socket
+  // closes. Some errors only queue a GOAWAY that ends the session once it
+  // is sent: done() after produce() says so.
+  bool receive(std::string_view bytes);
+  // Appends the frames that may go now (flow control permitting) to
+  // `out`, stopping once it holds `max` bytes or more.
+  void produce(std::string& out, std::size_t max = SIZE_MAX);
+  // True when there is something produce() would give now.
+  bool wants_write() const;
+  // Nothing more to read or write (after a GOAWAY both ways, or once every
+  // stream is done after shutdown()): the connection may close.
+  bool done() const;
+
+  // Answers `stream`: `status`, then `header_lines` ("Name: value\r\n"...,
+  // as an HTTP/1.1 answer would carry them; names are lowercased, and the
+  // fields HTTP/2 forbids, Connection, Keep-Alive, Transfer-Encoding,
+  // Upgrade and Proxy-Connection, are left out), then the body: `body`
+  // (null: none, for HEAD, 204, 304). `content_length` < 0: not known (a
+  // streamed body). False when the stream is gone.
+  bool respond(std::int32_t stream, int status, std::string_view content_type, std::int64_t content_length,
+               std::string_view header_lines, std::unique_ptr<BodySource> body);
+  // The body of `stream` has more to give (it had said nothing now).
+  void resume(std::int32_t stream);
+  // Ends `stream` with RST_STREAM `error_code` (RFC 9113 7).
+  void reset(std::int32_t stream, std::uint32_t error_code);
+  // The server is stopping: a GOAWAY names the last stream taken; those
+  // are answered, newer ones refused; done() once they are.
+  void shutdown();
+
+  // Streams open now (requests in flight or answers going out).
+  std::size_t open_streams() const;
+
+ private:
+  struct Stream {
+    http::HttpRequest req;
+    std::size_t header_bytes = 0;
+    int refusal = 0;  // a status the stream was refused with at the edge, or 0
+    const char* refusal_reason = "";
+    bool refusal_told = false;
+    std::string authority;
+    std::string cookie;  // RFC 9113 8.2.3: crumbs joined with "; "
+    std::unique_ptr<BodySource> body;
+    bool responded = false;
+  };
+  friend struct Callbacks;
+
+  Stream* find(std::int32_t id);
+  void refuse(Stream& s, int status, const char* reason);
+  void tell_refusal(std::int32_t id, Stream& s);
+  void on_begin(std::int32_t id);
+  void on_head_end(std::int32_t id);
+  int on_header(std::int32_t id, std::string_view name, std::string_view value);
+  int on_data(std::int32_t id, std::string_view bytes);
+  void on_request_end(std::int32_t id);
+  void on_stream_close(std::int32_t id);
+
+  Handler& handler_;
+  Limits limits_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<std::int32_t, Stream> streams_;
+};
+
+}  // namespace edri::http2

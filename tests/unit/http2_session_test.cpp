@@ -1,0 +1,320 @@
+// The HTTP/2 server session (http2/server_session.hpp) against nghttp2's
+// own client, in memory: requests come out as the HttpRequest HTTP/1.1
+// gives, answers go back with their fields and bodies, and the attack
+// shapes a careful server refuses are refused.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http2/preface.hpp"
+#include "http2/server_session.hpp"
+#include "support/h2_client.hpp"
+
+using namespace edri;
+using edri::test::H2Client;
+
+namespace {
+
+// `prefix` then `n` (GCC 12 warns, wrongly, of "literal" + std::to_string).
+std::string numbered(std::string prefix, long n) { return prefix.append(std::to_string(n)); }
+
+// The listener's part, reduced: keeps what the session hands it.
+struct Recorder final : http2::ServerSession::Handler {
+  struct Seen {
+    std::int32_t stream;
+    http::HttpRequest req;
+  };
+  std::vector<Seen> requests;
+  std::vector<std::pair<std::int32_t, int>> refusals;
+  std::vector<std::pair<std::int32_t, bool>> closed;
+  void on_request(std::int32_t stream, http::HttpRequest& req) override { requests.push_back({stream, req}); }
+  void on_refused(std::int32_t stream, int status, std::string_view) override { refusals.emplace_back(stream, status); }
+  void on_closed(std::int32_t stream, bool answered) override { closed.emplace_back(stream, answered); }
+};
+
+http2::Limits small_limits() {
+  http2::Limits l;
+  l.request.max_body_bytes = 64 * 1024;
+  l.request.max_header_bytes = 4096;
+  l.request.max_header_count = 20;
+  l.request.max_url_bytes = 1024;
+  l.max_concurrent_streams = 8;
+  return l;
+}
+
+// Client and server, the bytes of each carried to the other until both
+// are quiet. False when the server refused the connection.
+struct Pair {
+  Recorder rec;
+  http2::ServerSession server;
+  H2Client client;
+  explicit Pair(const http2::Limits& l = small_limits(), std::uint32_t client_streams = 100)
+      : server(rec, l), client(client_streams) {}
+  bool pump() {
+    for (int i = 0; i < 100; ++i) {
+      const std::string up = client.produce();
+      if (!up.empty() && !server.receive(up)) {
+        std::string down;
+        server.produce(down);
+        client.receive(down);
+        return false;
+      }
+      std::string down;
+      server.produce(down);
+      if (!down.empty()) client.receive(down);
+      if (up.empty() && down.empty()) return true;
+    }
+    return true;
+  }
+  void answer(std::int32_t stream, int status, std::string body, std::string_view lines = {}) {
+    const auto n = static_cast<std::int64_t>(body.size());
+    REQUIRE(
+        server.respond(stream, status, "text/plain", n, lines, std::make_unique<http2::BytesBody>(std::move(body))));
+  }
+};
+
+// A body given piece by piece: nothing until fed, then what was fed.
+struct Pieces final : http2::BodySource {
+  std::string pending;
+  bool ended = false;
+  Read read(std::uint8_t* buf, std::size_t max) override {
+    const std::size_t n = std::min(max, pending.size());
+    std::copy_n(pending.data(), n, buf);
+    pending.erase(0, n);
+    return {n, ended && pending.empty()};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("HTTP/2: the preface decides the protocol", "[http2]") {
+  CHECK(http2::match_preface("GET / HTTP/1.1\r\nHost: a\r\n\r\n") == http2::PrefaceMatch::No);
+  CHECK(http2::match_preface("P") == http2::PrefaceMatch::Partial);
+  CHECK(http2::match_preface("PRI * HTTP/1.1") == http2::PrefaceMatch::No);
+  CHECK(http2::match_preface(http2::kClientPreface) == http2::PrefaceMatch::Whole);
+}
+
+TEST_CASE("HTTP/2: a request comes out as HTTP/1.1's, and its answer goes back whole", "[http2]") {
+  Pair p;
+  const auto id = p.client.request("POST", "/notes?x=1", std::string(40000, 'b'),
+                                   {{"content-type", "application/json"}, {"cookie", "a=1"}, {"cookie", "b=2"}},
+                                   "example.com:8080");
+  REQUIRE(p.pump());
+  REQUIRE(p.rec.requests.size() == 1);
+  const auto& req = p.rec.requests[0].req;
+  CHECK(p.rec.requests[0].stream == id);
+  CHECK(req.method == HTTP_POST);
+  CHECK(req.target == "/notes?x=1");
+  CHECK(req.http_major == 2);
+  CHECK(req.body == std::string(40000, 'b'));
+  CHECK(req.body_size == 40000);
+  CHECK(req.header("host") == "example.com:8080");
+  CHECK(req.header("content-type") == "application/json");
+  CHECK(req.header("cookie") == "a=1; b=2");
+
+  p.answer(id, 201, std::string(100000, 'r'), "X-Request-Id: 7\r\nConnection: keep-alive\r\nTransfer-Encoding: x\r\n");
+  REQUIRE(p.pump());
+  const auto& a = p.client.answers[id];
+  CHECK(a.status == 201);
+  CHECK(a.body == std::string(100000, 'r'));  // past the 64 KiB default window: WINDOW_UPDATEs carried it
+  CHECK(a.field("content-type") == "text/plain");
+  CHECK(a.field("content-length") == "100000");
+  CHECK(a.field("x-request-id") == "7");
+  CHECK(a.field("connection").empty());
+  CHECK(a.field("transfer-encoding").empty());
+  CHECK(a.closed);
+  CHECK(a.error_code == 0);
+  REQUIRE(p.rec.closed.size() == 1);
+  CHECK(p.rec.closed[0] == std::pair<std::int32_t, bool>{id, true});
+  CHECK(p.server.open_streams() == 0);
+}
+
+TEST_CASE("HTTP/2: many streams at once are answered in any order", "[http2]") {
+  Pair p;
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(p.client.request("GET", numbered("/n/", i)));
+  REQUIRE(p.pump());
+  REQUIRE(p.rec.requests.size() == 6);
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) p.answer(*it, 200, numbered("s", *it));
+  REQUIRE(p.pump());
+  for (const auto id : ids) CHECK(p.client.answers[id].body == numbered("s", id));
+}
+
+TEST_CASE("HTTP/2: a body given in pieces goes out as they come", "[http2]") {
+  Pair p;
+  const auto id = p.client.request("GET", "/stream");
+  REQUIRE(p.pump());
+  auto source = std::make_unique<Pieces>();
+  Pieces* pieces = source.get();
+  REQUIRE(p.server.respond(id, 200, "text/event-stream", -1, {}, std::move(source)));
+  REQUIRE(p.pump());
+  CHECK(p.client.answers[id].status == 200);
+  CHECK(p.client.answers[id].field("content-length").empty());
+  CHECK_FALSE(p.client.answers[id].closed);
+  pieces->pending = "one\n";
+  p.server.resume(id);
+  REQUIRE(p.pump());
+  CHECK(p.client.answers[id].body == "one\n");
+  pieces->pending = "two\n";
+  pieces->ended = true;
+  p.server.resume(id);
+  REQUIRE(p.pump());
+  CHECK(p.client.answers[id].body == "one\ntwo\n");
+  CHECK(p.client.answers[id].closed);
+}
+
+TEST_CASE("HTTP/2: limits refuse the stream, not the connection", "[http2]") {
+  Pair p;
+  const auto big_head = p.client.request("GET", "/h", {}, {{"x-big", std::string(5000, 'h')}});
+  const auto many = [] {
+    std::vector<std::pair<std::string, std::string>> f;
+    for (int i = 0; i < 21; ++i) f.emplace_back(numbered("x-f", i), "v");
+    return f;
+  }();
+  const auto many_fields = p.client.request("GET", "/h", {}, many);
+  const auto long_path = p.client.request("GET", "/" + std::string(1100, 'p'));
+  const auto big_body = p.client.request("POST", "/b", std::string(200000, 'x'));
+  const auto unknown = p.client.request("FROBNICATE", "/x");
+  const auto bad_host = p.client.request("GET", "/x", {}, {}, "user@host");
+  REQUIRE(p.pump());
+  CHECK(p.rec.requests.empty());
+  std::map<std::int32_t, int> refused(p.rec.refusals.begin(), p.rec.refusals.end());
+  CHECK(p.rec.refusals.size() == refused.size());  // each once
+  CHECK(refused[big_head] == 431);
+  CHECK(refused[many_fields] == 431);
+  CHECK(refused[long_path] == 414);
+  CHECK(refused[big_body] == 413);
+  CHECK(refused[unknown] == 501);
+  CHECK(refused[bad_host] == 400);
+  for (const auto& [id, status] : p.rec.refusals) p.answer(id, status, "no");
+  REQUIRE(p.pump());
+  for (const auto& [id, status] : p.rec.refusals) CHECK(p.client.answers[id].status == status);
+  // The connection still serves.
+  const auto after = p.client.request("GET", "/ok");
+  REQUIRE(p.pump());
+  REQUIRE(!p.rec.requests.empty());
+  CHECK(p.rec.requests.back().stream == after);
+}
+
+TEST_CASE("HTTP/2: streams past the concurrency limit are refused", "[http2]") {
+  Pair p(small_limits(), 1000);  // the client opens streams before it hears the limit
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(p.client.request("GET", "/c"));
+  REQUIRE(p.pump());
+  CHECK(p.rec.requests.size() == 8);
+  int refused = 0;
+  for (const auto id : ids)
+    if (p.client.answers[id].closed && p.client.answers[id].error_code == NGHTTP2_REFUSED_STREAM) ++refused;
+  CHECK(refused == 4);
+}
+
+TEST_CASE("HTTP/2: a client's reset closes its stream unanswered", "[http2]") {
+  Pair p;
+  const auto id = p.client.request("GET", "/slow");
+  REQUIRE(p.pump());
+  p.client.reset(id);
+  REQUIRE(p.pump());
+  REQUIRE(p.rec.closed.size() == 1);
+  CHECK(p.rec.closed[0] == std::pair<std::int32_t, bool>{id, false});
+  CHECK_FALSE(p.server.respond(id, 200, "text/plain", 0, {}, nullptr));  // late: the stream is gone
+}
+
+TEST_CASE("HTTP/2: rapid reset ends the connection with a GOAWAY", "[http2]") {
+  http2::Limits l = small_limits();
+  l.max_concurrent_streams = 128;  // each round's streams are all taken, then all reset
+  Pair p(l, 100000);
+  // Each stream opened (its HEADERS sent) and reset at once: the server
+  // starts work for each, the client pays nothing. nghttp2's token bucket
+  // (1,000 at once, 33 a second) ends it.
+  for (int round = 0; round < 40 && !p.client.goaway; ++round) {
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < 100; ++i) ids.push_back(p.client.request("GET", "/r"));
+    p.server.receive(p.client.produce());
+    for (const auto id : ids) p.client.reset(id);
+    p.pump();
+  }
+  CHECK(p.client.goaway);
+  CHECK(p.client.goaway_error != 0);
+  CHECK(p.rec.requests.size() < 1200);
+  CHECK(p.server.done());
+}
+
+TEST_CASE("HTTP/2: a SETTINGS flood the client never acknowledges ends the connection", "[http2]") {
+  Recorder rec;
+  http2::ServerSession server(rec, small_limits());
+  std::string flood(http2::kClientPreface);
+  // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+  const std::string settings("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
+  for (int i = 0; i < 5000; ++i) flood += settings;
+  CHECK_FALSE(server.receive(flood));
+}
+
+TEST_CASE("HTTP/2: a PING flood the client never reads ends the connection", "[http2]") {
+  Recorder rec;
+  http2::ServerSession server(rec, small_limits());
+  std::string flood(http2::kClientPreface);
+  flood += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);  // the client's SETTINGS first
+  // PING: length 8, type 6, no flags, stream 0, 8 bytes of data.
+  const std::string ping(
+      "\x00\x00\x08\x06\x00\x00\x00\x00\x00"
+      "12345678",
+      17);
+  for (int i = 0; i < 5000; ++i) flood += ping;
+  CHECK_FALSE(server.receive(flood));
+}
+
+TEST_CASE("HTTP/2: a header block in more than 8 CONTINUATION frames ends the connection", "[http2]") {
+  // One field per frame, literal and new ("x: y"), so that the block is
+  // valid as it grows: only the count of frames is wrong.
+  auto frame = [](char type, char flags, std::string_view payload) {
+    std::string f{'\x00', '\x00', static_cast<char>(payload.size()), type, flags, '\x00', '\x00', '\x00', '\x01'};
+    return f.append(payload);
+  };
+  const std::string field("\x40\x01x\x01y", 5);
+  auto run = [&](int continuations) {
+    Recorder rec;
+    http2::ServerSession server(rec, small_limits());
+    std::string bytes(http2::kClientPreface);
+    bytes += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);          // the client's SETTINGS
+    bytes += frame('\x01', '\x01', std::string("\x82\x86\x84\x41\x01h", 6));  // HEADERS, END_STREAM
+    for (int i = 0; i < continuations; ++i) bytes += frame('\x09', i + 1 == continuations ? '\x04' : '\x00', field);
+    const bool alive = server.receive(bytes);
+    return std::pair{alive, rec.requests.size()};
+  };
+  CHECK(run(8) == std::pair<bool, std::size_t>{true, 1});  // at the limit: served
+  CHECK_FALSE(run(9).first);
+}
+
+TEST_CASE("HTTP/2: a client that is not speaking HTTP/2 is refused", "[http2]") {
+  Recorder rec;
+  http2::ServerSession server(rec, small_limits());
+  CHECK_FALSE(server.receive("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+  Recorder rec2;
+  http2::ServerSession no_settings(rec2, small_limits());
+  // The preface, then a PING where the SETTINGS must come: a GOAWAY, and
+  // the session is done once it is out.
+  (void)(no_settings.receive(std::string(http2::kClientPreface) + std::string("\x00\x00\x08\x06\x00\x00\x00\x00\x00"
+                                                                              "12345678",
+                                                                              17)));
+  std::string out;
+  no_settings.produce(out);
+  CHECK(out.find(std::string("\x07\x00\x00\x00\x00\x00", 6)) != std::string::npos);  // a GOAWAY frame's type
+  CHECK(no_settings.done());
+}
+
+TEST_CASE("HTTP/2: a graceful stop answers the streams it took, then the connection is done", "[http2]") {
+  Pair p;
+  const auto id = p.client.request("GET", "/inflight");
+  REQUIRE(p.pump());
+  p.server.shutdown();
+  REQUIRE(p.pump());
+  CHECK(p.client.goaway);
+  CHECK(p.client.goaway_error == 0);
+  CHECK(p.client.goaway_last_stream == id);
+  CHECK_FALSE(p.server.done());  // the stream it took is still owed
+  p.answer(id, 200, "late but whole");
+  REQUIRE(p.pump());
+  CHECK(p.client.answers[id].body == "late but whole");
+  CHECK(p.server.done());
+}
