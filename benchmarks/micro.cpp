@@ -235,8 +235,7 @@ void BM_Http2Exchange(benchmark::State& state) {
     edri::http2::ServerSession* session = nullptr;
     std::size_t served = 0;
     void on_request(std::int32_t stream, edri::http::HttpRequest&) override {
-      session->respond(stream, 200, "application/json", 11, {},
-                       std::make_unique<edri::http2::BytesBody>(R"({"ok":true})"));
+      session->respond(stream, 200, "application/json", 11, {}, edri::http2::bytes_body(R"({"ok":true})"));
       ++served;
     }
     void on_refused(std::int32_t, int, std::string_view) override {}

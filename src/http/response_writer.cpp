@@ -13,6 +13,12 @@ void ResponseWriter::refresh_date() {
   char buf[64];
   const auto n = std::strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
   date_line_.assign(buf, n);
+  standard_lines_.assign("Server: edri\r\n").append(date_line_);
+}
+
+std::string_view ResponseWriter::standard_lines() {
+  refresh_date();
+  return standard_lines_;
 }
 
 namespace {

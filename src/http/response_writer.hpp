@@ -32,11 +32,15 @@ class ResponseWriter {
   // (each "Name: value\r\n", already formatted), then the blank line and,
   // unless HEAD, the body.
   void write(std::string& out, const ResponseHead& h, std::string_view extra_headers, std::string_view body);
+  // The lines every answer starts with (Server, Date), for a protocol that
+  // frames its answers itself (HTTP/2).
+  std::string_view standard_lines();
 
  private:
   void refresh_date();
   std::time_t date_second_ = 0;
   std::string date_line_;
+  std::string standard_lines_;
 };
 
 // RFC 9457 problem details and reason phrases live in the plugin API

@@ -5,10 +5,13 @@
 // stream when it has more (ServerSession::resume).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace edri::http2 {
@@ -18,6 +21,7 @@ class BodySource {
   struct Read {
     std::size_t bytes = 0;  // copied into the buffer
     bool end = false;       // the body is whole
+    bool failed = false;    // it cannot be whole: the stream is reset, the client sees it cut
   };
   virtual ~BodySource() = default;
   // Copies up to `max` bytes into `buf`. {0, false}: nothing now, ask again
@@ -25,20 +29,30 @@ class BodySource {
   virtual Read read(std::uint8_t* buf, std::size_t max) = 0;
 };
 
-// A body that is all here: bytes the source owns.
-class BytesBody final : public BodySource {
+// A body that is all here, in memory `Owner` keeps (a string, a lease on
+// shared memory), copied out as the window allows.
+template <class Owner>
+class HeldBody final : public BodySource {
  public:
-  explicit BytesBody(std::string bytes) : bytes_(std::move(bytes)) {}
+  // `bytes_of`: where the owner's bytes are, asked once it is in place.
+  HeldBody(Owner owner, std::string_view (*bytes_of)(const Owner&))
+      : owner_(std::move(owner)), bytes_(bytes_of(owner_)) {}
   Read read(std::uint8_t* buf, std::size_t max) override {
-    const std::size_t n = std::min(max, bytes_.size() - off_);
-    std::memcpy(buf, bytes_.data() + off_, n);
-    off_ += n;
-    return {n, off_ == bytes_.size()};
+    const std::size_t n = std::min(max, bytes_.size());
+    std::memcpy(buf, bytes_.data(), n);
+    bytes_.remove_prefix(n);
+    return {n, bytes_.empty()};
   }
 
  private:
-  std::string bytes_;
-  std::size_t off_ = 0;
+  Owner owner_;
+  std::string_view bytes_;
 };
+
+// Bytes the source owns.
+inline std::unique_ptr<BodySource> bytes_body(std::string bytes) {
+  return std::make_unique<HeldBody<std::string>>(std::move(bytes),
+                                                 [](const std::string& s) { return std::string_view(s); });
+}
 
 }  // namespace edri::http2

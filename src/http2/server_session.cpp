@@ -89,6 +89,7 @@ struct Callbacks {
     auto* st = of(user).find(id);
     if (!st || !st->body) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
     const auto r = st->body->read(buf, len);
+    if (r.failed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM INTERNAL_ERROR
     if (r.end) *flags |= NGHTTP2_DATA_FLAG_EOF;
     if (r.bytes == 0 && !r.end) return NGHTTP2_ERR_DEFERRED;
     return static_cast<ssize_t>(r.bytes);
@@ -145,6 +146,11 @@ bool ServerSession::done() const {
 }
 
 std::size_t ServerSession::open_streams() const { return streams_.size(); }
+
+bool ServerSession::send_window_shut(std::int32_t stream) const {
+  return nghttp2_session_get_remote_window_size(session_) <= 0 ||
+         nghttp2_session_get_stream_remote_window_size(session_, stream) <= 0;
+}
 
 ServerSession::Stream* ServerSession::find(std::int32_t id) {
   const auto it = streams_.find(id);

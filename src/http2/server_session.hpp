@@ -101,6 +101,9 @@ class ServerSession {
 
   // Streams open now (requests in flight or answers going out).
   std::size_t open_streams() const;
+  // The client's window for `stream`, or the connection's, is shut: its
+  // answer cannot go on until the client sends a WINDOW_UPDATE.
+  bool send_window_shut(std::int32_t stream) const;
 
  private:
   struct Stream {

@@ -142,7 +142,7 @@ void Answers::on_stream_piece(const env::EnvelopeView& v) {
   (void)c->stream_piece(h.origin_stream, bytes, std::move(blob), end, abort);
 }
 
-void Answers::compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers) {
+void Answers::compose_headers(const SlotInfo& info, int status, std::string_view headers) {
   composed_.assign(headers);
   composed_ += info.headers;  // added by middleware when the request came in
   if (!has_response_middleware_) return;
@@ -152,6 +152,11 @@ void Answers::compose_headers(const Connection::SlotInfo& info, int status, std:
   composed_ += response_headers_.lines();
 }
 
+std::string_view Answers::h2_lines() {
+  composed_.insert(0, writer_.standard_lines());
+  return composed_;
+}
+
 void Answers::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
                     std::string_view headers) {
   const auto* info = c.slot(seq);
@@ -159,6 +164,7 @@ void Answers::reply(Connection& c, std::uint32_t seq, int status, std::string_vi
   compose_headers(*info, status, headers);
   const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
   record(*info, status);
+  if (auto* h2 = c.http2()) return h2->respond(seq, h, h2_lines(), body);
   c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
 }
 
@@ -170,6 +176,7 @@ void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::stri
   compose_headers(*info, status, headers);
   const http::ResponseHead h{status, content_type, length, info->keep_alive, info->http10, info->head};
   record(*info, status);
+  if (auto* h2 = c.http2()) return h2->respond(seq, h, h2_lines(), std::move(body));
   auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
   if (info->head)
     c.complete(seq, head);  // the body is dropped unsent: the file closed, the blob freed
@@ -194,6 +201,11 @@ void Answers::reply_stream(Connection& c, std::uint32_t seq, int status, std::st
                        info->keep_alive, info->http10, info->head};
   h.framing = sh.length >= 0 ? http::ResponseHead::Framing::Length : http::ResponseHead::Framing::Chunked;
   const bool bodyless = status == 204 || status == 304 || status < 200;
+  if (auto* h2 = c.http2()) {
+    if (!info->head && !bodyless) return h2->open_stream(seq, h, h2_lines(), StreamRef{sh.manager_slot, id, false});
+    h2->respond(seq, h, h2_lines(), std::string_view());
+    return sender_.stream_cancel(ref);
+  }
   if (info->head || bodyless) {
     // No body goes out: the head alone, and the producer is stopped.
     c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); });
@@ -250,7 +262,7 @@ void Answers::ws_error(Connection& c, std::uint32_t seq, int status, std::string
   ws_answer(c, seq, status, "application/problem+json", problem_json(status, detail));
 }
 
-void Answers::record(const Connection::SlotInfo& info, int status) {
+void Answers::record(const SlotInfo& info, int status) {
   // This listener is the only writer of its block: plain load + store.
   auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
     a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
@@ -267,7 +279,7 @@ void Answers::record(const Connection::SlotInfo& info, int status) {
 }
 
 void Answers::count_refusal() {
-  Connection::SlotInfo info{};
+  SlotInfo info{};
   info.route = Connection::kNoRoute;
   info.opened = std::chrono::steady_clock::now();
   record(info, 503);

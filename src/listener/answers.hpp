@@ -70,8 +70,11 @@ class Answers {
   void collect_headers(const envelope::EnvelopeView& v);
   // composed_ = `headers`, then the slot's middleware lines, then what
   // response-side middleware adds for `status`.
-  void compose_headers(const Connection::SlotInfo& info, int status, std::string_view headers);
-  void record(const Connection::SlotInfo& info, int status);
+  void compose_headers(const SlotInfo& info, int status, std::string_view headers);
+  void record(const SlotInfo& info, int status);
+  // composed_ with the lines HTTP/1.1's writer adds itself (Server, Date)
+  // before it: for an answer over HTTP/2.
+  std::string_view h2_lines();
 
   const Config& config_;
   ConnectionTable& table_;

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "http2/preface.hpp"
 #include "listener/upload_file.hpp"
 
 namespace edri::listener {
@@ -81,6 +82,11 @@ void Connection::start() {
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                                     std::uint32_t route) {
+  if (h2_) {
+    // A stream: it never closes the connection, whatever keep_alive says.
+    served_ = true;
+    return h2_->open(SlotInfo{true, false, head, route, std::chrono::steady_clock::now(), std::string(headers), {}});
+  }
   Slot& s = slots_.emplace_back();
   s.info = SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}};
   served_ = true;
@@ -99,16 +105,22 @@ void Connection::stop_input() {
 }
 
 void Connection::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
+  if (h2_) return;  // HTTP/2 bodies are read into memory, never spilled
   const std::uint32_t idx = seq - base_seq_;
   if (idx < slots_.size()) slots_[idx].upload = std::move(upload);
 }
 
 void Connection::set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions) {
+  if (h2_) {
+    if (auto* info = h2_->slot(seq)) info->conditions = std::move(conditions);
+    return;
+  }
   const std::uint32_t idx = seq - base_seq_;
   if (idx < slots_.size()) slots_[idx].info.conditions = std::move(conditions);
 }
 
-const Connection::SlotInfo* Connection::slot(std::uint32_t seq) const {
+const SlotInfo* Connection::slot(std::uint32_t seq) const {
+  if (h2_) return h2_->slot(seq);
   const std::uint32_t idx = seq - base_seq_;
   if (idx >= slots_.size() || slots_[idx].ready) return nullptr;
   return &slots_[idx].info;
@@ -145,6 +157,7 @@ void Connection::promote_ready() {
 
 bool Connection::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
                               bool abort) {
+  if (h2_) return h2_->stream_piece(seq, bytes, std::move(blob), end, abort);
   const std::uint32_t idx = seq - base_seq_;
   if (idx >= slots_.size() || !slots_[idx].streaming || slots_[idx].stream_done) return false;
   Slot& s = slots_[idx];
@@ -238,6 +251,8 @@ bool Connection::must_pause() const {
   // A WebSocket's commands and output are held back by pausing its session
   // (update_ws_flow); what is read meanwhile stays in its pipe.
   if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
+  // HTTP/2: the session bounds the streams in flight (EDRI_MAX_PIPELINE).
+  if (h2_) return backlog() > config.output_buffer;
   return slots_.size() >= config.max_pipeline || backlog() > config.output_buffer;
 }
 
@@ -262,6 +277,8 @@ bool Connection::consume(const char* data, std::size_t n) {
     owner_.wants_poll();
     return !closed_ && !read_closed_;
   }
+  if (h2_) return consume_h2(data, n);
+  if (!protocol_known_) return choose_protocol(data, n);
   const bool was_in_head = parser_.in_head();
   const auto r = parser_.feed(data, n);
   if (!was_in_head && parser_.in_head()) head_started_ = last_input_;
@@ -287,6 +304,43 @@ bool Connection::consume(const char* data, std::size_t n) {
     return consume(data + r.consumed, n - r.consumed);
   }
   return !closed_ && !read_closed_;
+}
+
+bool Connection::choose_protocol(const char* data, std::size_t n) {
+  if (preface_.empty() && http2::match_preface({data, n}) == http2::PrefaceMatch::No) {
+    protocol_known_ = true;  // the common case: HTTP/1.1, nothing held
+    return consume(data, n);
+  }
+  preface_.append(data, n);
+  const auto match = http2::match_preface(preface_);
+  if (match == http2::PrefaceMatch::Partial) return true;
+  protocol_known_ = true;
+  const std::string first = std::move(preface_);
+  preface_.clear();
+  if (match == http2::PrefaceMatch::No) return consume(first.data(), first.size());
+  const auto& config = owner_.config();
+  http2::Limits limits;
+  limits.request = owner_.parser_limits();
+  limits.request.spill_bytes = SIZE_MAX;
+  limits.max_concurrent_streams = static_cast<std::uint32_t>(config.max_pipeline);
+  h2_ = std::make_unique<Http2Link>(*this, owner_, limits);
+  return consume_h2(first.data(), first.size());
+}
+
+bool Connection::consume_h2(const char* data, std::size_t n) {
+  const bool more = h2_->receive({data, n});
+  mark_dirty();
+  if (!more) read_closed_ = true;
+  return more && !closed_;
+}
+
+void Connection::pump_h2() {
+  const std::size_t bound = owner_.config().output_buffer;
+  if (backlog() < bound) {
+    h2_->produce(out_, out_.size() + (bound - backlog()));
+    seal_out();
+  }
+  if (h2_->done()) close_after_write_ = true;
 }
 
 void Connection::read_available() {
@@ -325,6 +379,7 @@ void Connection::send_continue() {
 void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
   peer_closed_ = true;
+  if (h2_) return close();  // no WINDOW_UPDATE can come: nothing more would go
   if (error || (slots_.empty() && output_empty()))
     close();
   else
@@ -335,6 +390,12 @@ void Connection::drain() {
   if (closed_) return;
   if (lingering_) return close();
   if (ws_) return ws_close(1001, "the server is stopping");
+  if (h2_) {
+    // GOAWAY: the streams taken are answered (reading goes on, for their
+    // WINDOW_UPDATEs), then the connection closes.
+    h2_->shutdown();
+    return mark_dirty();
+  }
   read_closed_ = true;
   pending_input_.clear();
   if (slots_.empty() && output_empty() && !writing_) return close();
@@ -361,6 +422,15 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
       spdlog::debug("closing WebSocket connection {}: its client did not answer the close", id_);
       close();
     }
+    return;
+  }
+  if (h2_) {
+    // A window the client never opens holds an answer (and what it holds:
+    // a blob, a file, a producer) for as long as EDRI_WRITE_TIMEOUT, as a
+    // socket the client never reads does.
+    if (h2_->held_by_client() && now - last_input_ > seconds(config.write_timeout_s)) return close();
+    if (h2_->waiting() || !output_empty() || writing_) return;
+    if (now - last_input_ > seconds(config.keepalive_timeout_s)) close();
     return;
   }
   if (parser_.in_head()) {
@@ -429,6 +499,7 @@ void Connection::close() {
   out_off_ = 0;
   report_held();
   drop_slots();
+  if (h2_) h2_->cancel_all();
   if (ws_) {
     ws_->detach();
     ws_.reset();

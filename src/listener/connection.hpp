@@ -29,6 +29,8 @@
 #include "http/request_parser.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/file_body.hpp"
+#include "listener/http2_link.hpp"
+#include "listener/slot_info.hpp"
 #include "listener/static_files.hpp"
 #include "listener/tls.hpp"
 #include "listener/websocket_deflate.hpp"
@@ -53,16 +55,7 @@ class Connection final : public WebSocketSession::Owner {
   // `route`: the route's row in the metrics, or kNoRoute.
   std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                           std::uint32_t route = kNoRoute);
-  struct SlotInfo {
-    bool keep_alive;
-    bool http10;
-    bool head;
-    std::uint32_t route;
-    std::chrono::steady_clock::time_point opened;
-    std::string headers;
-    // Of a routed request: what a file answer (Response::file) depends on.
-    StaticFiles::Conditions conditions;
-  };
+  using SlotInfo = listener::SlotInfo;
   void set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions);
   // Keeps the request's body file (an UploadFile) until its response is
   // sent or the connection goes: then it is removed.
@@ -108,8 +101,15 @@ class Connection final : public WebSocketSession::Owner {
       if (!slots_[i].ready && slots_[i].info.opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
     for (std::size_t i = 0; i < ws_slots_.size(); ++i)
       if (!ws_slots_[i].ready && ws_slots_[i].opened < cutoff) f(ws_base_seq_ + static_cast<std::uint32_t>(i));
+    if (h2_) h2_->for_each_overdue(cutoff, f);
   }
-  bool waiting() const { return !slots_.empty() || !ws_slots_.empty(); }
+  bool waiting() const { return !slots_.empty() || !ws_slots_.empty() || (h2_ && h2_->waiting()); }
+
+  // HTTP/2 (decision 0021): the connection opened with the preface. Its
+  // answers go through the link, each stream's as soon as it comes.
+  Http2Link* http2() const { return h2_.get(); }
+  // The link has frames to write.
+  void h2_output() { mark_dirty(); }
 
   // WebSocket. Switches this connection to WebSocket after the upgrade
   // request `req`; Beast answers it (101 with `headers`, or an error and a
@@ -267,6 +267,13 @@ class Connection final : public WebSocketSession::Owner {
   bool append_shared(const SharedFrame& frame);
   void append_message(std::string_view text);
   bool consume(const char* data, std::size_t n);  // false: stop reading
+  // The first bytes: the HTTP/2 preface (held while they may still be
+  // it), or HTTP/1.1.
+  bool choose_protocol(const char* data, std::size_t n);
+  bool consume_h2(const char* data, std::size_t n);
+  // Frames the link has, into the output while it is under its bound;
+  // the connection ends once the session is done and they are out.
+  void pump_h2();
   void on_peer_closed(bool error);
   void send_continue();
   // recv/send, or their TLS counterparts: bytes, 0 at the end of the
@@ -337,6 +344,9 @@ class Connection final : public WebSocketSession::Owner {
   bool handshake_written_ = false;
   std::string handshake_;  // Beast's answer to the handshake, until its head is whole
   std::shared_ptr<WebSocketSession> ws_;
+  bool protocol_known_ = false;
+  std::string preface_;  // the first bytes while they may be HTTP/2's preface
+  std::unique_ptr<Http2Link> h2_;
   http::HttpRequest upgrade_request_;
   std::deque<WsSlot> ws_slots_;  // answers of commands in flight, in order
   std::uint32_t ws_base_seq_ = 0;

@@ -100,7 +100,15 @@ void Connection::report_held() {
 void Connection::flush() {
   dirty = false;
   if (closed_ || lingering_) return;
+  if (h2_) pump_h2();
   if (!writing_) write_out();
+  // HTTP/2: what the session held back past the output bound, while the
+  // socket takes it.
+  while (h2_ && !closed_ && !lingering_ && !writing_ && output_empty() && h2_->wants_write()) {
+    pump_h2();
+    if (output_empty()) break;
+    write_out();
+  }
   if (closed_ || lingering_) return;
   if (stream_waiting && output_empty()) {
     stream_waiting = false;

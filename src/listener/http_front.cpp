@@ -73,7 +73,8 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
 
 void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
   const auto method = http::to_method(req.method);
-  Exchange ex(c, answers_, req.keep_alive, req.http_minor == 0, method == Method::Head);
+  const bool http10 = req.http_major == 1 && req.http_minor == 0;
+  Exchange ex(c, answers_, req.keep_alive, http10, method == Method::Head);
   request_headers_.clear();
   if (!method) return ex.problem(501, "method not implemented");
   const std::string_view target = req.target;
@@ -203,6 +204,7 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
   const std::string lines = "Content-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n";
   if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
   Connection& c = ex.connection();
+  if (c.http2()) return ex.problem(501, "Server-Sent Events are not served over HTTP/2 yet: ask over HTTP/1.1");
   // Events go out as they come, not in a slot's turn: nothing may still be
   // waiting for its answer ahead of them.
   if (c.waiting())

@@ -15,6 +15,16 @@ std::string openssl_error() {
   ERR_error_string_n(e, buf, sizeof buf);
   return e ? buf : "unknown error";
 }
+
+int select_protocol(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+                    void*) {
+  static constexpr unsigned char kServed[] = "\x02h2\x08http/1.1";
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kServed, sizeof kServed - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK;  // none in common: no ALPN, HTTP/1.1 as before
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
 }  // namespace
 
 TlsContext::TlsContext(const std::string& certificate, const std::string& key)
@@ -38,6 +48,9 @@ TlsContext::TlsContext(const std::string& certificate, const std::string& key)
     SSL_CTX_free(ctx_);
     throw std::runtime_error("EDRI_SSL_KEY=" + key + ": does not match EDRI_SSL_CERTIFICATE=" + certificate);
   }
+  // ALPN: h2 where the client offers it, else http/1.1. The connection
+  // then tells them apart by HTTP/2's preface, as in cleartext.
+  SSL_CTX_set_alpn_select_cb(ctx_, &select_protocol, nullptr);
 }
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }

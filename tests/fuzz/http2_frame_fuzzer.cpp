@@ -34,8 +34,7 @@ struct Answering final : http2::ServerSession::Handler {
   std::vector<std::int32_t> later;
   void answer(std::int32_t stream, int status) {
     if (stream % 4 == 1) {
-      session->respond(stream, status, "text/plain", 5, "X-A: b\r\nConnection: close\r\n",
-                       std::make_unique<http2::BytesBody>("hello"));
+      session->respond(stream, status, "text/plain", 5, "X-A: b\r\nConnection: close\r\n", http2::bytes_body("hello"));
     } else {
       later.push_back(stream);
       session->respond(stream, status, {}, -1, {}, std::make_unique<Later>());

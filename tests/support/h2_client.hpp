@@ -69,6 +69,12 @@ class H2Client {
     if (id > 0) answers[id];
     return id;
   }
+  // SETTINGS_INITIAL_WINDOW_SIZE: what the server may send on each stream
+  // before a WINDOW_UPDATE.
+  void set_initial_window(std::uint32_t bytes) {
+    const nghttp2_settings_entry e{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, bytes};
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &e, 1);
+  }
   void reset(std::int32_t stream, std::uint32_t code = NGHTTP2_CANCEL) {
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, code);
   }

@@ -69,8 +69,7 @@ struct Pair {
   }
   void answer(std::int32_t stream, int status, std::string body, std::string_view lines = {}) {
     const auto n = static_cast<std::int64_t>(body.size());
-    REQUIRE(
-        server.respond(stream, status, "text/plain", n, lines, std::make_unique<http2::BytesBody>(std::move(body))));
+    REQUIRE(server.respond(stream, status, "text/plain", n, lines, http2::bytes_body(std::move(body))));
   }
 };
 

@@ -1,0 +1,189 @@
+#include "listener/http2_link.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <variant>
+
+#include "listener/connection.hpp"
+
+namespace edri::listener {
+
+namespace {
+
+// A byte range of a file, read as the window allows.
+class FileRange final : public http2::BodySource {
+ public:
+  explicit FileRange(FileBody file) : file_(std::move(file)) {}
+  Read read(std::uint8_t* buf, std::size_t max) override {
+    if (file_.remaining() == 0) return {0, true};
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(max, file_.remaining()));
+    const ssize_t r = ::pread(file_.fd(), buf, want, static_cast<off_t>(file_.offset()));
+    if (r <= 0) return {0, false, true};  // the file shrank or failed: the promised length cannot be sent
+    file_.advance(static_cast<std::uint64_t>(r));
+    return {static_cast<std::size_t>(r), file_.remaining() == 0};
+  }
+
+ private:
+  FileBody file_;
+};
+
+}  // namespace
+
+// A streamed answer's body: its pieces as they come; each piece's bytes
+// are granted back to its producer once the session took them all.
+class PiecesBody final : public http2::BodySource {
+ public:
+  PiecesBody(ConnectionOwner& owner, StreamRef ref) : owner_(owner), ref_(ref) {}
+  void add(std::string_view bytes, transport::BlobLease blob) {
+    if (blob)
+      pieces_.emplace_back(std::move(blob));
+    else if (!bytes.empty())
+      pieces_.emplace_back(std::string(bytes));
+  }
+  void end(bool abort) { (abort ? aborted_ : ended_) = true; }
+  Read read(std::uint8_t* buf, std::size_t max) override {
+    std::size_t n = 0;
+    while (n < max && !pieces_.empty()) {
+      const std::string_view v = view(pieces_.front());
+      const std::size_t take = std::min(max - n, v.size() - off_);
+      std::memcpy(buf + n, v.data() + off_, take);
+      n += take;
+      off_ += take;
+      if (off_ < v.size()) break;
+      owner_.stream_credit(ref_, v.size());
+      pieces_.pop_front();
+      off_ = 0;
+    }
+    if (pieces_.empty() && aborted_) return {n, false, n == 0};
+    return {n, pieces_.empty() && ended_};
+  }
+
+ private:
+  using Piece = std::variant<std::string, transport::BlobLease>;
+  static std::string_view view(const Piece& p) {
+    if (const auto* s = std::get_if<std::string>(&p)) return *s;
+    return std::get<transport::BlobLease>(p).view();
+  }
+  ConnectionOwner& owner_;
+  StreamRef ref_;
+  std::deque<Piece> pieces_;
+  std::size_t off_ = 0;
+  bool ended_ = false;
+  bool aborted_ = false;
+};
+
+Http2Link::Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits)
+    : c_(c), owner_(owner), session_(*this, limits) {}
+
+Http2Link::~Http2Link() = default;
+
+std::uint32_t Http2Link::open(SlotInfo info) {
+  const std::uint32_t seq = next_seq_++;
+  Slot& s = slots_[seq];
+  s.info = std::move(info);
+  s.stream = dispatching_;
+  seq_of_[dispatching_] = seq;
+  return seq;
+}
+
+Http2Link::Slot* Http2Link::find(std::uint32_t seq) {
+  const auto it = slots_.find(seq);
+  return it == slots_.end() ? nullptr : &it->second;
+}
+
+SlotInfo* Http2Link::slot(std::uint32_t seq) {
+  Slot* s = find(seq);
+  return s && !s->answered ? &s->info : nullptr;
+}
+
+void Http2Link::respond_body(Slot& s, const http::ResponseHead& h, std::string_view lines,
+                             std::unique_ptr<http2::BodySource> body) {
+  s.answered = true;
+  const int status = (h.status >= 200 && h.status <= 999) ? h.status : 500;  // no 1xx as a final answer
+  const bool no_content = status == 204 || status == 304;
+  if (h.head || no_content) body.reset();
+  const bool sized = h.framing == http::ResponseHead::Framing::Length && !no_content;
+  session_.respond(s.stream, status, no_content ? std::string_view() : h.content_type,
+                   sized ? static_cast<std::int64_t>(h.content_length) : -1, lines, std::move(body));
+  c_.h2_output();
+}
+
+void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
+                        std::unique_ptr<http2::BodySource> body) {
+  if (Slot* s = find(seq); s && !s->answered) respond_body(*s, h, lines, std::move(body));
+}
+
+void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, std::string_view body) {
+  respond(seq, h, lines, body.empty() ? nullptr : http2::bytes_body(std::string(body)));
+}
+
+void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, FileBody file) {
+  respond(seq, h, lines, std::make_unique<FileRange>(std::move(file)));
+}
+
+void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
+                        transport::BlobLease blob) {
+  // Copied from the blob area's mapping as the window allows; freed with
+  // the stream.
+  respond(seq, h, lines,
+          std::make_unique<http2::HeldBody<transport::BlobLease>>(
+              std::move(blob), [](const transport::BlobLease& b) { return b.view(); }));
+}
+
+void Http2Link::open_stream(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, StreamRef ref) {
+  Slot* s = find(seq);
+  if (!s || s->answered) return owner_.stream_cancel(ref);
+  auto body = std::make_unique<PiecesBody>(owner_, ref);
+  s->pieces = body.get();
+  s->ref = ref;
+  respond_body(*s, h, lines, std::move(body));
+}
+
+bool Http2Link::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
+                             bool abort) {
+  Slot* s = find(seq);
+  if (!s || !s->pieces) return false;
+  s->pieces->add(bytes, std::move(blob));
+  if (end || abort) s->pieces->end(abort);
+  session_.resume(s->stream);
+  c_.h2_output();
+  return true;
+}
+
+bool Http2Link::held_by_client() const {
+  for (const auto& [seq, s] : slots_)
+    if (s.answered && session_.send_window_shut(s.stream)) return true;
+  return false;
+}
+
+void Http2Link::cancel_all() {
+  for (auto& [seq, s] : slots_)
+    if (s.pieces) owner_.stream_cancel(s.ref);
+  slots_.clear();
+  seq_of_.clear();
+}
+
+void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
+  dispatching_ = stream;
+  owner_.request(c_, req);
+  dispatching_ = 0;
+}
+
+void Http2Link::on_refused(std::int32_t stream, int status, std::string_view reason) {
+  dispatching_ = stream;
+  owner_.refuse(c_, status, reason);
+  dispatching_ = 0;
+}
+
+void Http2Link::on_closed(std::int32_t stream, bool answered) {
+  const auto it = seq_of_.find(stream);
+  if (it == seq_of_.end()) return;
+  // Closed before its last piece went (a reset): the producer stops.
+  if (Slot* s = find(it->second); s && s->pieces && !answered) owner_.stream_cancel(s->ref);
+  slots_.erase(it->second);
+  seq_of_.erase(it);
+}
+
+}  // namespace edri::listener

@@ -1,0 +1,94 @@
+// Http2Link: a Connection's HTTP/2 side (decision 0021). It holds the
+// nghttp2 session and gives each stream the slot an HTTP/1.1 request would
+// get, so that the front (HttpFront, Exchange) and the answers (Answers)
+// work as they do for HTTP/1.1; but slots are answered in any order, each
+// as soon as its answer comes, since streams are independent. A body goes
+// out as the client's window allows, from where it is: bytes, the blob
+// area, a file, or the pieces of a streamed answer as they come (their
+// bytes granted back to the producer as the session takes them).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "http/response_writer.hpp"
+#include "http2/server_session.hpp"
+#include "listener/connection_owner.hpp"
+#include "listener/file_body.hpp"
+#include "listener/slot_info.hpp"
+#include "transport/blob_arena.hpp"
+
+namespace edri::listener {
+
+class Connection;
+class PiecesBody;
+
+class Http2Link final : public http2::ServerSession::Handler {
+ public:
+  Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits);
+  ~Http2Link() override;
+
+  bool receive(std::string_view bytes) { return session_.receive(bytes); }
+  void produce(std::string& out, std::size_t max) { session_.produce(out, max); }
+  bool done() const { return session_.done(); }
+  bool wants_write() const { return session_.wants_write(); }
+  void shutdown() { session_.shutdown(); }
+
+  // The slot of the request being dispatched now (from on_request or
+  // on_refused); its sequence number.
+  std::uint32_t open(SlotInfo info);
+  SlotInfo* slot(std::uint32_t seq);
+  // Answers slot `seq`; the body, if any, from `body` (null for HEAD and
+  // the statuses that have none).
+  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
+               std::unique_ptr<http2::BodySource> body);
+  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, std::string_view body);
+  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, FileBody file);
+  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, transport::BlobLease blob);
+  // A streamed answer: its head now, its pieces as they come.
+  void open_stream(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, StreamRef ref);
+  bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end, bool abort);
+
+  bool waiting() const { return !slots_.empty(); }
+  // An answer waits on the client alone: its window is shut.
+  bool held_by_client() const;
+  template <class F>
+  void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
+    for (const auto& [seq, s] : slots_)
+      if (!s.answered && s.info.opened < cutoff) f(seq);
+  }
+  // The connection goes: every streamed answer's producer stops.
+  void cancel_all();
+
+  // http2::ServerSession::Handler
+  void on_request(std::int32_t stream, http::HttpRequest& req) override;
+  void on_refused(std::int32_t stream, int status, std::string_view reason) override;
+  void on_closed(std::int32_t stream, bool answered) override;
+
+ private:
+  struct Slot {
+    SlotInfo info;
+    std::int32_t stream = 0;
+    bool answered = false;
+    PiecesBody* pieces = nullptr;  // a streamed answer's body, owned by the session
+    StreamRef ref{};
+  };
+  Slot* find(std::uint32_t seq);
+  void respond_body(Slot& s, const http::ResponseHead& h, std::string_view lines,
+                    std::unique_ptr<http2::BodySource> body);
+
+  Connection& c_;
+  ConnectionOwner& owner_;
+  http2::ServerSession session_;
+  std::map<std::uint32_t, Slot> slots_;  // by sequence number; a slot goes when its stream closes
+  std::unordered_map<std::int32_t, std::uint32_t> seq_of_;
+  std::uint32_t next_seq_ = 0;
+  std::int32_t dispatching_ = 0;  // the stream whose request is being dispatched
+};
+
+}  // namespace edri::listener
