@@ -3,22 +3,11 @@
 #include <algorithm>
 #include <functional>
 
+#include "http/field_text.hpp"
+
 namespace edri::http {
 
 namespace {
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // The value of parameter `key` in `type; a=b; c="d;e"` (a quoted value
 // without its quotes; backslash escapes are kept as sent).
@@ -29,7 +18,7 @@ std::string_view parameter(std::string_view h, std::string_view key) {
     ++i;  // past ';'
     const std::size_t k = i;
     while (i < h.size() && h[i] != '=' && h[i] != ';') ++i;
-    const std::string_view name = trim(h.substr(k, i - k));
+    const std::string_view name = trim_ows(h.substr(k, i - k));
     if (i >= h.size() || h[i] == ';') continue;  // no value
     ++i;                                         // past '='
     while (i < h.size() && (h[i] == ' ' || h[i] == '\t')) ++i;
@@ -43,7 +32,7 @@ std::string_view parameter(std::string_view h, std::string_view key) {
     } else {
       const std::size_t from = i;
       i = h.find(';', i);
-      value = trim(h.substr(from, i == npos ? npos : i - from));
+      value = trim_ows(h.substr(from, i == npos ? npos : i - from));
     }
     if (iequals(name, key)) return value;
   }
@@ -54,7 +43,7 @@ std::string_view parameter(std::string_view h, std::string_view key) {
 
 bool is_multipart_form(std::string_view content_type) {
   const auto semi = content_type.find(';');
-  return iequals(trim(content_type.substr(0, semi)), "multipart/form-data");
+  return iequals(trim_ows(content_type.substr(0, semi)), "multipart/form-data");
 }
 
 std::string parse_multipart(std::string_view content_type, std::string_view body, std::vector<MultipartPart>& out,
@@ -94,10 +83,10 @@ std::string parse_multipart(std::string_view content_type, std::string_view body
       const std::string_view h = body.substr(line, eol - line);
       const auto colon = h.find(':');
       if (colon == std::string_view::npos) return "a part header without ':'";
-      const std::string_view name = trim(h.substr(0, colon));
-      const std::string_view value = trim(h.substr(colon + 1));
+      const std::string_view name = trim_ows(h.substr(0, colon));
+      const std::string_view value = trim_ows(h.substr(colon + 1));
       if (iequals(name, "content-disposition")) {
-        if (!iequals(trim(value.substr(0, value.find(';'))), "form-data"))
+        if (!iequals(trim_ows(value.substr(0, value.find(';'))), "form-data"))
           return "a part's Content-Disposition is not form-data";
         has_disposition = true;
         part.name = parameter(value, "name");

@@ -5,19 +5,10 @@
 #include <array>
 #include <cstring>
 
+#include "http/field_text.hpp"
+
 namespace edri::http {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = char(x + 32);
-    if (y >= 'A' && y <= 'Z') y = char(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
 
 RequestParser& self(llhttp_t* p) { return *static_cast<RequestParser*>(p->data); }
 

@@ -2,8 +2,11 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "http/field_text.hpp"
+
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
 #include <vector>
 
@@ -20,30 +23,12 @@ std::optional<llhttp_method_t> method_of(std::string_view name) {
   return std::nullopt;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
-}
-
 // RFC 9113 8.2.2: fields that name a connection's hops have no place in
 // HTTP/2; an HTTP/1.1 answer's header lines may hold them.
 bool connection_specific(std::string_view name) {
   for (std::string_view f : {"connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"})
-    if (iequals(name, f)) return true;
+    if (http::iequals(name, f)) return true;
   return false;
-}
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (auto& ch : out)
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + 32);
-  return out;
 }
 
 nghttp2_nv field(std::string_view name, std::string_view value) {
@@ -53,6 +38,13 @@ nghttp2_nv field(std::string_view name, std::string_view value) {
 }
 
 }  // namespace
+
+// The fields of an answer as nghttp2 takes them, and the text they point
+// into (numbers, lowercased names): nghttp2 copies both on submit.
+struct ServerSession::Scratch {
+  std::vector<nghttp2_nv> nv;
+  std::string text;
+};
 
 // The C callbacks, each a line that hands over to the session.
 struct Callbacks {
@@ -79,9 +71,7 @@ struct Callbacks {
     return 0;
   }
   static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user) {
-    auto& s = of(user);
-    if (auto* st = s.find(id)) st->responded = st->responded && error_code == NGHTTP2_NO_ERROR;
-    s.on_stream_close(id);
+    of(user).on_stream_close(id, error_code == NGHTTP2_NO_ERROR);
     return 0;
   }
   static ssize_t read_body(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
@@ -96,7 +86,8 @@ struct Callbacks {
   }
 };
 
-ServerSession::ServerSession(Handler& handler, const Limits& limits) : handler_(handler), limits_(limits) {
+ServerSession::ServerSession(Handler& handler, const Limits& limits)
+    : handler_(handler), limits_(limits), scratch_(std::make_unique<Scratch>()) {
   nghttp2_session_callbacks* cb = nullptr;
   nghttp2_session_callbacks_new(&cb);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &Callbacks::begin_headers);
@@ -153,8 +144,13 @@ bool ServerSession::send_window_shut(std::int32_t stream) const {
 }
 
 ServerSession::Stream* ServerSession::find(std::int32_t id) {
+  // The callbacks of one frame (a header field each) name one stream in a
+  // row: the last one found answers them without a lookup.
+  if (id == last_id_) return last_;
   const auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : &it->second;
+  if (it == streams_.end()) return nullptr;
+  last_id_ = id;
+  return last_ = &it->second;
 }
 
 void ServerSession::on_begin(std::int32_t id) { streams_.try_emplace(id); }
@@ -231,43 +227,55 @@ void ServerSession::on_request_end(std::int32_t id) {
   // :authority stands for Host (RFC 9113 8.3.1); the crumbs of a cookie
   // are one field again for what reads it as HTTP/1.1 sent it.
   if (!s->authority.empty()) {
-    std::erase_if(req.headers, [](const auto& h) { return iequals(h.first, "host"); });
+    std::erase_if(req.headers, [](const auto& h) { return http::iequals(h.first, "host"); });
     req.headers.emplace_back("host", std::move(s->authority));
   }
   if (!s->cookie.empty()) req.headers.emplace_back("cookie", std::move(s->cookie));
   handler_.on_request(id, req);
 }
 
-void ServerSession::on_stream_close(std::int32_t id) {
-  const auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  handler_.on_closed(id, it->second.responded);
-  streams_.erase(it);
+void ServerSession::on_stream_close(std::int32_t id, bool clean) {
+  Stream* s = find(id);
+  if (!s) return;
+  handler_.on_closed(id, s->responded && clean);
+  last_id_ = 0;  // 0 names no stream (RFC 9113 5.1.1)
+  last_ = nullptr;
+  streams_.erase(id);
 }
 
 bool ServerSession::respond(std::int32_t stream, int status, std::string_view content_type, std::int64_t content_length,
                             std::string_view header_lines, std::unique_ptr<BodySource> body) {
   Stream* s = find(stream);
   if (!s || s->responded) return false;
-  const std::string status_text = std::to_string(status);
-  const std::string length_text = content_length >= 0 ? std::to_string(content_length) : std::string();
-  std::vector<std::string> names;  // lowercased, alive until the submit copied them
-  std::vector<nghttp2_nv> nv{field(":status", status_text)};
+  // The text is reserved first, so that the views into it stay put.
+  auto& text = scratch_->text;
+  auto& nv = scratch_->nv;
+  text.clear();
+  text.reserve(48 + header_lines.size());
+  nv.clear();
+  auto keep = [&](std::string_view bytes) {
+    const std::size_t at = text.size();
+    text.append(bytes);
+    return std::string_view(text).substr(at);
+  };
+  auto number = [&](std::int64_t v) {
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return keep({buf, static_cast<std::size_t>(end - buf)});
+  };
+  nv.push_back(field(":status", number(status)));
   if (!content_type.empty()) nv.push_back(field("content-type", content_type));
-  if (content_length >= 0) nv.push_back(field("content-length", length_text));
-  std::vector<std::pair<std::string_view, std::string_view>> lines;
+  if (content_length >= 0) nv.push_back(field("content-length", number(content_length)));
   while (!header_lines.empty()) {
     const auto eol = header_lines.find("\r\n");
     const std::string_view line = header_lines.substr(0, eol);
     header_lines.remove_prefix(eol == std::string_view::npos ? header_lines.size() : eol + 2);
     const auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0) continue;
-    const std::string_view name = line.substr(0, colon);
-    if (connection_specific(name)) continue;
-    lines.emplace_back(name, trimmed(line.substr(colon + 1)));
+    if (colon == std::string_view::npos || colon == 0 || connection_specific(line.substr(0, colon))) continue;
+    const std::size_t at = text.size();
+    for (const char ch : line.substr(0, colon)) text.push_back(http::ascii_lower(ch));  // HTTP/2 names are lowercase
+    nv.push_back(field(std::string_view(text).substr(at), http::trim_ows(line.substr(colon + 1))));
   }
-  names.reserve(lines.size());
-  for (const auto& [name, value] : lines) nv.push_back(field(names.emplace_back(lowercase(name)), value));
   s->body = std::move(body);
   s->responded = true;
   nghttp2_data_provider provider{};
@@ -277,10 +285,6 @@ bool ServerSession::respond(std::int32_t stream, int status, std::string_view co
 }
 
 void ServerSession::resume(std::int32_t stream) { nghttp2_session_resume_data(session_, stream); }
-
-void ServerSession::reset(std::int32_t stream, std::uint32_t error_code) {
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, error_code);
-}
 
 void ServerSession::shutdown() {
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),

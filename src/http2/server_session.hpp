@@ -93,8 +93,6 @@ class ServerSession {
                std::string_view header_lines, std::unique_ptr<BodySource> body);
   // The body of `stream` has more to give (it had said nothing now).
   void resume(std::int32_t stream);
-  // Ends `stream` with RST_STREAM `error_code` (RFC 9113 7).
-  void reset(std::int32_t stream, std::uint32_t error_code);
   // The server is stopping: a GOAWAY names the last stream taken; those
   // are answered, newer ones refused; done() once they are.
   void shutdown();
@@ -127,12 +125,17 @@ class ServerSession {
   int on_header(std::int32_t id, std::string_view name, std::string_view value);
   int on_data(std::int32_t id, std::string_view bytes);
   void on_request_end(std::int32_t id);
-  void on_stream_close(std::int32_t id);
+  // `clean`: closed with NO_ERROR.
+  void on_stream_close(std::int32_t id, bool clean);
 
   Handler& handler_;
   Limits limits_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<std::int32_t, Stream> streams_;
+  std::int32_t last_id_ = 0;  // find()'s last answer
+  Stream* last_ = nullptr;
+  struct Scratch;  // respond()'s, kept across answers
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace edri::http2

@@ -80,11 +80,10 @@ Http2Link::Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits&
 Http2Link::~Http2Link() = default;
 
 std::uint32_t Http2Link::open(SlotInfo info) {
-  const std::uint32_t seq = next_seq_++;
-  Slot& s = slots_[seq];
-  s.info = std::move(info);
-  s.stream = dispatching_;
-  seq_of_[dispatching_] = seq;
+  // A slot's sequence number is its stream's id: unique on the connection
+  // and never reused (RFC 9113 5.1.1), as sequence numbers must be.
+  const auto seq = static_cast<std::uint32_t>(dispatching_);
+  slots_[seq].info = std::move(info);
   return seq;
 }
 
@@ -98,21 +97,21 @@ SlotInfo* Http2Link::slot(std::uint32_t seq) {
   return s && !s->answered ? &s->info : nullptr;
 }
 
-void Http2Link::respond_body(Slot& s, const http::ResponseHead& h, std::string_view lines,
+void Http2Link::respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
                              std::unique_ptr<http2::BodySource> body) {
   s.answered = true;
   const int status = (h.status >= 200 && h.status <= 999) ? h.status : 500;  // no 1xx as a final answer
   const bool no_content = status == 204 || status == 304;
   if (h.head || no_content) body.reset();
   const bool sized = h.framing == http::ResponseHead::Framing::Length && !no_content;
-  session_.respond(s.stream, status, no_content ? std::string_view() : h.content_type,
+  session_.respond(static_cast<std::int32_t>(seq), status, no_content ? std::string_view() : h.content_type,
                    sized ? static_cast<std::int64_t>(h.content_length) : -1, lines, std::move(body));
   c_.h2_output();
 }
 
 void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
                         std::unique_ptr<http2::BodySource> body) {
-  if (Slot* s = find(seq); s && !s->answered) respond_body(*s, h, lines, std::move(body));
+  if (Slot* s = find(seq); s && !s->answered) respond_body(seq, *s, h, lines, std::move(body));
 }
 
 void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, std::string_view body) {
@@ -138,7 +137,7 @@ void Http2Link::open_stream(std::uint32_t seq, const http::ResponseHead& h, std:
   auto body = std::make_unique<PiecesBody>(owner_, ref);
   s->pieces = body.get();
   s->ref = ref;
-  respond_body(*s, h, lines, std::move(body));
+  respond_body(seq, *s, h, lines, std::move(body));
 }
 
 bool Http2Link::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
@@ -147,14 +146,14 @@ bool Http2Link::stream_piece(std::uint32_t seq, std::string_view bytes, transpor
   if (!s || !s->pieces) return false;
   s->pieces->add(bytes, std::move(blob));
   if (end || abort) s->pieces->end(abort);
-  session_.resume(s->stream);
+  session_.resume(static_cast<std::int32_t>(seq));
   c_.h2_output();
   return true;
 }
 
 bool Http2Link::held_by_client() const {
   for (const auto& [seq, s] : slots_)
-    if (s.answered && session_.send_window_shut(s.stream)) return true;
+    if (s.answered && session_.send_window_shut(static_cast<std::int32_t>(seq))) return true;
   return false;
 }
 
@@ -162,7 +161,6 @@ void Http2Link::cancel_all() {
   for (auto& [seq, s] : slots_)
     if (s.pieces) owner_.stream_cancel(s.ref);
   slots_.clear();
-  seq_of_.clear();
 }
 
 void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
@@ -178,12 +176,11 @@ void Http2Link::on_refused(std::int32_t stream, int status, std::string_view rea
 }
 
 void Http2Link::on_closed(std::int32_t stream, bool answered) {
-  const auto it = seq_of_.find(stream);
-  if (it == seq_of_.end()) return;
+  const auto it = slots_.find(static_cast<std::uint32_t>(stream));
+  if (it == slots_.end()) return;
   // Closed before its last piece went (a reset): the producer stops.
-  if (Slot* s = find(it->second); s && s->pieces && !answered) owner_.stream_cancel(s->ref);
-  slots_.erase(it->second);
-  seq_of_.erase(it);
+  if (it->second.pieces && !answered) owner_.stream_cancel(it->second.ref);
+  slots_.erase(it);
 }
 
 }  // namespace edri::listener

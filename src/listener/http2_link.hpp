@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,21 +72,20 @@ class Http2Link final : public http2::ServerSession::Handler {
  private:
   struct Slot {
     SlotInfo info;
-    std::int32_t stream = 0;
     bool answered = false;
     PiecesBody* pieces = nullptr;  // a streamed answer's body, owned by the session
     StreamRef ref{};
   };
   Slot* find(std::uint32_t seq);
-  void respond_body(Slot& s, const http::ResponseHead& h, std::string_view lines,
+  void respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
                     std::unique_ptr<http2::BodySource> body);
 
   Connection& c_;
   ConnectionOwner& owner_;
   http2::ServerSession session_;
-  std::map<std::uint32_t, Slot> slots_;  // by sequence number; a slot goes when its stream closes
-  std::unordered_map<std::int32_t, std::uint32_t> seq_of_;
-  std::uint32_t next_seq_ = 0;
+  // By sequence number, which is the stream's id; a slot goes when its
+  // stream closes.
+  std::unordered_map<std::uint32_t, Slot> slots_;
   std::int32_t dispatching_ = 0;  // the stream whose request is being dispatched
 };
 
