@@ -14,6 +14,9 @@ packages=(
   # HTTP/2 in the listener (decision 0021), and what tests and benchmarks it
   # with: gRPC's Python client and reference server, h2load, curl
   libnghttp2-dev nghttp2-client python3-grpcio curl
+  # gRPC (docs/grpc.md): protobuf messages compiled at build time, and the
+  # Python modules the gRPC tests generate
+  libprotobuf-dev protobuf-compiler python3-protobuf
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)

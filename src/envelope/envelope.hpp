@@ -51,6 +51,9 @@ enum Flags : std::uint16_t {
   // the one domain it is for (event_type_id of its name), or 0 for the
   // WebSocket clients subscribed to it only. Never sent back to the switch.
   kFlagFromCluster = 1u << 6,
+  // On a response: a hop's problem (send_problem), not a handler's answer.
+  // A gRPC Call ends with a gRPC status for these (docs/grpc.md).
+  kFlagProblem = 1u << 7,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.

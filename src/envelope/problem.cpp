@@ -19,7 +19,9 @@ EnvelopeHeader response_header_for(const EnvelopeHeader& request, int status) {
 
 bool send_problem(transport::Outbox& out, const EnvelopeHeader& request, int status, std::string_view detail) {
   const std::string body = edri::problem_json(status, detail);
-  EnvelopeWriter w(response_header_for(request, status));
+  EnvelopeHeader h = response_header_for(request, status);
+  h.flags |= kFlagProblem;
+  EnvelopeWriter w(h);
   w.text(SectionType::ContentType, "application/problem+json");
   w.text(SectionType::Body, body);
   return send(out, w, transport::Admission::Answer);

@@ -22,11 +22,15 @@ class BodySource {
     std::size_t bytes = 0;  // copied into the buffer
     bool end = false;       // the body is whole
     bool failed = false;    // it cannot be whole: the stream is reset, the client sees it cut
+    bool trailers = false;  // with end: trailer_lines() follow the body (gRPC's status)
   };
   virtual ~BodySource() = default;
   // Copies up to `max` bytes into `buf`. {0, false}: nothing now, ask again
   // after a resume.
   virtual Read read(std::uint8_t* buf, std::size_t max) = 0;
+  // The trailing fields, "Name: value\r\n"..., asked once a read said
+  // `trailers`.
+  virtual std::string_view trailer_lines() const { return {}; }
 };
 
 // A body that is all here, in memory `Owner` keeps (a string, a lease on

@@ -81,6 +81,11 @@ struct Callbacks {
     const auto r = st->body->read(buf, len);
     if (r.failed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM INTERNAL_ERROR
     if (r.end) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (r.end && r.trailers) {
+      // The stream ends with the trailers' HEADERS, not this DATA.
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      if (of(user).submit_trailer(id, st->body->trailer_lines()) != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
     if (r.bytes == 0 && !r.end) return NGHTTP2_ERR_DEFERRED;
     return static_cast<ssize_t>(r.bytes);
   }
@@ -97,6 +102,12 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::stream_close);
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
+  // Windows are reopened by consume(): a collected body's bytes at once, a
+  // streamed one's as its reader takes them, so that a client streaming
+  // faster than its messages are served waits (flow control) instead of
+  // filling memory. The connection's window reopens as bytes arrive: what
+  // holds a connection back is the output bound and each stream's window.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
   // No server push: nothing here would use it, and RFC 9113 lets a server
   // keep it off.
   nghttp2_session_server_new2(&session_, cb, this, opt);
@@ -168,9 +179,27 @@ void ServerSession::tell_refusal(std::int32_t id, Stream& s) {
 }
 
 void ServerSession::on_head_end(std::int32_t id) {
+  Stream* s = find(id);
+  if (!s) return;
+  if (!s->refusal && !http::is_valid_host(s->authority)) refuse(*s, 400, "the :authority is not a valid host");
   // A refused head is answered now, before a body the client may still
   // send (which is then read and dropped).
-  if (Stream* s = find(id); s && s->refusal) tell_refusal(id, *s);
+  if (s->refusal) return tell_refusal(id, *s);
+  complete_head(*s);
+  s->streamed = handler_.on_head(id, s->req);
+}
+
+void ServerSession::complete_head(Stream& s) {
+  auto& req = s.req;
+  req.http_major = 2;
+  req.http_minor = 0;
+  // :authority stands for Host (RFC 9113 8.3.1); the crumbs of a cookie
+  // are one field again for what reads it as HTTP/1.1 sent it.
+  if (!s.authority.empty()) {
+    std::erase_if(req.headers, [](const auto& h) { return http::iequals(h.first, "host"); });
+    req.headers.emplace_back("host", std::move(s.authority));
+  }
+  if (!s.cookie.empty()) req.headers.emplace_back("cookie", std::move(s.cookie));
 }
 
 int ServerSession::on_header(std::int32_t id, std::string_view name, std::string_view value) {
@@ -200,7 +229,13 @@ int ServerSession::on_header(std::int32_t id, std::string_view name, std::string
 }
 
 int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
+  nghttp2_session_consume_connection(session_, bytes.size());
   Stream* s = find(id);
+  if (s && s->streamed && !s->refusal) {
+    handler_.on_body(id, bytes, false);
+    return 0;
+  }
+  nghttp2_session_consume_stream(session_, id, bytes.size());
   if (!s || s->refusal) return 0;  // read and dropped: the window stays open
   auto& req = s->req;
   if (req.body.size() + bytes.size() > limits_.request.max_body_bytes) {
@@ -217,21 +252,8 @@ void ServerSession::on_request_end(std::int32_t id) {
   Stream* s = find(id);
   if (!s) return;
   if (s->refusal) return tell_refusal(id, *s);
-  if (!http::is_valid_host(s->authority)) {
-    refuse(*s, 400, "the :authority is not a valid host");
-    return tell_refusal(id, *s);
-  }
-  auto& req = s->req;
-  req.http_major = 2;
-  req.http_minor = 0;
-  // :authority stands for Host (RFC 9113 8.3.1); the crumbs of a cookie
-  // are one field again for what reads it as HTTP/1.1 sent it.
-  if (!s->authority.empty()) {
-    std::erase_if(req.headers, [](const auto& h) { return http::iequals(h.first, "host"); });
-    req.headers.emplace_back("host", std::move(s->authority));
-  }
-  if (!s->cookie.empty()) req.headers.emplace_back("cookie", std::move(s->cookie));
-  handler_.on_request(id, req);
+  if (s->streamed) return handler_.on_body(id, {}, true);
+  handler_.on_request(id, s->req);
 }
 
 void ServerSession::on_stream_close(std::int32_t id, bool clean) {
@@ -266,16 +288,7 @@ bool ServerSession::respond(std::int32_t stream, int status, std::string_view co
   nv.push_back(field(":status", number(status)));
   if (!content_type.empty()) nv.push_back(field("content-type", content_type));
   if (content_length >= 0) nv.push_back(field("content-length", number(content_length)));
-  while (!header_lines.empty()) {
-    const auto eol = header_lines.find("\r\n");
-    const std::string_view line = header_lines.substr(0, eol);
-    header_lines.remove_prefix(eol == std::string_view::npos ? header_lines.size() : eol + 2);
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 || connection_specific(line.substr(0, colon))) continue;
-    const std::size_t at = text.size();
-    for (const char ch : line.substr(0, colon)) text.push_back(http::ascii_lower(ch));  // HTTP/2 names are lowercase
-    nv.push_back(field(std::string_view(text).substr(at), http::trim_ows(line.substr(colon + 1))));
-  }
+  add_fields(header_lines);
   s->body = std::move(body);
   s->responded = true;
   nghttp2_data_provider provider{};
@@ -284,7 +297,37 @@ bool ServerSession::respond(std::int32_t stream, int status, std::string_view co
   return rv == 0;
 }
 
+void ServerSession::add_fields(std::string_view header_lines) {
+  auto& text = scratch_->text;
+  while (!header_lines.empty()) {
+    const auto eol = header_lines.find("\r\n");
+    const std::string_view line = header_lines.substr(0, eol);
+    header_lines.remove_prefix(eol == std::string_view::npos ? header_lines.size() : eol + 2);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0 || connection_specific(line.substr(0, colon))) continue;
+    const std::size_t at = text.size();
+    for (const char ch : line.substr(0, colon)) text.push_back(http::ascii_lower(ch));  // HTTP/2 names are lowercase
+    scratch_->nv.push_back(field(std::string_view(text).substr(at), http::trim_ows(line.substr(colon + 1))));
+  }
+}
+
+int ServerSession::submit_trailer(std::int32_t id, std::string_view lines) {
+  scratch_->text.clear();
+  scratch_->text.reserve(lines.size());  // the names' copies: the views stay put
+  scratch_->nv.clear();
+  add_fields(lines);
+  return nghttp2_submit_trailer(session_, id, scratch_->nv.data(), scratch_->nv.size());
+}
+
 void ServerSession::resume(std::int32_t stream) { nghttp2_session_resume_data(session_, stream); }
+
+void ServerSession::consume(std::int32_t stream, std::size_t bytes) {
+  if (bytes > 0) nghttp2_session_consume_stream(session_, stream, bytes);
+}
+
+void ServerSession::reset(std::int32_t stream, std::uint32_t error_code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, error_code);
+}
 
 void ServerSession::shutdown() {
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),

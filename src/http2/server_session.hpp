@@ -53,6 +53,13 @@ class ServerSession {
     virtual ~Handler() = default;
     // A whole request on `stream` (its body within the limits).
     virtual void on_request(std::int32_t stream, http::HttpRequest& req) = 0;
+    // The head of a request on `stream` is whole and within the limits.
+    // True: its body is not collected but handed to on_body as it comes (a
+    // gRPC call), and its window reopens only as consume() says; false:
+    // on_request follows with the whole body.
+    virtual bool on_head(std::int32_t /*stream*/, http::HttpRequest& /*head*/) { return false; }
+    // Bytes of a body on_head took; `end`: the client's side is done.
+    virtual void on_body(std::int32_t /*stream*/, std::string_view /*bytes*/, bool /*end*/) {}
     // A request the session refused at the edge (`status`: 400 for a bad
     // :authority, 413, 414, 431, 501 for CONNECT or an unknown method):
     // answer it like any other.
@@ -93,6 +100,11 @@ class ServerSession {
                std::string_view header_lines, std::unique_ptr<BodySource> body);
   // The body of `stream` has more to give (it had said nothing now).
   void resume(std::int32_t stream);
+  // `bytes` of a body handed to on_body were taken: the client may send
+  // as many more on that stream.
+  void consume(std::int32_t stream, std::size_t bytes);
+  // Ends `stream` at once with RST_STREAM `error_code` (RFC 9113 7).
+  void reset(std::int32_t stream, std::uint32_t error_code);
   // The server is stopping: a GOAWAY names the last stream taken; those
   // are answered, newer ones refused; done() once they are.
   void shutdown();
@@ -114,10 +126,17 @@ class ServerSession {
     std::string cookie;  // RFC 9113 8.2.3: crumbs joined with "; "
     std::unique_ptr<BodySource> body;
     bool responded = false;
+    bool streamed = false;  // on_head took its body
   };
   friend struct Callbacks;
 
   Stream* find(std::int32_t id);
+  // The fields nghttp2 takes for header lines ("Name: value\r\n"...), after
+  // what scratch_ holds.
+  void add_fields(std::string_view header_lines);
+  // A stream's head is whole: :authority for Host, cookie crumbs joined.
+  void complete_head(Stream& s);
+  int submit_trailer(std::int32_t id, std::string_view lines);
   void refuse(Stream& s, int status, const char* reason);
   void tell_refusal(std::int32_t id, Stream& s);
   void on_begin(std::int32_t id);

@@ -9,6 +9,7 @@
 #include <edri/problem.hpp>
 
 #include "envelope/problem.hpp"
+#include "listener/grpc_front.hpp"
 
 namespace edri::listener {
 
@@ -53,6 +54,12 @@ void Answers::on_response(const env::EnvelopeView& v) {
     if (blob_lost) return ws_error(*c, h.origin_stream, 502, "the answer's body was lost on the way");
     return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
                      blob ? blob.view() : v.text(env::SectionType::Body));
+  }
+  if (c->http2() && GrpcCalls::is_call_seq(h.origin_stream)) {
+    if (v.has(env::SectionType::File))
+      return grpc_->refused(*c, h.origin_stream, 500, "a file answer cannot be sent over gRPC");
+    if (blob_lost) return grpc_->refused(*c, h.origin_stream, 502, "the answer's body was lost on the way");
+    return grpc_->answer(*c, v, blob ? blob.view() : v.text(env::SectionType::Body));
   }
   if (!c->slot(h.origin_stream)) return;
   if (blob_lost)

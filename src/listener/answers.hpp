@@ -24,6 +24,8 @@
 
 namespace edri::listener {
 
+class GrpcFront;
+
 class Answers {
  public:
   struct Metrics {
@@ -34,6 +36,8 @@ class Answers {
   Answers(const Config& config, ConnectionTable& table, EventSender& sender, transport::BlobArena* blobs,
           std::vector<MiddlewareDecl> middlewares, Metrics metrics);
 
+  // Set once, before any connection: where gRPC events' answers go.
+  void set_grpc(GrpcFront& grpc) { grpc_ = &grpc; }
   // A response (or a hop's problem) for a request of this listener.
   void on_response(const envelope::EnvelopeView& v);
   // A piece of a streamed answer after its head.
@@ -80,6 +84,7 @@ class Answers {
   ConnectionTable& table_;
   EventSender& sender_;
   transport::BlobArena* blobs_;
+  GrpcFront* grpc_ = nullptr;
   std::vector<MiddlewareDecl> middlewares_;
   bool has_response_middleware_ = false;
   Metrics metrics_;

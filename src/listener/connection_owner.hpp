@@ -42,6 +42,16 @@ class ConnectionOwner {
   virtual void request(Connection& c, http::HttpRequest& req) = 0;
   virtual void refuse(Connection& c, int status, std::string_view reason) = 0;
   virtual void websocket_message(Connection& c, std::string_view text) = 0;
+  // gRPC over HTTP/2 (docs/grpc.md): a call's head on `stream`, its body's
+  // bytes as they come (`end`: the client is done), and its end (answered,
+  // cancelled, or cut with the connection).
+  virtual void grpc_open(Connection& c, std::int32_t stream, http::HttpRequest& head) = 0;
+  virtual void grpc_body(Connection& c, std::int32_t stream, std::string_view bytes, bool end) = 0;
+  virtual void grpc_closed(Connection& c, std::int32_t stream) = 0;
+  // Server-Sent Events over HTTP/2: the client of events stream `stream`
+  // took all it was sent (as asked); the stream ended.
+  virtual void events_drained(Connection& c, std::int32_t stream) = 0;
+  virtual void events_closed(Connection& c, std::int32_t stream) = 0;
 
   // The connection has output to write this turn; a WebSocket session has
   // handlers to run; the connection closed (it goes at the end of the turn).

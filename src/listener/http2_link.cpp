@@ -1,5 +1,6 @@
 #include "listener/http2_link.hpp"
 
+#include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -169,6 +170,94 @@ void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
   dispatching_ = 0;
 }
 
+void Http2Link::produce(std::string& out, std::size_t max) {
+  session_.produce(out, max);
+  // Calls whose client took their answers may take messages again; events
+  // streams whose client took their frames may be sent what they missed.
+  if (woken_.empty()) return;
+  const std::vector<std::int32_t> streams = std::move(woken_);
+  woken_.clear();
+  for (const auto stream : streams) {
+    if (grpc_.find(stream))
+      owner_.grpc_body(c_, stream, {}, false);
+    else if (Slot* s = find(static_cast<std::uint32_t>(stream)); s && s->events)
+      owner_.events_drained(c_, stream);
+  }
+}
+
+void Http2Link::shutdown() {
+  for (auto& [seq, s] : slots_)
+    if (s.events) {
+      s.events->end();
+      session_.resume(static_cast<std::int32_t>(seq));
+    }
+  session_.shutdown();
+}
+
+void Http2Link::open_events(std::uint32_t seq, std::string_view lines) {
+  Slot* s = find(seq);
+  if (!s || s->answered) return;
+  auto body = std::make_unique<QueuedBody>(static_cast<std::int32_t>(seq), woken_);
+  s->events = body.get();
+  s->answered = true;
+  session_.respond(static_cast<std::int32_t>(seq), 200, "text/event-stream", -1, lines, std::move(body));
+  c_.h2_output();
+}
+
+void Http2Link::events_frame(std::int32_t stream, std::string_view bytes) {
+  Slot* s = find(static_cast<std::uint32_t>(stream));
+  if (!s || !s->events) return;
+  s->events->add(bytes);
+  session_.resume(stream);
+  c_.h2_output();
+}
+
+bool Http2Link::events_behind(std::int32_t stream) {
+  Slot* s = find(static_cast<std::uint32_t>(stream));
+  return s && s->events && s->events->held() > 0;
+}
+
+void Http2Link::events_want_drain(std::int32_t stream) {
+  Slot* s = find(static_cast<std::uint32_t>(stream));
+  if (!s || !s->events) return;
+  if (s->events->held() > 0) {
+    s->events->wake_when_drained = true;
+    return;
+  }
+  woken_.push_back(stream);  // nothing waits: told on the connection's next turn
+  c_.h2_output();
+}
+
+bool Http2Link::on_head(std::int32_t stream, http::HttpRequest& head) {
+  // application/grpc, alone or with a subtype (+proto, +json) or
+  // parameters: gRPC's own content types (PROTOCOL-HTTP2.md).
+  const std::string_view type = head.header("content-type");
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (type.substr(0, kGrpc.size()) != kGrpc) return false;
+  if (type.size() > kGrpc.size() && type[kGrpc.size()] != '+' && type[kGrpc.size()] != ';') return false;
+  owner_.grpc_open(c_, stream, head);
+  return true;
+}
+
+void Http2Link::on_body(std::int32_t stream, std::string_view bytes, bool end) {
+  owner_.grpc_body(c_, stream, bytes, end);
+}
+
+void Http2Link::grpc_respond(std::int32_t stream, std::string_view lines, std::unique_ptr<http2::BodySource> body) {
+  session_.respond(stream, 200, "application/grpc", -1, lines, std::move(body));
+  c_.h2_output();
+}
+
+void Http2Link::grpc_resume(std::int32_t stream) {
+  session_.resume(stream);
+  c_.h2_output();
+}
+
+void Http2Link::grpc_reset(std::int32_t stream) {
+  session_.reset(stream, NGHTTP2_ENHANCE_YOUR_CALM);
+  c_.h2_output();
+}
+
 void Http2Link::on_refused(std::int32_t stream, int status, std::string_view reason) {
   dispatching_ = stream;
   owner_.refuse(c_, status, reason);
@@ -176,10 +265,15 @@ void Http2Link::on_refused(std::int32_t stream, int status, std::string_view rea
 }
 
 void Http2Link::on_closed(std::int32_t stream, bool answered) {
+  if (grpc_.find(stream)) {
+    owner_.grpc_closed(c_, stream);
+    return grpc_.close(stream);
+  }
   const auto it = slots_.find(static_cast<std::uint32_t>(stream));
   if (it == slots_.end()) return;
   // Closed before its last piece went (a reset): the producer stops.
   if (it->second.pieces && !answered) owner_.stream_cancel(it->second.ref);
+  if (it->second.events) owner_.events_closed(c_, stream);
   slots_.erase(it);
 }
 

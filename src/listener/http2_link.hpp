@@ -19,6 +19,8 @@
 #include "http2/server_session.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/file_body.hpp"
+#include "listener/grpc_calls.hpp"
+#include "listener/queued_body.hpp"
 #include "listener/slot_info.hpp"
 #include "transport/blob_arena.hpp"
 
@@ -33,10 +35,11 @@ class Http2Link final : public http2::ServerSession::Handler {
   ~Http2Link() override;
 
   bool receive(std::string_view bytes) { return session_.receive(bytes); }
-  void produce(std::string& out, std::size_t max) { session_.produce(out, max); }
+  void produce(std::string& out, std::size_t max);
   bool done() const { return session_.done(); }
   bool wants_write() const { return session_.wants_write(); }
-  void shutdown() { session_.shutdown(); }
+  // GOAWAY; events streams end (their clients reconnect elsewhere).
+  void shutdown();
 
   // The slot of the request being dispatched now (from on_request or
   // on_refused); its sequence number.
@@ -53,19 +56,53 @@ class Http2Link final : public http2::ServerSession::Handler {
   void open_stream(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, StreamRef ref);
   bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end, bool abort);
 
-  bool waiting() const { return !slots_.empty(); }
+  // Server-Sent Events (docs/streams.md) on slot `seq`'s stream: its head
+  // now (200, text/event-stream, `lines`), then frames as they come, until
+  // the client resets the stream or the server stops.
+  void open_events(std::uint32_t seq, std::string_view lines);
+  // A frame for events stream `stream`.
+  void events_frame(std::int32_t stream, std::string_view bytes);
+  // The events stream's client has not taken all it was sent.
+  bool events_behind(std::int32_t stream);
+  // ConnectionOwner::events_drained once it has.
+  void events_want_drain(std::int32_t stream);
+
+  // Streams whose queued bodies drained while asked to wake their owner:
+  // told, and cleared, once the session's output is produced.
+  std::vector<std::int32_t>& woken() { return woken_; }
+
+  // gRPC calls (docs/grpc.md): streams whose content type is
+  // application/grpc go to the owner's grpc_* as they come, not as
+  // requests; their state is kept here, with the connection.
+  GrpcCalls& grpc() { return grpc_; }
+  Connection& connection() const { return c_; }
+  // Sends `stream`'s answer head (200, application/grpc, `lines`) and then
+  // `body`; with no body, the head is the whole answer (trailers only).
+  void grpc_respond(std::int32_t stream, std::string_view lines, std::unique_ptr<http2::BodySource> body);
+  // `stream`'s answer body has more.
+  void grpc_resume(std::int32_t stream);
+  // Ends `stream` with RST_STREAM ENHANCE_YOUR_CALM (gRPC clients read it
+  // as RESOURCE_EXHAUSTED): its client is too far behind.
+  void grpc_reset(std::int32_t stream);
+  // `bytes` of `stream`'s body were taken: its window reopens as much.
+  void grpc_consume(std::int32_t stream, std::size_t bytes) { session_.consume(stream, bytes); }
+
+  bool waiting() const { return !slots_.empty() || grpc_.waiting(); }
   // An answer waits on the client alone: its window is shut.
   bool held_by_client() const;
   template <class F>
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
     for (const auto& [seq, s] : slots_)
       if (!s.answered && s.info.opened < cutoff) f(seq);
+    grpc_.for_each_overdue(cutoff, f);
   }
   // The connection goes: every streamed answer's producer stops.
   void cancel_all();
 
   // http2::ServerSession::Handler
   void on_request(std::int32_t stream, http::HttpRequest& req) override;
+  bool on_head(std::int32_t stream, http::HttpRequest& head) override;
+  void on_body(std::int32_t stream, std::string_view bytes, bool end) override;
   void on_refused(std::int32_t stream, int status, std::string_view reason) override;
   void on_closed(std::int32_t stream, bool answered) override;
 
@@ -74,6 +111,7 @@ class Http2Link final : public http2::ServerSession::Handler {
     SlotInfo info;
     bool answered = false;
     PiecesBody* pieces = nullptr;  // a streamed answer's body, owned by the session
+    QueuedBody* events = nullptr;  // a Server-Sent Events stream's, owned by the session
     StreamRef ref{};
   };
   Slot* find(std::uint32_t seq);
@@ -86,6 +124,8 @@ class Http2Link final : public http2::ServerSession::Handler {
   // By sequence number, which is the stream's id; a slot goes when its
   // stream closes.
   std::unordered_map<std::uint32_t, Slot> slots_;
+  GrpcCalls grpc_;
+  std::vector<std::int32_t> woken_;
   std::int32_t dispatching_ = 0;  // the stream whose request is being dispatched
 };
 

@@ -204,7 +204,12 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
   const std::string lines = "Content-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n";
   if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
   Connection& c = ex.connection();
-  if (c.http2()) return ex.problem(501, "Server-Sent Events are not served over HTTP/2 yet: ask over HTTP/1.1");
+  if (Http2Link* h2 = c.http2()) {
+    // A stream of its own: the connection's other streams go on beside it.
+    const auto seq = ex.open();
+    h2->open_events(seq, "Cache-Control: no-store\r\n" + h2->slot(seq)->headers);
+    return streams_.subscribe_events(c, name, since, static_cast<std::int32_t>(seq));
+  }
   // Events go out as they come, not in a slot's turn: nothing may still be
   // waiting for its answer ahead of them.
   if (c.waiting())

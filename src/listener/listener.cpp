@@ -60,7 +60,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                Answers::Metrics{loop.segment().listener_metrics(index), &loop.segment().request_counter(index, 0, 0),
                                 static_cast<std::uint32_t>(plugins.routes().size())}),
       streams_(config, sender_),
-      websocket_(config, plugins, validators_, answers_, sender_, cors_.get(), streams_),
+      commands_(config, plugins, validators_, sender_),
+      grpc_(config, commands_, streams_, loop.events()),
+      websocket_(config, commands_, answers_, cors_.get(), streams_, grpc_),
       table_(*this, config, loop.segment().listener_metrics(index), [this] { answers_.count_refusal(); }),
       http_(config, plugins, validators_, answers_, sender_, websocket_, streams_, builtins_, cors_.get(), loop.blobs(),
             index),
@@ -77,6 +79,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   if (unix_fd >= 0) unix_fd_ = duplicate(unix_fd, "Unix domain socket");
   builtins_.set_blobs(loop.blobs());
   websocket_.set_table(table_);
+  grpc_.set_table(table_);
+  streams_.set_calls(*this);
+  answers_.set_grpc(grpc_);
   loop_.on_records_from(transport::Topology::kBroker,
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });
   const auto& topo = loop.topology();
@@ -128,9 +133,30 @@ void Listener::refuse(Connection& c, int status, std::string_view reason) {
 }
 
 void Listener::closed(Connection& c) {
+  grpc_.connection_closed(c);
   websocket_.closed(c);
   streams_.closed(c);
   table_.release(c);
+}
+
+void Listener::stream_frame(Connection& c, std::int32_t call, std::string_view frame) {
+  Http2Link* link = c.http2();
+  if (!link) return;
+  if (link->grpc().find(call)) return grpc_.stream_frame(c, call, frame);
+  link->events_frame(call, frame);
+}
+
+bool Listener::stream_behind(Connection& c, std::int32_t call) {
+  Http2Link* link = c.http2();
+  if (!link) return false;
+  return link->grpc().find(call) ? grpc_.stream_behind(c, call) : link->events_behind(call);
+}
+
+void Listener::want_drain(Connection& c, std::int32_t call) {
+  Http2Link* link = c.http2();
+  if (!link) return;
+  if (link->grpc().find(call)) return grpc_.want_drain(c, call);
+  link->events_want_drain(call);
 }
 
 void Listener::on_broker_record(std::span<const std::byte> record) {
@@ -259,7 +285,9 @@ void Listener::answer_lost() {
 }
 
 void Listener::answer_missing(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
-  if (c.websocket())
+  if (c.http2() && GrpcCalls::is_call_seq(seq))
+    grpc_.refused(c, seq, status, detail);
+  else if (c.websocket())
     answers_.ws_error(c, seq, status, detail);
   else
     answers_.problem(c, seq, status, detail);
@@ -277,7 +305,10 @@ void Listener::begin_drain() {
   if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
   accept_retry_.cancel();
   spdlog::info("stopping: {} connections to finish, for up to {} s", table_.open(), config_.shutdown_timeout_s);
-  table_.for_each_open([](Connection& c) { c.drain(); });
+  table_.for_each_open([this](Connection& c) {
+    grpc_.drain(c);
+    c.drain();
+  });
   drain_deadline_.expires_after(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)));
   stop_if_drained();

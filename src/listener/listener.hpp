@@ -6,7 +6,9 @@
 //                    answer, flushing, the bound over all their output
 //   HttpFront        a request: middleware, the route, edge checks, the
 //                    event sent on its way (through an Exchange)
+//   Commands         what a WebSocket message or a gRPC Event may name
 //   WebSocketFront   the upgrade, commands, subscriptions, pushes
+//   GrpcFront        gRPC calls over HTTP/2: Call, Connect, health
 //   Answers          envelopes back to bytes: responses, problems, streams
 //   StreamHub        live streams: their state, subscribers and frames
 //   EventSender      what leaves for the broker
@@ -25,10 +27,12 @@
 
 #include "listener/answers.hpp"
 #include "listener/builtin_endpoints.hpp"
+#include "listener/commands.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/connection_table.hpp"
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
+#include "listener/grpc_front.hpp"
 #include "listener/http_front.hpp"
 #include "listener/stream_hub.hpp"
 #include "listener/tls.hpp"
@@ -42,7 +46,7 @@
 
 namespace edri::listener {
 
-class Listener final : public ConnectionOwner {
+class Listener final : public ConnectionOwner, public CallSubscribers {
  public:
   // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1.
   Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
@@ -64,6 +68,19 @@ class Listener final : public ConnectionOwner {
   void request(Connection& c, http::HttpRequest& req) override { http_.dispatch(c, req); }
   void refuse(Connection& c, int status, std::string_view reason) override;
   void websocket_message(Connection& c, std::string_view text) override { websocket_.message(c, text); }
+  void grpc_open(Connection& c, std::int32_t stream, http::HttpRequest& head) override { grpc_.open(c, stream, head); }
+  void grpc_body(Connection& c, std::int32_t stream, std::string_view bytes, bool end) override {
+    grpc_.body(c, stream, bytes, end);
+  }
+  void grpc_closed(Connection& c, std::int32_t stream) override { grpc_.closed(c, stream); }
+  void events_drained(Connection& c, std::int32_t stream) override { streams_.call_drained(c, stream); }
+  void events_closed(Connection& c, std::int32_t stream) override { streams_.call_closed(c, stream); }
+
+  // CallSubscribers: a live stream's subscriber on an HTTP/2 stream is a
+  // gRPC Connect call or a Server-Sent Events stream.
+  void stream_frame(Connection& c, std::int32_t call, std::string_view frame) override;
+  bool stream_behind(Connection& c, std::int32_t call) override;
+  void want_drain(Connection& c, std::int32_t call) override;
   void wants_flush(Connection& c) override { table_.mark_dirty(c); }
   void wants_poll() override { websocket_.need_poll(); }
   void closed(Connection& c) override;
@@ -109,6 +126,8 @@ class Listener final : public ConnectionOwner {
   std::vector<std::shared_ptr<const RequestValidator>> validators_;  // by event (null: no fields)
   Answers answers_;
   StreamHub streams_;
+  Commands commands_;
+  GrpcFront grpc_;
   WebSocketFront websocket_;  // before the connections: their sessions post into its queue
   ConnectionTable table_;
   HttpFront http_;

@@ -25,14 +25,14 @@ void append_number(std::string& out, std::uint64_t v) {
 }  // namespace
 
 std::optional<std::pair<int, std::string>> StreamHub::ws_command(Connection& c, std::string_view command,
-                                                                 const nlohmann::json& msg) {
+                                                                 const nlohmann::json& msg, std::int32_t call) {
   Busy busy(*this);
   const auto name = msg.find("stream");
   if (name == msg.end() || !name->is_string() || !is_valid_stream_name(name->get_ref<const std::string&>()))
     return std::pair{422, std::string("\"stream\" must be a name of 1 to 128 of A-Z a-z 0-9 . _ : -")};
   const std::string& stream = name->get_ref<const std::string&>();
   if (command == "stream.unsubscribe") {
-    unsubscribe(c, stream);
+    unsubscribe(c, stream, call);
     return std::nullopt;
   }
   std::optional<std::uint64_t> since;
@@ -41,51 +41,55 @@ std::optional<std::pair<int, std::string>> StreamHub::ws_command(Connection& c, 
     since = s->get<std::uint64_t>();
   }
   const auto held = by_connection_.find(&c);
-  const bool again =
-      held != by_connection_.end() && std::find(held->second.begin(), held->second.end(), stream) != held->second.end();
+  const bool again = held != by_connection_.end() &&
+                     std::find(held->second.begin(), held->second.end(), Held{stream, call}) != held->second.end();
   if (!again && held != by_connection_.end() && held->second.size() >= config_.websocket_max_subscriptions)
     return std::pair{429, std::string("too many subscriptions on this connection (EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS)")};
-  subscribe(c, stream, since, false);
+  subscribe(c, stream, since, false, call);
   return std::nullopt;
 }
 
-void StreamHub::subscribe_events(Connection& c, std::string_view name, std::optional<std::uint64_t> since) {
+void StreamHub::subscribe_events(Connection& c, std::string_view name, std::optional<std::uint64_t> since,
+                                 std::int32_t call) {
   Busy busy(*this);
-  subscribe(c, name, since, true);
+  subscribe(c, name, since, true, call);
 }
 
-void StreamHub::subscribe(Connection& c, std::string_view name, std::optional<std::uint64_t> since, bool sse) {
+void StreamHub::subscribe(Connection& c, std::string_view name, std::optional<std::uint64_t> since, bool sse,
+                          std::int32_t call) {
   const std::string key(name);
   auto [it, fresh] = streams_.try_emplace(key);
   Stream& s = it->second;
   if (fresh) send_to_broker(env::kControlStreamFollow, env::StreamRecord{0, 0, 0, key, {}});
-  Subscriber* sub = find(s, c);
+  Subscriber* sub = find(s, c, call);
   if (!sub) {
-    s.subscribers.push_back(Subscriber(&c, sse));
+    s.subscribers.push_back(Subscriber(&c, sse, call));
     sub = &s.subscribers.back();
     auto& held = by_connection_[&c];
     // Its first stream: frames the client does not take pile up here, where
-    // they coalesce, rather than in megabytes of socket buffer.
-    if (held.empty() && config_.stream_send_buffer > 0)
+    // they coalesce, rather than in megabytes of socket buffer. (Not for
+    // an HTTP/2 connection's calls: its other streams share the socket.)
+    if (held.empty() && call == 0 && config_.stream_send_buffer > 0)
       c.limit_send_buffer(static_cast<int>(config_.stream_send_buffer));
-    held.push_back(key);
+    held.emplace_back(key, call);
   } else {
-    *sub = Subscriber(&c, sse);  // subscribing again starts afresh
+    *sub = Subscriber(&c, sse, call);  // subscribing again starts afresh
   }
   sub->since = since;
   if (s.following) serve(key, s, *sub);
 }
 
-void StreamHub::unsubscribe(Connection& c, std::string_view name) {
+void StreamHub::unsubscribe(Connection& c, std::string_view name, std::int32_t call) {
   auto it = streams_.find(std::string(name));
   if (it == streams_.end()) return;
   auto& subs = it->second.subscribers;
-  const auto at = std::find_if(subs.begin(), subs.end(), [&](const Subscriber& s) { return s.conn == &c; });
+  const auto at =
+      std::find_if(subs.begin(), subs.end(), [&](const Subscriber& s) { return s.conn == &c && s.call == call; });
   if (at == subs.end()) return;
   *at = std::move(subs.back());
   subs.pop_back();
   if (auto held = by_connection_.find(&c); held != by_connection_.end()) {
-    std::erase(held->second, it->first);
+    std::erase(held->second, Held{it->first, call});
     if (held->second.empty()) by_connection_.erase(held);
   }
   if (!subs.empty()) return;
@@ -110,13 +114,35 @@ void StreamHub::closed(Connection& c) {
   auto held = by_connection_.find(&c);
   if (held == by_connection_.end()) return;
   const auto names = held->second;
-  for (const auto& name : names) unsubscribe(c, name);
+  for (const auto& [name, call] : names) unsubscribe(c, name, call);
 }
 
-StreamHub::Subscriber* StreamHub::find(Stream& s, const Connection& c) {
+void StreamHub::call_closed(Connection& c, std::int32_t call) {
+  Busy busy(*this);
+  auto held = by_connection_.find(&c);
+  if (held == by_connection_.end()) return;
+  const auto names = held->second;
+  for (const auto& [name, on] : names)
+    if (on == call) unsubscribe(c, name, call);
+}
+
+bool StreamHub::call_subscribed(const Connection& c, std::int32_t call) const {
+  const auto held = by_connection_.find(const_cast<Connection*>(&c));
+  if (held == by_connection_.end()) return false;
+  return std::any_of(held->second.begin(), held->second.end(), [&](const Held& h) { return h.second == call; });
+}
+
+StreamHub::Subscriber* StreamHub::find(Stream& s, const Connection& c, std::int32_t call) {
   for (auto& sub : s.subscribers)
-    if (sub.conn == &c) return &sub;
+    if (sub.conn == &c && sub.call == call) return &sub;
   return nullptr;
+}
+
+void StreamHub::send(const Frame& f, Subscriber& sub) {
+  if (sub.call && calls_)
+    calls_->stream_frame(*sub.conn, sub.call, sub.sse ? std::string_view(*f.sse) : f.ws->payload());
+  else
+    f.send_to(*sub.conn);
 }
 
 void StreamHub::serve(const std::string& name, Stream& s, Subscriber& sub) {
@@ -129,9 +155,9 @@ void StreamHub::serve(const std::string& name, Stream& s, Subscriber& sub) {
   sub.awaiting = false;
   sub.revision = s.revision;
   if (since && *since == s.revision)
-    patch_frame(name, s.revision, s.revision, "{}", s.ts, sub.sse).send_to(*sub.conn);
+    send(patch_frame(name, s.revision, s.revision, "{}", s.ts, sub.sse), sub);
   else
-    snapshot_frame(name, s, sub.sse).send_to(*sub.conn);
+    send(snapshot_frame(name, s, sub.sse), sub);
 }
 
 void StreamHub::on_control(const env::EnvelopeView& v) {
@@ -172,7 +198,7 @@ void StreamHub::on_state(const env::EnvelopeView&, const env::StreamRecord& r) {
       // A jump this subscriber's frames cannot make contiguous.
       sub.owes_snapshot = true;
       sub.has_pending = false;
-      sub.conn->want_drain();
+      want_drain(sub);
     }
   }
 }
@@ -219,9 +245,9 @@ void StreamHub::on_answer(const env::EnvelopeHeader& h, const env::StreamRecord&
       text.append(R"(,"state":)").append(r.json).append(R"(,"ts":)");
       append_number(text, static_cast<std::uint64_t>(r.ts));
       text += '}';
-      frame(std::move(text), "snapshot", r.revision, sub.sse).send_to(*sub.conn);
+      send(frame(std::move(text), "snapshot", r.revision, sub.sse), sub);
     } else {
-      patch_frame(r.name, r.from, r.revision, r.json, r.ts, sub.sse).send_to(*sub.conn);
+      send(patch_frame(r.name, r.from, r.revision, r.json, r.ts, sub.sse), sub);
     }
     return;
   }
@@ -262,23 +288,22 @@ void StreamHub::emit(const std::string& name, Stream& s) {
   if (s.batch_exact) patch_text = s.batch.dump();
   for (auto& sub : s.subscribers) {
     if (sub.awaiting || sub.revision == to) continue;
-    Connection& c = *sub.conn;
     const bool current = !sub.owes_snapshot && !sub.has_pending && sub.revision == from;
-    if (!current || behind(c)) {
+    if (!current || behind(sub)) {
       owe(sub, s.batch, s.batch_exact, from, to);
       continue;
     }
     auto& f = shared[sub.sse ? 1 : 0];
     if (!f.ws && !f.sse)
       f = s.batch_exact ? patch_frame(name, from, to, patch_text, s.ts, sub.sse) : snapshot_frame(name, s, sub.sse);
-    f.send_to(c);
+    send(f, sub);
     sub.revision = to;
   }
   s.batch = nullptr;
 }
 
 void StreamHub::owe(Subscriber& sub, const nlohmann::json& patch, bool exact, std::uint64_t from, std::uint64_t to) {
-  sub.conn->want_drain();
+  want_drain(sub);
   if (sub.owes_snapshot) return;
   const bool joins = sub.has_pending ? sub.pending_to == from : sub.revision == from;
   if (!exact || !joins) {
@@ -299,26 +324,41 @@ void StreamHub::owe(Subscriber& sub, const nlohmann::json& patch, bool exact, st
   sub.pending_to = to;
 }
 
-void StreamHub::drained(Connection& c) {
+void StreamHub::drained(Connection& c) { call_drained(c, 0); }
+
+void StreamHub::call_drained(Connection& c, std::int32_t call) {
   Busy busy(*this);
   auto held = by_connection_.find(&c);
   if (held == by_connection_.end()) return;
-  for (const auto& name : held->second) {
+  for (const auto& [name, on] : held->second) {
     auto it = streams_.find(name);
-    if (it == streams_.end()) continue;
-    Stream& s = it->second;
-    Subscriber* sub = find(s, c);
-    if (!sub || sub->awaiting || !s.following || s.dirty) continue;  // emit() comes first
-    if (sub->owes_snapshot) {
-      snapshot_frame(name, s, sub->sse).send_to(c);
-      sub->revision = s.revision;
-    } else if (sub->has_pending) {
-      patch_frame(name, sub->revision, sub->pending_to, sub->pending.dump(), s.ts, sub->sse).send_to(c);
-      sub->revision = sub->pending_to;
-    }
-    sub->owes_snapshot = sub->has_pending = false;
-    sub->pending = nullptr;
+    if (on != call || it == streams_.end()) continue;
+    if (Subscriber* sub = find(it->second, c, call)) drain(name, it->second, *sub);
   }
+}
+
+void StreamHub::drain(const std::string& name, Stream& s, Subscriber& sub) {
+  if (sub.awaiting || !s.following || s.dirty) return;  // emit() comes first
+  if (sub.owes_snapshot) {
+    send(snapshot_frame(name, s, sub.sse), sub);
+    sub.revision = s.revision;
+  } else if (sub.has_pending) {
+    send(patch_frame(name, sub.revision, sub.pending_to, sub.pending.dump(), s.ts, sub.sse), sub);
+    sub.revision = sub.pending_to;
+  }
+  sub.owes_snapshot = sub.has_pending = false;
+  sub.pending = nullptr;
+}
+
+bool StreamHub::behind(Subscriber& sub) {
+  return sub.call && calls_ ? calls_->stream_behind(*sub.conn, sub.call) : behind(*sub.conn);
+}
+
+void StreamHub::want_drain(Subscriber& sub) {
+  if (sub.call && calls_)
+    calls_->want_drain(*sub.conn, sub.call);
+  else
+    sub.conn->want_drain();
 }
 
 bool StreamHub::behind(Connection& c) {

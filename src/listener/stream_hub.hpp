@@ -36,17 +36,43 @@
 
 namespace edri::listener {
 
+// Where the frames of a subscriber on an HTTP/2 stream go (a gRPC Connect
+// call, a Server-Sent Events stream): each such stream is a subscriber of
+// its own, beside the connection's others.
+class CallSubscribers {
+ public:
+  virtual ~CallSubscribers() = default;
+  // A frame for HTTP/2 stream `call` of `c`: its JSON for a gRPC call, its
+  // event's bytes for Server-Sent Events.
+  virtual void stream_frame(Connection& c, std::int32_t call, std::string_view frame) = 0;
+  // The call's client has not taken what it was sent before.
+  virtual bool stream_behind(Connection& c, std::int32_t call) = 0;
+  // Call call_drained(c, call) once it has taken it all.
+  virtual void want_drain(Connection& c, std::int32_t call) = 0;
+};
+
 class StreamHub {
  public:
   StreamHub(const Config& config, EventSender& sender) : config_(config), sender_(sender) {}
+  // Set once, before any connection.
+  void set_calls(CallSubscribers& calls) { calls_ = &calls; }
 
   // {"command":"stream.subscribe","stream":S[,"since":R]} and
   // {"command":"stream.unsubscribe","stream":S}: nullopt when taken, else
-  // (status, detail) of the error answer.
+  // (status, detail) of the error answer. `call`: the gRPC Connect call
+  // that sent it, or 0 for the WebSocket itself.
   std::optional<std::pair<int, std::string>> ws_command(Connection& c, std::string_view command,
-                                                        const nlohmann::json& msg);
-  // A Server-Sent Events client of `name`, its response head already out.
-  void subscribe_events(Connection& c, std::string_view name, std::optional<std::uint64_t> since);
+                                                        const nlohmann::json& msg, std::int32_t call = 0);
+  // The client of an HTTP/2 stream that subscribes (a gRPC Connect call,
+  // Server-Sent Events) took all it was sent; the stream ended.
+  void call_drained(Connection& c, std::int32_t call);
+  void call_closed(Connection& c, std::int32_t call);
+  // Whether Connect call `call` of `c` holds a subscription.
+  bool call_subscribed(const Connection& c, std::int32_t call) const;
+  // A Server-Sent Events client of `name`, its response head already out;
+  // `call`: its HTTP/2 stream, or 0 (the connection is the stream).
+  void subscribe_events(Connection& c, std::string_view name, std::optional<std::uint64_t> since,
+                        std::int32_t call = 0);
   void closed(Connection& c);
   // `c` took all its output: what waits for it goes out.
   void drained(Connection& c);
@@ -57,9 +83,10 @@ class StreamHub {
 
  private:
   struct Subscriber {
-    Subscriber(Connection* c, bool events) : conn(c), sse(events) {}
+    Subscriber(Connection* c, bool events, std::int32_t on_call) : conn(c), sse(events), call(on_call) {}
     Connection* conn;
     bool sse;
+    std::int32_t call;     // the gRPC Connect call it is, or 0
     bool awaiting = true;  // its first frame is not out yet
     std::optional<std::uint64_t> since;
     std::uint64_t revision = 0;  // the revision its client holds (after what was sent)
@@ -100,9 +127,19 @@ class StreamHub {
     }
   };
 
-  void subscribe(Connection& c, std::string_view name, std::optional<std::uint64_t> since, bool sse);
-  void unsubscribe(Connection& c, std::string_view name);
-  Subscriber* find(Stream& s, const Connection& c);
+  // A subscription: a stream's name, and the call it was made on (0: the
+  // connection's own).
+  using Held = std::pair<std::string, std::int32_t>;
+
+  void subscribe(Connection& c, std::string_view name, std::optional<std::uint64_t> since, bool sse,
+                 std::int32_t call = 0);
+  void unsubscribe(Connection& c, std::string_view name, std::int32_t call);
+  Subscriber* find(Stream& s, const Connection& c, std::int32_t call);
+  // What `sub` is owed goes out (its client took its output).
+  void drain(const std::string& name, Stream& s, Subscriber& sub);
+  void send(const Frame& f, Subscriber& sub);
+  bool behind(Subscriber& sub);
+  void want_drain(Subscriber& sub);
   // Serves a subscriber's first frame, the stream being followed.
   void serve(const std::string& name, Stream& s, Subscriber& sub);
   void on_state(const envelope::EnvelopeView& v, const envelope::StreamRecord& r);
@@ -124,7 +161,8 @@ class StreamHub {
   const Config& config_;
   EventSender& sender_;
   std::unordered_map<std::string, Stream> streams_;
-  std::unordered_map<Connection*, std::vector<std::string>> by_connection_;
+  CallSubscribers* calls_ = nullptr;
+  std::unordered_map<Connection*, std::vector<Held>> by_connection_;
   std::vector<std::string> dirty_;
   std::uint64_t pass_ = 0;  // emit() passes: a connection's backlog is read once per pass
   // A frame sent may close its connection at once (too far behind), and

@@ -28,30 +28,9 @@ void for_each_target(std::span<const std::byte> targets, F&& f) {
 
 }  // namespace
 
-WebSocketFront::WebSocketFront(const Config& config, const plugin::PluginSet& plugins,
-                               const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-                               EventSender& sender, const Cors* cors, StreamHub& streams)
-    : config_(config), answers_(answers), sender_(sender), cors_(cors), streams_(streams) {
-  using Kind = Command::Kind;
-  for (const auto& cmd : plugins.commands()) {
-    const auto& ev = plugins.events()[cmd.event];
-    Command c{Kind::Event, ev.type_id, validators[cmd.event], {}, nlohmann::json(cmd.command).dump(), ev.replay};
-    for (const auto& r : plugins.routes())
-      if (r.event == cmd.event) {
-        c.path_params = http::RouteTable::parameters(r.path);
-        break;
-      }
-    commands_.emplace(cmd.command, std::move(c));
-  }
-  for (const auto& p : plugins.pushes()) {
-    const auto& ev = plugins.events()[p.notification];
-    commands_.emplace(p.subscribe,
-                      Command{Kind::Subscribe, ev.type_id, nullptr, {}, nlohmann::json(p.subscribe).dump()});
-    commands_.emplace(p.unsubscribe,
-                      Command{Kind::Unsubscribe, ev.type_id, nullptr, {}, nlohmann::json(p.unsubscribe).dump()});
-    push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
-  }
-}
+WebSocketFront::WebSocketFront(const Config& config, Commands& commands, Answers& answers, const Cors* cors,
+                               StreamHub& streams, GrpcFront& grpc)
+    : config_(config), commands_(commands), answers_(answers), cors_(cors), grpc_(grpc), streams_(streams) {}
 
 void WebSocketFront::poll() {
   if (!poll_needed_) return;
@@ -95,90 +74,16 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
       answers_.ws_error(c, c.ws_open_slot(name->dump()), error->first, error->second);
     return;
   }
-  auto it = commands_.find(called);
-  if (it == commands_.end())
-    return answers_.ws_error(c, c.ws_open_slot(name->dump()), 404, "unknown command " + name->get<std::string>());
-  const auto seq = c.ws_open_slot(it->second.quoted_name);
+  const Commands::Command* cmd = commands_.find(called);
+  if (!cmd) return answers_.ws_error(c, c.ws_open_slot(name->dump()), 404, "unknown command " + called);
+  const auto seq = c.ws_open_slot(cmd->quoted_name);
   // From here on the message is the command's fields.
   msg.erase(name);
-  command(c, seq, it->second, msg);
+  if (auto refused = commands_.send(c, seq, *cmd, msg, c.upgrade_request())) answer_refusal(c, seq, *refused);
 }
 
-void WebSocketFront::command(Connection& c, std::uint32_t seq, const Command& cmd, nlohmann::json& msg) {
-  if (cmd.kind != Command::Kind::Event) return subscription(c, seq, cmd, msg);
-  // Fields: the declared ones, then path parameters of the event's route.
-  if (cmd.validator)
-    cmd.validator->check_message(msg, c.upgrade_request(), validated_);
-  else
-    validated_.clear();
-  check_path_params(cmd, msg);
-  if (!validated_.errors.empty()) return answer_invalid(c, seq);
-  auto h = sender_.origin_header(c, env::Kind::Request, cmd.type, seq);
-  if (cmd.replay) h.flags |= env::kFlagReplay;
-  h.flags |= env::kFlagWholeAnswer;  // a message is one body: no stream
-  env::EnvelopeWriter w(h);
-  if (!decoded_params_.empty())
-    w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
-  add_validated(w, validated_);
-  // The body is the message without its "command": always a JSON object.
-  const std::string body = msg.dump();
-  w.text(env::SectionType::Body, body);
-  if (!sender_.send(w)) answers_.ws_error(c, seq, 503, "the server is overloaded; retry later");
-}
-
-void WebSocketFront::check_path_params(const Command& cmd, const nlohmann::json& msg) {
-  decoded_params_.clear();
-  std::size_t path_errors = 0;
-  for (const auto& [pname, ptype] : cmd.path_params) {
-    auto v = msg.find(pname);
-    const char* problem = nullptr;
-    std::string text;
-    if (v == msg.end() || v->is_null()) {
-      problem = "is required";
-    } else {
-      text = v->is_string() ? v->get<std::string>() : v->dump();
-      const bool ok = ptype == http::ParamType::Int    ? v->is_number_integer() && http::is_int_segment(text)
-                      : ptype == http::ParamType::Uuid ? v->is_string() && http::is_uuid_segment(text)
-                                                       : v->is_string() && !text.empty();
-      if (!ok)
-        problem = ptype == http::ParamType::Int    ? "must be an integer"
-                  : ptype == http::ParamType::Uuid ? "must be a UUID"
-                                                   : "must be a non-empty string";
-    }
-    if (problem) {
-      validated_.errors.insert(validated_.errors.begin() + static_cast<std::ptrdiff_t>(path_errors++),
-                               FieldError{pname, problem});
-      continue;
-    }
-    decoded_params_.emplace_back(pname, std::move(text));
-  }
-}
-
-void WebSocketFront::subscription(Connection& c, std::uint32_t seq, const Command& cmd, const nlohmann::json& msg) {
-  auto& subs = c.subscriptions;
-  const bool had = std::find(subs.begin(), subs.end(), cmd.type) != subs.end();
-  std::string payload(sizeof cmd.type, '\0');
-  std::memcpy(payload.data(), &cmd.type, sizeof cmd.type);
-  const bool subscribe = cmd.kind == Command::Kind::Subscribe;
-  if (subscribe) {
-    auto filter = msg.find("filter");
-    if (filter != msg.end() && !filter->is_null()) {
-      if (!filter->is_object()) {
-        validated_.clear();
-        validated_.errors.push_back({"filter", "must be an object of field: value"});
-        return answer_invalid(c, seq);
-      }
-      payload += filter->dump();
-    }
-    if (!had && subs.size() >= config_.websocket_max_subscriptions)
-      return answers_.ws_error(c, seq, 429, "too many subscriptions on this connection");
-    if (!had) subs.push_back(cmd.type);
-  } else if (had) {
-    std::erase(subs, cmd.type);
-  }
-  const auto code = subscribe ? env::kControlPushSubscribe : env::kControlPushUnsubscribe;
-  if (!sender_.send_control(c, code, seq, std::as_bytes(std::span<const char>(payload.data(), payload.size()))))
-    answers_.ws_error(c, seq, 503, "the server is overloaded; retry later");
+void WebSocketFront::answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r) {
+  answers_.ws_answer(c, seq, r.status, "application/problem+json", r.problem);
 }
 
 void WebSocketFront::answer_invalid(Connection& c, std::uint32_t seq) {
@@ -187,19 +92,23 @@ void WebSocketFront::answer_invalid(Connection& c, std::uint32_t seq) {
 }
 
 void WebSocketFront::on_push(const env::EnvelopeView& v) {
-  auto name = push_names_.find(v.header.event_type);
-  if (name == push_names_.end()) return;
+  const std::string* name = commands_.push_name(v.header.event_type);
+  if (!name) return;
   // One frame for every subscriber here.
   std::string_view payload = v.text(env::SectionType::Body);
   if (payload.empty()) payload = "null";
   static constexpr std::string_view kHead = R"({"command":)", kEvent = R"(,"event":)";
-  const std::size_t size = kHead.size() + name->second.size() + kEvent.size() + payload.size() + 1;
+  const std::size_t size = kHead.size() + name->size() + kEvent.size() + payload.size() + 1;
   std::string text;
   text.reserve(size);
-  text.append(kHead).append(name->second).append(kEvent).append(payload).append("}");
+  text.append(kHead).append(*name).append(kEvent).append(payload).append("}");
   const auto shared = make_message(std::move(text));
   for_each_target(v.section(env::SectionType::Targets), [&](const env::PushTarget& t) {
-    if (Connection* c = table_->find(t.connection, t.generation); c && c->websocket()) c->ws_send(shared);
+    Connection* c = table_->find(t.connection, t.generation);
+    if (c && c->websocket())
+      c->ws_send(shared);
+    else if (c && c->http2())
+      grpc_.push(*c, v.header.event_type, shared->payload());
   });
 }
 
@@ -211,8 +120,6 @@ void WebSocketFront::on_control(const env::EnvelopeView& v) {
   });
 }
 
-void WebSocketFront::closed(Connection& c) {
-  if (!c.subscriptions.empty()) sender_.send_control(c, env::kControlPushUnsubscribe, env::kNoAnswer, {});
-}
+void WebSocketFront::closed(Connection& c) { commands_.closed(c); }
 
 }  // namespace edri::listener

@@ -19,14 +19,13 @@
 
 #include "envelope/envelope.hpp"
 #include "http/request_parser.hpp"
-#include "http/route_table.hpp"
 #include "listener/answers.hpp"
+#include "listener/commands.hpp"
 #include "listener/connection_table.hpp"
 #include "listener/cors.hpp"
-#include "listener/event_sender.hpp"
+#include "listener/grpc_front.hpp"
 #include "listener/request_validator.hpp"
 #include "listener/stream_hub.hpp"
-#include "plugin/plugin_set.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
 
@@ -34,10 +33,9 @@ namespace edri::listener {
 
 class WebSocketFront {
  public:
-  // `validators`: one per event of `plugins` (null: no fields declared).
-  WebSocketFront(const Config& config, const plugin::PluginSet& plugins,
-                 const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
-                 EventSender& sender, const Cors* cors, StreamHub& streams);
+  // `grpc`: where a push to an HTTP/2 connection goes (its Connect calls).
+  WebSocketFront(const Config& config, Commands& commands, Answers& answers, const Cors* cors, StreamHub& streams,
+                 GrpcFront& grpc);
   // Set once, before any connection: where pushes find their connections.
   void set_table(ConnectionTable& table) { table_ = &table; }
 
@@ -45,7 +43,8 @@ class WebSocketFront {
   // header lines middleware added.
   void upgrade(Connection& c, const http::HttpRequest& req, std::string_view headers, bool http10);
   void message(Connection& c, std::string_view text);
-  // A notification for some connections of this listener (its Targets).
+  // A notification for some connections of this listener (its Targets):
+  // WebSockets, and gRPC Connect calls that subscribed.
   void on_push(const envelope::EnvelopeView& v);
   // A control from the broker (kControlPushClose: these connections
   // missed a push and close).
@@ -60,36 +59,20 @@ class WebSocketFront {
   void poll();
 
  private:
-  struct Command {
-    enum class Kind : std::uint8_t { Event, Subscribe, Unsubscribe } kind;
-    std::uint64_t type;  // the event's type, or the notification's
-    std::shared_ptr<const RequestValidator> validator;
-    std::vector<std::pair<std::string, http::ParamType>> path_params;  // of the event's first route
-    std::string quoted_name;                                           // as JSON, for every answer
-    bool replay = false;                                               // Registry::replay
-  };
-
-  void command(Connection& c, std::uint32_t seq, const Command& cmd, nlohmann::json& msg);
-  void subscription(Connection& c, std::uint32_t seq, const Command& cmd, const nlohmann::json& msg);
-  // The event's path parameters from the message's fields (their errors
-  // first, as a request's would be).
-  void check_path_params(const Command& cmd, const nlohmann::json& msg);
   void answer_invalid(Connection& c, std::uint32_t seq);
+  void answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r);
 
   const Config& config_;
+  Commands& commands_;
   Answers& answers_;
-  EventSender& sender_;
   const Cors* cors_;
+  GrpcFront& grpc_;
   StreamHub& streams_;  // stream.subscribe and stream.unsubscribe, on every WebSocket
   ConnectionTable* table_ = nullptr;
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> io_work_{io_.get_executor()};
   bool poll_needed_ = false;
-  std::unordered_map<std::string, Command> commands_;
-  std::unordered_map<std::uint64_t, std::string> push_names_;  // notification type -> quoted JSON name
-  // Scratch, reused for every message:
-  ValidatedFields validated_;
-  std::vector<std::pair<std::string, std::string>> decoded_params_;
+  ValidatedFields validated_;  // scratch, reused for every message
 };
 
 }  // namespace edri::listener

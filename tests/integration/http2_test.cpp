@@ -222,3 +222,42 @@ TEST_CASE("HTTP/2: SIGTERM sends GOAWAY, and the streams taken are answered", "[
   CHECK(h2.client.answers[inflight].status == 200);
   CHECK(exit_status.get() == 0);
 }
+
+TEST_CASE("HTTP/2: Server-Sent Events on a stream of their own, beside the connection's other streams", "[http2]") {
+  ServerProcess server({plugin_path("bench_app")});
+  const auto port = server.port();
+  auto publish = [&](const std::string& patch) {
+    HttpClient c(port);
+    return c.request("POST", "/stream/doc", patch, "Content-Type: application/json\r\n").status;
+  };
+  REQUIRE(publish(R"({"title":"a"})") == 200);
+  H2Connection h2(port);
+  const auto events = h2.client.request("GET", "/sse/doc", {}, {{"accept", "text/event-stream"}});
+  auto body = [&](std::int32_t s) -> const std::string& { return h2.client.answers[s].body; };
+  REQUIRE(h2.run_until([&] { return body(events).find("\n\n") != std::string::npos; }));
+  CHECK(h2.client.answers[events].status == 200);
+  CHECK(h2.client.answers[events].field("content-type") == "text/event-stream");
+  CHECK(body(events).rfind("id: 1\nevent: snapshot\ndata: {\"stream\":\"doc\",\"revision\":1,", 0) == 0);
+  // The connection's other streams are answered while it stays open.
+  const auto noop = h2.client.request("GET", "/noop");
+  REQUIRE(h2.run_until([&] { return h2.finished(noop); }));
+  CHECK(h2.client.answers[noop].status == 200);
+  // A patch arrives as its event.
+  REQUIRE(publish(R"({"n":1})") == 200);
+  REQUIRE(h2.run_until([&] { return body(events).find("event: patch") != std::string::npos; }));
+  CHECK(body(events).find(
+            "id: 2\nevent: patch\ndata: {\"stream\":\"doc\",\"from\":1,\"revision\":2,\"patch\":{\"n\":1}") !=
+        std::string::npos);
+  CHECK_FALSE(h2.finished(events));
+  // Reset by the client, the stream ends its subscription; a second one on
+  // the same connection follows on, and SIGTERM ends it cleanly.
+  h2.client.reset(events);
+  const auto second = h2.client.request("GET", "/sse/doc", {}, {{"last-event-id", "2"}});
+  REQUIRE(publish(R"({"n":2})") == 200);
+  REQUIRE(h2.run_until([&] { return body(second).find("id: 3\nevent: patch") != std::string::npos; }));
+  CHECK(body(second).find("event: snapshot") == std::string::npos);  // resumed from 2
+  std::future<int> stopped = std::async(std::launch::async, [&] { return server.stop(); });
+  REQUIRE(h2.run_until([&] { return h2.finished(second); }, 10000));
+  CHECK(h2.client.answers[second].error_code == 0);
+  CHECK(stopped.get() == 0);
+}

@@ -40,6 +40,10 @@ void reg(edri::Registry& r) {
   r.get("/status/{code:int}", "test.status", [](const edri::Request& req, edri::Context&) {
     return edri::Response::text("status", static_cast<int>(req.int_param("code"))).header("X-Test", "yes");
   });
+  // Commands (WebSocket messages, gRPC Events) that reach the events of
+  // routes above.
+  r.command("hello", "test.hello").command("sleep", "test.sleep").command("status", "test.status");
+  r.command("throw", "test.throw");
   r.get("/pid", "test.pid", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"pid", ::getpid()}});
   });
@@ -72,6 +76,7 @@ void reg(edri::Registry& r) {
          },
          {Field("title").string().length(1, 10), Field("count").integer().range(0, 10).optional(),
           Field("tags").array().length(0, 3).optional()});
+  r.command("things.create", "test.create");
   r.get("/things/created", "test.created", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"created", created}});
   });
@@ -84,6 +89,7 @@ void reg(edri::Registry& r) {
         },
         {Field("q").in_query().string().length(1, 20), Field("limit").in_query().integer().range(1, 100).default_to(20),
          Field("X-Api-Key").in_header().string().optional(), Field("session").in_cookie().optional()});
+  r.command("search", "test.search");
   r.get("/bytes/{n:int}", "test.bytes", [](const edri::Request& req, edri::Context&) {
     std::string data(static_cast<std::size_t>(req.int_param("n")), '\0');
     for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i % 251);
@@ -333,6 +339,7 @@ void reg(edri::Registry& r) {
       if (!ctx.publish("test.happened", {{"i", i}})) return edri::Response::problem(503, "Unavailable", "full");
     return edri::Response::json({{"published", n}});
   });
+  r.command("publish", "other.publish");
   // A client's JSON (within EDRI_MAX_JSON_DEPTH) wrapped one level deeper:
   // the subscriber must still read it.
   r.post("/other/publish-json", "other.publish_json", [](const edri::Request& req, edri::Context& ctx) {

@@ -75,6 +75,11 @@ class H2Client {
     const nghttp2_settings_entry e{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, bytes};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &e, 1);
   }
+  // Bytes of `stream`'s request body sent so far (flow control allowing).
+  std::size_t body_sent(std::int32_t stream) const {
+    const auto it = sent_.find(stream);
+    return it == sent_.end() ? 0 : it->second;
+  }
   void reset(std::int32_t stream, std::uint32_t code = NGHTTP2_CANCEL) {
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, code);
   }
@@ -131,10 +136,11 @@ class H2Client {
     of(u).goaway_error = f->goaway.error_code;
     return 0;
   }
-  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
-                           nghttp2_data_source* src, void*) {
+  static ssize_t read_body(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t len, std::uint32_t* flags,
+                           nghttp2_data_source* src, void* u) {
     auto& body = *static_cast<std::string*>(src->ptr);
     const std::size_t n = std::min(len, body.size());
+    of(u).sent_[id] += n;
     std::copy_n(body.data(), n, buf);
     body.erase(0, n);
     if (body.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -142,7 +148,8 @@ class H2Client {
   }
 
   nghttp2_session* session_ = nullptr;
-  std::map<int, std::string> bodies_;  // node-based: stable while their streams send
+  std::map<int, std::string> bodies_;         // node-based: stable while their streams send
+  std::map<std::int32_t, std::size_t> sent_;  // body bytes sent, by stream
   int next_body_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // gives, answers go back with their fields and bodies, and the attack
 // shapes a careful server refuses are refused.
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,19 @@ struct Recorder final : http2::ServerSession::Handler {
   std::vector<Seen> requests;
   std::vector<std::pair<std::int32_t, int>> refusals;
   std::vector<std::pair<std::int32_t, bool>> closed;
+  // Bodies taken as they come (paths that start /in), and whether each
+  // ended.
+  std::map<std::int32_t, std::pair<std::string, bool>> streamed;
   void on_request(std::int32_t stream, http::HttpRequest& req) override { requests.push_back({stream, req}); }
+  bool on_head(std::int32_t stream, http::HttpRequest& head) override {
+    if (head.target.rfind("/in", 0) != 0) return false;
+    streamed[stream];
+    return true;
+  }
+  void on_body(std::int32_t stream, std::string_view bytes, bool end) override {
+    streamed[stream].first.append(bytes);
+    if (end) streamed[stream].second = true;
+  }
   void on_refused(std::int32_t stream, int status, std::string_view) override { refusals.emplace_back(stream, status); }
   void on_closed(std::int32_t stream, bool answered) override { closed.emplace_back(stream, answered); }
 };
@@ -161,6 +174,61 @@ TEST_CASE("HTTP/2: a body given in pieces goes out as they come", "[http2]") {
   REQUIRE(p.pump());
   CHECK(p.client.answers[id].body == "one\ntwo\n");
   CHECK(p.client.answers[id].closed);
+}
+
+TEST_CASE("HTTP/2: a body taken as it comes reopens its window only as it is consumed", "[http2]") {
+  auto limits = small_limits();
+  limits.stream_window = 16384;
+  Pair p(limits);
+  // Until the client has the server's SETTINGS it may send the default
+  // window (65,535 bytes): settle them first.
+  REQUIRE(p.pump());
+  const auto id = p.client.request("POST", "/in", std::string(100000, 'x'));
+  REQUIRE(p.pump());
+  // The window holds the client back: no more than it, and no end.
+  auto& [got, ended] = p.rec.streamed[id];
+  CHECK(got.size() == 16384);
+  CHECK_FALSE(ended);
+  // Another stream is not held up by it: the connection's window reopens
+  // as bytes arrive.
+  const auto other = p.client.request("POST", "/collected", std::string(30000, 'y'));
+  REQUIRE(p.pump());
+  REQUIRE(p.rec.requests.size() == 1);
+  CHECK(p.rec.requests[0].stream == other);
+  CHECK(p.rec.requests[0].req.body.size() == 30000);
+  // Consumed, it comes on to its end.
+  for (int round = 0; round < 20 && !ended; ++round) {
+    p.server.consume(id, got.size());
+    got.clear();
+    REQUIRE(p.pump());
+  }
+  CHECK(ended);
+  CHECK(p.rec.requests.size() == 1);  // never handed over as a whole request
+}
+
+TEST_CASE("HTTP/2: trailers follow a body that asks for them", "[http2]") {
+  struct WithTrailers final : http2::BodySource {
+    bool sent = false;
+    Read read(std::uint8_t* buf, std::size_t max) override {
+      if (sent) return {0, true, false, true};
+      sent = true;
+      const std::string_view b = "message";
+      std::copy_n(b.data(), std::min(max, b.size()), buf);
+      return {b.size(), true, false, true};
+    }
+    std::string_view trailer_lines() const override { return "Grpc-Status: 0\r\ngrpc-message: fine\r\n"; }
+  };
+  Pair p;
+  const auto id = p.client.request("POST", "/in", "x");
+  REQUIRE(p.pump());
+  REQUIRE(p.server.respond(id, 200, "application/grpc", -1, {}, std::make_unique<WithTrailers>()));
+  REQUIRE(p.pump());
+  const auto& a = p.client.answers[id];
+  CHECK(a.closed);
+  CHECK(a.error_code == 0);
+  CHECK(a.body == "message");
+  CHECK(a.field("grpc-status") == "0");
+  CHECK(a.field("grpc-message") == "fine");
 }
 
 TEST_CASE("HTTP/2: limits refuse the stream, not the connection", "[http2]") {

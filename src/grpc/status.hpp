@@ -1,0 +1,45 @@
+// gRPC status codes (doc/statuscodes.md) and how an edri answer maps onto
+// them (../shared/specs/grpc.md): what the edge or a hop refused is a gRPC
+// error; what a handler answered, whatever its status, is an OK call that
+// carries the handler's status in the Event.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace edri::grpc {
+
+enum class Code : std::uint8_t {
+  Ok = 0,
+  Cancelled = 1,
+  Unknown = 2,
+  InvalidArgument = 3,
+  DeadlineExceeded = 4,
+  NotFound = 5,
+  AlreadyExists = 6,
+  PermissionDenied = 7,
+  ResourceExhausted = 8,
+  FailedPrecondition = 9,
+  Aborted = 10,
+  OutOfRange = 11,
+  Unimplemented = 12,
+  Internal = 13,
+  Unavailable = 14,
+  DataLoss = 15,
+  Unauthenticated = 16,
+};
+
+// The code for an HTTP-style status that the listener's edge or a hop
+// (broker, router, manager) gave instead of a handler: 404 (no such
+// command or handler) UNIMPLEMENTED, 422 and 400 INVALID_ARGUMENT, 413 and
+// 429 RESOURCE_EXHAUSTED, 502 and 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED,
+// 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 500 INTERNAL; any other
+// UNKNOWN.
+Code code_for_refusal(int http_status);
+
+// grpc-message is percent-encoded (PROTOCOL-HTTP2.md): every byte outside
+// printable ASCII, and '%' itself, as %XX.
+std::string percent_encode(std::string_view message);
+
+}  // namespace edri::grpc

@@ -1,0 +1,84 @@
+// Commands: what a client may ask for by name, over a WebSocket message or
+// a gRPC Event alike (docs/websocket.md, docs/grpc.md): each name leads to
+// an event, a push subscription or an unsubscription. Sending one checks
+// its fields at the edge exactly as a request's (declared fields, then the
+// path parameters of the event's first route) and addresses the event back
+// to the asking connection's slot; the front that asked renders what comes
+// back, or a refusal, in its own protocol.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "http/request_parser.hpp"
+#include "http/route_table.hpp"
+#include "listener/connection.hpp"
+#include "listener/event_sender.hpp"
+#include "listener/request_validator.hpp"
+#include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+
+namespace edri::listener {
+
+class Commands {
+ public:
+  struct Command {
+    enum class Kind : std::uint8_t { Event, Subscribe, Unsubscribe } kind;
+    std::uint64_t type;  // the event's type, or the notification's
+    std::shared_ptr<const RequestValidator> validator;
+    std::vector<std::pair<std::string, http::ParamType>> path_params;  // of the event's first route
+    std::string quoted_name;                                           // as JSON, for every answer
+    bool replay = false;                                               // Registry::replay
+  };
+  // Refused at the edge: the status and its problem+json body.
+  struct Refusal {
+    int status;
+    std::string problem;
+  };
+
+  // `validators`: one per event of `plugins` (null: no fields declared).
+  Commands(const Config& config, const plugin::PluginSet& plugins,
+           const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender);
+
+  const Command* find(const std::string& name) const;
+  // A notification's name as quoted JSON, or null when no push names it.
+  const std::string* push_name(std::uint64_t type) const;
+
+  // Sends `cmd` with `fields` (a JSON object; consumed) for slot `seq` of
+  // `c`; header and cookie fields come from `from`. nullopt: sent, and its
+  // answer comes back to the slot as any event's does.
+  std::optional<Refusal> send(Connection& c, std::uint32_t seq, const Command& cmd, nlohmann::json& fields,
+                              const http::HttpRequest& from);
+  // Connection `c` no longer takes pushes of notification `type`.
+  void unsubscribe(Connection& c, std::uint64_t type);
+  // Connection `c` closed: its subscriptions end.
+  void closed(Connection& c);
+  // A refusal of fields: 422 naming `field` with `problem`.
+  static Refusal invalid(std::string field, std::string problem);
+
+ private:
+  std::optional<Refusal> subscription(Connection& c, std::uint32_t seq, const Command& cmd,
+                                      const nlohmann::json& fields);
+  // The event's path parameters from the fields (their errors first, as a
+  // request's would be).
+  void check_path_params(const Command& cmd, const nlohmann::json& fields);
+  Refusal refusal_of_validated();
+
+  const Config& config_;
+  EventSender& sender_;
+  std::unordered_map<std::string, Command> commands_;
+  std::unordered_map<std::uint64_t, std::string> push_names_;  // notification type -> quoted JSON name
+  // Scratch, reused for every command:
+  ValidatedFields validated_;
+  std::vector<std::pair<std::string, std::string>> decoded_params_;
+};
+
+}  // namespace edri::listener

@@ -1,0 +1,98 @@
+// GrpcCalls: the gRPC calls of one HTTP/2 connection (docs/grpc.md), kept
+// by its Http2Link and driven by the GrpcFront. A call is an HTTP/2 stream
+// whose body is a sequence of gRPC messages and whose answer is messages
+// then trailers. Each event a call sends gets a sequence number of its own
+// (the high bit set, so it never meets an HTTP/2 stream's slot, whose
+// number is the stream id below 2^31), and its answer waits in the call
+// until the answers before it went: answers leave in the order events came.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grpc/framing.hpp"
+#include "http/request_parser.hpp"
+#include "listener/queued_body.hpp"
+
+namespace edri::listener {
+
+// A call's place among every call's deadline in a listener.
+struct CallKey {
+  std::uint32_t connection;
+  std::uint32_t generation;
+  std::int32_t stream;
+};
+using Deadlines = std::multimap<std::chrono::steady_clock::time_point, CallKey>;
+
+struct GrpcCall {
+  enum class Method : std::uint8_t { Call, Connect, HealthCheck };
+  struct Pending {
+    std::uint32_t seq = 0;
+    std::uint64_t id = 0;  // the client's Event.id
+    std::string type;      // the event's type, echoed
+    std::chrono::steady_clock::time_point opened;
+    bool ready = false;
+    std::string framed;  // the answer, as a framed message, once ready
+  };
+
+  GrpcCall(Method m, std::size_t max_message) : method(m), reader(max_message) {}
+
+  Method method;
+  grpc::MessageReader reader;
+  http::HttpRequest head;  // the call's metadata: header and cookie fields of its events
+  std::deque<Pending> pending;
+  std::vector<std::uint64_t> subscriptions;  // notification types subscribed on this call
+  std::optional<Deadlines::iterator> deadline;
+  std::size_t messages = 0;    // taken from the client so far
+  bool client_done = false;    // the client half-closed
+  QueuedBody* body = nullptr;  // the answer's body once its head went (owned by the session)
+  bool finished = false;       // the trailers are queued
+  bool taking = false;         // GrpcFront is taking its messages
+};
+
+class GrpcCalls {
+ public:
+  static constexpr std::uint32_t kSeqBit = 0x80000000u;
+  static bool is_call_seq(std::uint32_t seq) { return (seq & kSeqBit) != 0; }
+
+  GrpcCall& open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message);
+  GrpcCall* find(std::int32_t stream);
+  // A new event of `call`'s: its answer's place, in order; its sequence
+  // number.
+  std::uint32_t open_event(std::int32_t stream, GrpcCall& call, std::uint64_t id, std::string type);
+  // Forgets event `seq`, the last one opened on `call` (an event whose
+  // answer is not a message of its own).
+  void drop_event(GrpcCall& call, std::uint32_t seq);
+  // The stream and pending answer of event `seq`, or nulls.
+  std::pair<GrpcCall*, GrpcCall::Pending*> find_event(std::uint32_t seq, std::int32_t& stream);
+  // The answers at the front of `call` that are ready leave it (to
+  // `out`), their numbers forgotten.
+  void take_ready(GrpcCall& call, std::string& out);
+  // Forgets `stream`'s call and its events.
+  void close(std::int32_t stream);
+  bool waiting() const { return !seqs_.empty(); }
+  template <class F>
+  void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
+    for (auto& [stream, call] : calls_)
+      for (const auto& p : call.pending)
+        if (!p.ready && p.opened < cutoff) f(p.seq);
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& [stream, call] : calls_) f(stream, call);
+  }
+
+ private:
+  std::unordered_map<std::int32_t, GrpcCall> calls_;
+  std::unordered_map<std::uint32_t, std::int32_t> seqs_;  // event -> stream
+  std::uint32_t next_ = 0;
+};
+
+}  // namespace edri::listener

@@ -1,0 +1,413 @@
+#include "listener/grpc_front.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include <edri/problem.hpp>
+
+#include "edri/v1/edri.pb.h"
+#include "grpc/framing.hpp"
+#include "grpc/health/v1/health.pb.h"
+#include "grpc/timeout.hpp"
+#include "http/field_text.hpp"
+
+namespace edri::listener {
+
+namespace env = edri::envelope;
+using grpc::Code;
+using Method = GrpcCall::Method;
+
+namespace {
+
+constexpr std::string_view kAcceptEncoding = "grpc-accept-encoding: identity\r\n";
+
+bool is_json_type(std::string_view content_type) {
+  const std::string_view t = content_type.substr(0, content_type.find(';'));
+  return t == "application/json" || (t.size() > 5 && t.substr(t.size() - 5) == "+json");
+}
+
+// What a refusal tells the client in grpc-message: for fields that failed,
+// the problem itself (which names them); otherwise its detail.
+std::string refusal_message(int status, std::string_view problem) {
+  if (status == 400 || status == 422) return std::string(problem);
+  const auto j = nlohmann::json::parse(problem, nullptr, false);
+  if (j.is_object() && j.contains("detail") && j["detail"].is_string()) return j["detail"].get<std::string>();
+  return std::string(problem);
+}
+
+std::string framed(const google::protobuf::MessageLite& m) {
+  std::string out;
+  grpc::frame(out, m.SerializeAsString());
+  return out;
+}
+
+}  // namespace
+
+GrpcFront::GrpcFront(const Config& config, Commands& commands, StreamHub& streams, EventLoop& events)
+    : config_(config), commands_(commands), streams_(streams), timer_(events, [this] { on_timer(); }) {}
+
+void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head) {
+  Http2Link& link = *c.http2();
+  const std::string_view path = head.target;
+  const Method m = path == "/edri.v1.Edri/Connect"          ? Method::Connect
+                   : path == "/grpc.health.v1.Health/Check" ? Method::HealthCheck
+                                                            : Method::Call;
+  GrpcCall& call = link.grpc().open(stream, m, config_.max_body_size);
+  const Where w{link, stream, call};
+  if (m == Method::Call && path != "/edri.v1.Edri/Call")
+    return finish(w, Code::Unimplemented, "no method " + std::string(path) + " on this server");
+  if (head.method != HTTP_POST) return finish(w, Code::Unimplemented, "gRPC calls are POST requests");
+  const std::string_view encoding = head.header("grpc-encoding");
+  if (!encoding.empty() && encoding != "identity")
+    return finish(w, Code::Unimplemented,
+                  "grpc-encoding " + std::string(encoding) + " is not supported: identity only");
+  if (const std::string_view t = head.header("grpc-timeout"); !t.empty()) {
+    const auto timeout = grpc::parse_timeout(t);
+    if (!timeout) return finish(w, Code::InvalidArgument, "a malformed grpc-timeout: " + std::string(t));
+    set_deadline(c, stream, call, *timeout);
+  }
+  call.head = std::move(head);
+}
+
+void GrpcFront::body(Connection& c, std::int32_t stream, std::string_view bytes, bool end) {
+  Http2Link& link = *c.http2();
+  GrpcCall* call = link.grpc().find(stream);
+  if (!call) return;
+  if (end) call->client_done = true;
+  if (call->finished) return link.grpc_consume(stream, bytes.size());  // read and dropped
+  call->reader.append(bytes);
+  take_messages(c, Where{link, stream, *call});
+  // Nothing read and no end: the client took what the call was sent (its
+  // body woke it); what its live streams owe goes now.
+  if (bytes.empty() && !end) streams_.call_drained(c, stream);
+}
+
+void GrpcFront::take_messages(Connection& c, Where w) {
+  GrpcCall& call = w.call;
+  // A Connect call takes its next event only while fewer than
+  // EDRI_MAX_PIPELINE are unanswered; the rest wait in the stream's window.
+  // Nor while its answers wait for a client that does not read them
+  // (EDRI_OUTPUT_BUFFER): it takes more once they went.
+  auto room = [&] {
+    if (call.method != Method::Connect) return true;
+    if (call.body && call.body->held() > config_.output_buffer) {
+      call.body->wake_when_drained = true;
+      return false;
+    }
+    return !draining_ && call.pending.size() < config_.max_pipeline;
+  };
+  // Re-entered from an answer given while it runs (a refusal is answered
+  // at once): the loop already running takes the rest, in order, and the
+  // stack stays one level deep however many events wait.
+  if (call.taking) return;
+  call.taking = true;
+  std::string_view message;
+  while (!call.finished && room()) {
+    const auto next = call.reader.next(message);
+    if (next == grpc::MessageReader::Next::NeedMore) break;
+    if (next == grpc::MessageReader::Next::Compressed)
+      finish(w, Code::Internal, "a compressed message, and no grpc-encoding was agreed");
+    else if (next == grpc::MessageReader::Next::TooLarge)
+      finish(w, Code::ResourceExhausted, "a message larger than EDRI_MAX_BODY_SIZE");
+    else
+      on_message(c, w, message);
+  }
+  call.taking = false;
+  w.link.grpc_consume(w.stream, call.reader.take_consumed());
+  if (call.finished || !call.client_done) return;
+  if (call.reader.held() > 0 && room()) return finish(w, Code::Internal, "the stream ended inside a message");
+  if (call.method != Method::Connect && call.messages == 0)
+    return finish(w, Code::Internal, "a unary call ended without its message");
+  finish_if_drained(w);
+}
+
+void GrpcFront::on_message(Connection& c, Where w, std::string_view bytes) {
+  GrpcCall& call = w.call;
+  if (++call.messages > 1 && call.method != Method::Connect)
+    return finish(w, Code::Internal, "a unary call takes one message");
+  if (call.method == Method::HealthCheck) return health(w, bytes);
+  v1::Event ev;
+  if (!ev.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return finish(w, Code::InvalidArgument, "a message that is not an edri.v1.Event");
+  event(c, w, ev);
+}
+
+void GrpcFront::health(Where w, std::string_view bytes) {
+  ::grpc::health::v1::HealthCheckRequest req;
+  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return finish(w, Code::InvalidArgument, "a message that is not a grpc.health.v1.HealthCheckRequest");
+  // The server as a whole (""), or its one service by name.
+  if (!req.service().empty() && req.service() != "edri.v1.Edri")
+    return finish(w, Code::NotFound, "no service " + req.service() + " on this server");
+  ::grpc::health::v1::HealthCheckResponse res;
+  res.set_status(draining_ ? ::grpc::health::v1::HealthCheckResponse::NOT_SERVING
+                           : ::grpc::health::v1::HealthCheckResponse::SERVING);
+  send_message(w, framed(res));
+  finish(w, Code::Ok, {});
+}
+
+void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
+  const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, ev.id(), ev.type());
+  auto refuse = [&](int status, std::string problem) {
+    deliver(c, seq, status, "application/problem+json", problem, nullptr, true);
+  };
+  // The body is the command's fields, as a WebSocket message's are: a
+  // JSON object, its depth measured before it is parsed.
+  const std::string_view text = ev.body().empty() ? std::string_view("{}") : std::string_view(ev.body());
+  if (!RequestValidator::depth_ok(text, config_.max_json_depth, "body", validated_))
+    return refuse(422, RequestValidator::problem_body(validated_));
+  nlohmann::json fields = nlohmann::json::parse(text, nullptr, false);
+  if (fields.is_discarded() || !fields.is_object())
+    return refuse(422, Commands::invalid("body", "must be a JSON object").problem);
+  if (ev.type() == "stream.subscribe" || ev.type() == "stream.unsubscribe") {
+    w.link.grpc().drop_event(w.call, seq);
+    return live_stream(c, w, ev, fields);
+  }
+  const Commands::Command* cmd = commands_.find(ev.type());
+  if (!cmd) return refuse(404, problem_json(404, "unknown command " + ev.type()));
+  const bool subscription = cmd->kind != Commands::Command::Kind::Event;
+  if (subscription && w.call.method != Method::Connect)
+    return refuse(400, problem_json(400, "subscriptions are made on Connect, where their pushes arrive"));
+  // Metadata: the call's, then the Event's own (names lowercased, as
+  // HTTP/2 sends them).
+  const http::HttpRequest* from = &w.call.head;
+  if (!ev.meta().empty()) {
+    with_meta_.headers = w.call.head.headers;
+    for (const auto& [k, v] : ev.meta()) {
+      std::string name(k);
+      std::transform(name.begin(), name.end(), name.begin(), http::ascii_lower);
+      with_meta_.headers.emplace_back(std::move(name), v);
+    }
+    from = &with_meta_;
+  }
+  if (auto refused = commands_.send(c, seq, *cmd, fields, *from)) return refuse(refused->status, refused->problem);
+  if (!subscription) return;
+  auto& subs = w.call.subscriptions;
+  std::erase(subs, cmd->type);
+  if (cmd->kind == Commands::Command::Kind::Subscribe) subs.push_back(cmd->type);
+}
+
+void GrpcFront::live_stream(Connection& c, Where w, const v1::Event& ev, const nlohmann::json& fields) {
+  auto refused = w.call.method == Method::Connect
+                     ? streams_.ws_command(c, ev.type(), fields, w.stream)
+                     : std::optional<std::pair<int, std::string>>{{400, "live streams are followed on Connect"}};
+  if (!refused) return;
+  const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, ev.id(), ev.type());
+  deliver(c, seq, refused->first, "application/problem+json", problem_json(refused->first, refused->second), nullptr,
+          true);
+}
+
+void GrpcFront::answer(Connection& c, const env::EnvelopeView& v, std::string_view body) {
+  const auto& h = v.header;
+  deliver(c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), body, &v,
+          (h.flags & env::kFlagProblem) != 0);
+}
+
+void GrpcFront::refused(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
+  deliver(c, seq, status, "application/problem+json", problem_json(status, detail), nullptr, true);
+}
+
+void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+                        std::string_view body, const env::EnvelopeView* v, bool refusal) {
+  Http2Link* link = c.http2();
+  if (!link) return;
+  std::int32_t stream = 0;
+  auto [call, pending] = link->grpc().find_event(seq, stream);
+  if (!pending || call->finished) return;  // a late answer: the call ended
+  const Where w{*link, stream, *call};
+  if (call->method == Method::Call && refusal && status >= 400)
+    return finish(w, grpc::code_for_refusal(status), refusal_message(status, body));
+  v1::Event ev;
+  ev.set_type(pending->type);
+  ev.set_id(pending->id);
+  ev.set_status(status);
+  // As over WebSocket: JSON as it is, any other body as a JSON string.
+  if (body.empty())
+    ev.set_body("{}");
+  else if (is_json_type(content_type))
+    ev.set_body(std::string(body));
+  else
+    ev.set_body(nlohmann::json(std::string(body)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (v && v->has(env::SectionType::Headers)) {
+    env::KeyValueReader kv(v->section(env::SectionType::Headers));
+    std::string_view k, val;
+    while (kv.next(k, val)) (*ev.mutable_meta())[std::string(k)] = std::string(val);
+  }
+  pending->framed = framed(ev);
+  pending->ready = true;
+  std::string out;
+  link->grpc().take_ready(*call, out);
+  if (!out.empty()) send_message(w, std::move(out));
+  if (call->method == Method::Call) return finish(w, Code::Ok, {});
+  take_messages(c, w);  // room for the events that waited
+  finish_if_drained(w);
+}
+
+void GrpcFront::push(Connection& c, std::uint64_t type, std::string_view json) {
+  Http2Link* link = c.http2();
+  if (!link) return;
+  std::string message;
+  link->grpc().for_each([&](std::int32_t stream, GrpcCall& call) {
+    const auto& subs = call.subscriptions;
+    if (call.finished || std::find(subs.begin(), subs.end(), type) == subs.end()) return;
+    if (message.empty()) {
+      v1::Event ev;
+      ev.set_type("push");
+      ev.set_body(std::string(json));
+      message = framed(ev);
+    }
+    send_unordered(c, Where{*link, stream, call}, message);
+  });
+}
+
+void GrpcFront::send_unordered(Connection& c, Where w, const std::string& message) {
+  GrpcCall& call = w.call;
+  // As a WebSocket subscriber's: past 8 x EDRI_OUTPUT_BUFFER not taken,
+  // the call ends rather than hold more for a client that does not read.
+  if (call.body && call.body->held() > 8 * config_.output_buffer) {
+    spdlog::info("ending gRPC call {} on connection {}: its client is too far behind on pushes", w.stream, c.id());
+    call.finished = true;
+    forget_deadline(call);
+    return w.link.grpc_reset(w.stream);
+  }
+  send_message(w, message);
+}
+
+void GrpcFront::stream_frame(Connection& c, std::int32_t call_stream, std::string_view json) {
+  Http2Link* link = c.http2();
+  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  if (!call || call->finished) return;
+  v1::Event ev;
+  ev.set_type("stream");
+  ev.set_body(std::string(json));
+  send_unordered(c, Where{*link, call_stream, *call}, framed(ev));
+}
+
+bool GrpcFront::stream_behind(Connection& c, std::int32_t call_stream) {
+  Http2Link* link = c.http2();
+  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  return call && call->body && call->body->held() > 0;
+}
+
+void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
+  Http2Link* link = c.http2();
+  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  if (!call) return;
+  if (call->body && call->body->held() > 0) {
+    call->body->wake_when_drained = true;
+    return;
+  }
+  // Nothing waits: woken on the connection's next turn, as a WebSocket's
+  // drain is.
+  link->woken().push_back(call_stream);
+  c.h2_output();
+}
+
+void GrpcFront::send_message(Where w, std::string framed_messages) {
+  if (w.call.body) {
+    w.call.body->add(framed_messages);
+    return w.link.grpc_resume(w.stream);
+  }
+  auto body = std::make_unique<QueuedBody>(w.stream, w.link.woken());
+  body->add(framed_messages);
+  w.call.body = body.get();
+  w.link.grpc_respond(w.stream, kAcceptEncoding, std::move(body));
+}
+
+void GrpcFront::finish_if_drained(Where w) {
+  GrpcCall& call = w.call;
+  if (call.finished || call.method != Method::Connect || !call.pending.empty()) return;
+  // A client done sending that holds subscriptions still reads their
+  // pushes and frames: the call lasts until it cancels.
+  const bool subscribed = !call.subscriptions.empty() || streams_.call_subscribed(w.link.connection(), w.stream);
+  if (call.client_done && call.reader.held() == 0 && !subscribed) return finish(w, Code::Ok, {});
+  if (draining_) finish(w, Code::Unavailable, "the server is stopping; reconnect");
+}
+
+void GrpcFront::finish(Where w, Code code, std::string_view message) {
+  GrpcCall& call = w.call;
+  if (call.finished) return;
+  call.finished = true;
+  forget_deadline(call);
+  std::string trailers = "grpc-status: " + std::to_string(static_cast<int>(code)) + "\r\n";
+  if (!message.empty()) trailers.append("grpc-message: ").append(grpc::percent_encode(message)).append("\r\n");
+  // What the client still sends is read and dropped from here on.
+  w.link.grpc_consume(w.stream, call.reader.held());
+  if (call.body) {
+    call.body->end(std::move(trailers));
+    return w.link.grpc_resume(w.stream);
+  }
+  // Trailers-Only: one HEADERS frame that ends the stream.
+  w.link.grpc_respond(w.stream, std::string(kAcceptEncoding) + trailers, nullptr);
+}
+
+void GrpcFront::closed(Connection& c, std::int32_t stream) {
+  Http2Link& link = *c.http2();
+  GrpcCall* call = link.grpc().find(stream);
+  if (!call) return;
+  forget_deadline(*call);
+  drop_subscriptions(c, link, *call);
+  streams_.call_closed(c, stream);
+}
+
+void GrpcFront::connection_closed(Connection& c) {
+  if (Http2Link* link = c.http2()) link->grpc().for_each([&](std::int32_t, GrpcCall& call) { forget_deadline(call); });
+}
+
+void GrpcFront::drop_subscriptions(Connection& c, Http2Link& link, GrpcCall& call) {
+  for (const std::uint64_t type : call.subscriptions) {
+    bool kept = false;
+    link.grpc().for_each([&](std::int32_t, GrpcCall& other) {
+      if (&other != &call &&
+          std::find(other.subscriptions.begin(), other.subscriptions.end(), type) != other.subscriptions.end())
+        kept = true;
+    });
+    if (!kept) commands_.unsubscribe(c, type);
+  }
+  call.subscriptions.clear();
+}
+
+void GrpcFront::drain(Connection& c) {
+  draining_ = true;
+  Http2Link* link = c.http2();
+  if (!link) return;
+  link->grpc().for_each([&](std::int32_t stream, GrpcCall& call) { finish_if_drained(Where{*link, stream, call}); });
+}
+
+void GrpcFront::set_deadline(Connection& c, std::int32_t stream, GrpcCall& call, std::chrono::nanoseconds timeout) {
+  const auto at = std::chrono::steady_clock::now() + timeout;
+  const bool earliest = deadlines_.empty() || at < deadlines_.begin()->first;
+  call.deadline = deadlines_.emplace(at, CallKey{c.id(), c.generation(), stream});
+  if (earliest) arm_timer();
+}
+
+void GrpcFront::forget_deadline(GrpcCall& call) {
+  if (!call.deadline) return;
+  deadlines_.erase(*call.deadline);
+  call.deadline.reset();
+}
+
+void GrpcFront::arm_timer() {
+  if (deadlines_.empty()) return timer_.cancel();
+  const auto wait = deadlines_.begin()->first - std::chrono::steady_clock::now();
+  timer_.expires_after(std::max(std::chrono::nanoseconds(1), std::chrono::nanoseconds(wait)));
+}
+
+void GrpcFront::on_timer() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const CallKey key = deadlines_.begin()->second;
+    Connection* c = table_ ? table_->find(key.connection, key.generation) : nullptr;
+    Http2Link* link = c ? c->http2() : nullptr;
+    GrpcCall* call = link ? link->grpc().find(key.stream) : nullptr;
+    if (!call || !call->deadline) {
+      deadlines_.erase(deadlines_.begin());  // its call is gone
+      continue;
+    }
+    finish(Where{*link, key.stream, *call}, Code::DeadlineExceeded, "the deadline (grpc-timeout) passed");
+  }
+  arm_timer();
+}
+
+}  // namespace edri::listener

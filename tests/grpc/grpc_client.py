@@ -1,0 +1,240 @@
+"""gRPC client scenarios against a real edri-server, with Python grpcio
+(Debian python3-grpcio), the stack upstream EDRI itself runs on.
+
+    grpc_client.py <generated-modules-dir> <port> <scenario>
+
+Each scenario prints one JSON object of what it observed; the C++ test that
+ran it (tests/integration/grpc_test.cpp) checks it. Nothing here decides
+pass or fail, so that the checks stay in one place.
+"""
+import json
+import queue
+import sys
+import time
+import urllib.request
+
+import grpc
+
+sys.path.insert(0, sys.argv[1])
+import edri_pb2  # noqa: E402  (generated at build time)
+import health_pb2  # noqa: E402
+
+PORT = int(sys.argv[2])
+SCENARIO = sys.argv[3]
+Event = edri_pb2.Event
+
+
+def channel():
+    return grpc.insecure_channel(f"127.0.0.1:{PORT}")
+
+
+def unary(ch):
+    return ch.unary_unary("/edri.v1.Edri/Call", request_serializer=Event.SerializeToString,
+                          response_deserializer=Event.FromString)
+
+
+def bidi(ch):
+    return ch.stream_stream("/edri.v1.Edri/Connect", request_serializer=Event.SerializeToString,
+                            response_deserializer=Event.FromString)
+
+
+def outcome(call, ev, **kw):
+    """The answer as JSON, or the gRPC error."""
+    try:
+        r = call(ev, timeout=kw.pop("timeout", 10), **kw)
+        return {"code": "OK", "status": r.status, "id": r.id, "type": r.type,
+                "body": json.loads(r.body) if r.body else None, "meta": dict(r.meta)}
+    except grpc.RpcError as e:
+        return {"code": e.code().name, "details": e.details()}
+
+
+def scenario_unary():
+    with channel() as ch:
+        call = unary(ch)
+        health = ch.unary_unary("/grpc.health.v1.Health/Check",
+                                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                response_deserializer=health_pb2.HealthCheckResponse.FromString)
+        other = ch.unary_unary("/edri.v1.Other/Nothing", request_serializer=Event.SerializeToString,
+                               response_deserializer=Event.FromString)
+        out = {
+            "hello": outcome(call, Event(type="hello", body=b'{"name":"grpc"}', id=41)),
+            "created": outcome(call, Event(type="things.create", body=b'{"title":"abc"}')),
+            "invalid": outcome(call, Event(type="things.create", body=b'{"title":""}')),
+            "missing_param": outcome(call, Event(type="hello")),
+            "not_object": outcome(call, Event(type="hello", body=b"[1]")),
+            "unknown": outcome(call, Event(type="no.such.command")),
+            "handler_404": outcome(call, Event(type="status", body=b'{"code":404}')),
+            "subscribe_on_call": outcome(call, Event(type="watch")),
+            "metadata": outcome(call, Event(type="search", body=b'{"q":"z"}'),
+                                metadata=[("x-api-key", "from-metadata"), ("cookie", "session=s1")]),
+            "event_meta": outcome(call, Event(type="search", body=b'{"q":"z"}', meta={"X-Api-Key": "from-event"})),
+            "no_method": outcome(other, Event(type="hello")),
+        }
+        try:
+            out["health"] = health_pb2.HealthCheckResponse.ServingStatus.Name(
+                health(health_pb2.HealthCheckRequest(), timeout=10).status)
+        except grpc.RpcError as e:
+            out["health"] = e.code().name
+        try:
+            health(health_pb2.HealthCheckRequest(service="nope.v1.Nope"), timeout=10)
+            out["health_unknown"] = "OK"
+        except grpc.RpcError as e:
+            out["health_unknown"] = e.code().name
+    return out
+
+
+def scenario_bidi():
+    """1,000 events in one Connect, with refusals among them: every answer
+    carries its id, in the order sent, and the stream goes on."""
+    events = []
+    for i in range(1000):
+        if i % 100 == 7:
+            events.append(Event(type="things.create", body=b'{"title":""}', id=i))
+        elif i % 100 == 8:
+            events.append(Event(type="no.such.command", id=i))
+        else:
+            events.append(Event(type="hello", body=json.dumps({"name": f"n{i}"}).encode(), id=i))
+    with channel() as ch:
+        answers = list(bidi(ch)(iter(events), timeout=60))
+    bodies_ok = all(json.loads(a.body).get("hello") == f"n{a.id}" for a in answers if a.status == 200)
+    return {"count": len(answers), "ids_in_order": [a.id for a in answers] == list(range(1000)),
+            "statuses": sorted({a.status for a in answers}), "bodies_ok": bodies_ok,
+            "refused_422": sum(1 for a in answers if a.status == 422),
+            "refused_404": sum(1 for a in answers if a.status == 404)}
+
+
+class Requests:
+    """A Connect stream's requests, sent as the test decides."""
+
+    def __init__(self):
+        self.q = queue.Queue()
+
+    def send(self, ev):
+        self.q.put(ev)
+
+    def close(self):
+        self.q.put(None)
+
+    def __iter__(self):
+        while True:
+            ev = self.q.get()
+            if ev is None:
+                return
+            yield ev
+
+
+def scenario_push():
+    """Pushes of a subscription made on Connect arrive on it, and stop after
+    the unsubscription."""
+    with channel() as ch:
+        reqs = Requests()
+        stream = bidi(ch)(iter(reqs), timeout=30)
+        call = unary(ch)
+        reqs.send(Event(type="watch", id=1))
+        first = next(stream)
+        published = outcome(call, Event(type="publish", body=b'{"n":3}'))
+        pushes = [next(stream) for _ in range(3)]
+        reqs.send(Event(type="unwatch", id=2))
+        unwatched = next(stream)
+        after = outcome(call, Event(type="publish", body=b'{"n":2}'))
+        reqs.send(Event(type="hello", body=b'{"name":"last"}', id=3))
+        last = next(stream)
+        reqs.close()
+        rest = list(stream)
+    return {"subscribed": {"id": first.id, "status": first.status}, "published": published["status"],
+            "pushes": [{"type": p.type, "body": json.loads(p.body)} for p in pushes],
+            "unsubscribed": {"id": unwatched.id, "status": unwatched.status}, "after": after["status"],
+            "last": {"id": last.id, "type": last.type, "body": json.loads(last.body)},
+            "rest": [m.type for m in rest]}
+
+
+def scenario_cancel():
+    """Cancelled calls free what they held: the server answers the next."""
+    with channel() as ch:
+        call = unary(ch)
+        future = call.future(Event(type="sleep", body=b'{"ms":300}'), timeout=10)
+        time.sleep(0.05)
+        cancelled = future.cancel()
+        reqs = Requests()
+        stream = bidi(ch)(iter(reqs), timeout=10)
+        reqs.send(Event(type="sleep", body=b'{"ms":300}', id=1))
+        time.sleep(0.05)
+        stream.cancel()
+        time.sleep(0.5)  # both sleeps' answers come back to calls that are gone
+        after = outcome(call, Event(type="hello", body=b'{"name":"after"}'))
+    return {"cancelled": cancelled, "after": after}
+
+
+def scenario_deadline():
+    """grpc-timeout: the client's own deadline, and the server's (a client
+    that waits past it hears DEADLINE_EXCEEDED from the server)."""
+    with channel() as ch:
+        call = unary(ch)
+        t0 = time.monotonic()
+        short = outcome(call, Event(type="sleep", body=b'{"ms":1500}'), timeout=0.3)
+        took = time.monotonic() - t0
+        fast = outcome(call, Event(type="sleep", body=b'{"ms":10}'), timeout=5)
+    return {"short": short["code"], "took": took, "fast": fast}
+
+
+def post_json(path, body):
+    """A REST call beside the gRPC ones: a live stream's patch."""
+    req = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def scenario_live():
+    """Live streams followed on Connect (bench_app's /stream/{name}): a
+    snapshot, then each patch as a "stream" Event; a refusal is the
+    answer to its id; after the unsubscription, the next message is an
+    answer again. A client that half-closes keeps its subscription."""
+    post_json("/stream/doc", {"title": "a"})
+    with channel() as ch:
+        reqs = Requests()
+        stream = bidi(ch)(iter(reqs), timeout=30)
+        reqs.send(Event(type="stream.subscribe", body=b'{"stream":"doc"}', id=1))
+        snapshot = next(stream)
+        post_json("/stream/doc", {"n": 1})
+        patch = next(stream)
+        reqs.send(Event(type="stream.subscribe", body=b'{"stream":"no spaces"}', id=2))
+        refused = next(stream)
+        reqs.send(Event(type="stream.unsubscribe", body=b'{"stream":"doc"}', id=3))
+        post_json("/stream/doc", {"n": 2})
+        reqs.send(Event(type="noop", id=4))
+        answer = next(stream)
+        # Subscribed again, the client sends nothing more: frames still come.
+        reqs.send(Event(type="stream.subscribe", body=b'{"stream":"doc"}', id=5))
+        again = next(stream)
+        reqs.close()
+        post_json("/stream/doc", {"n": 3})
+        after_close = next(stream)
+        stream.cancel()
+
+    def seen(m):
+        return {"type": m.type, "id": m.id, "status": m.status, "body": json.loads(m.body)}
+    return {"snapshot": seen(snapshot), "patch": seen(patch), "refused": seen(refused), "answer": seen(answer),
+            "again": seen(again), "after_close": seen(after_close)}
+
+
+def scenario_stop():
+    """A call in flight when the server is told to stop is answered; the
+    test sends SIGTERM once this prints "started"."""
+    with channel() as ch:
+        call = unary(ch)
+        future = call.future(Event(type="sleep", body=b'{"ms":700}'), timeout=10)
+        time.sleep(0.2)
+        print("started", flush=True)
+        try:
+            r = future.result()
+            return {"code": "OK", "status": r.status}
+        except grpc.RpcError as e:
+            return {"code": e.code().name}
+
+
+SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
+
+if __name__ == "__main__":
+    result = SCENARIOS[SCENARIO]()
+    print(json.dumps(result), flush=True)

@@ -1,0 +1,76 @@
+// gRPC's pieces that do no I/O (src/grpc/): message framing, grpc-timeout,
+// and the status mapping of ../shared/specs/grpc.md.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "grpc/framing.hpp"
+#include "grpc/status.hpp"
+#include "grpc/timeout.hpp"
+
+using namespace edri::grpc;
+using namespace std::chrono;
+
+TEST_CASE("gRPC framing: messages out of bytes however they are split", "[grpc]") {
+  std::string wire;
+  frame(wire, "first");
+  frame(wire, "");
+  frame(wire, std::string(70000, 'z'));
+  CHECK(wire.substr(0, 5) == std::string("\0\0\0\0\5", 5));
+  MessageReader r(1 << 20);
+  std::vector<std::string> got;
+  std::size_t consumed = 0;
+  std::string_view m;
+  for (std::size_t i = 0; i < wire.size(); i += 7) {  // a few bytes at a time
+    r.append(std::string_view(wire).substr(i, 7));
+    for (auto next = r.next(m); next == MessageReader::Next::Message; next = r.next(m)) got.emplace_back(m);
+    consumed += r.take_consumed();
+  }
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == "first");
+  CHECK(got[1].empty());
+  CHECK(got[2] == std::string(70000, 'z'));
+  CHECK(consumed == wire.size());
+  CHECK(r.held() == 0);
+}
+
+TEST_CASE("gRPC framing: compressed and oversized messages are told apart", "[grpc]") {
+  MessageReader r(10);
+  std::string_view m;
+  r.append(std::string("\1\0\0\0\1x", 6));
+  CHECK(r.next(m) == MessageReader::Next::Compressed);
+  MessageReader big(10);
+  big.append(std::string("\0\0\0\0\13", 5));  // 11 bytes announced: refused before they come
+  CHECK(big.next(m) == MessageReader::Next::TooLarge);
+  MessageReader part(10);
+  part.append(std::string("\0\0\0", 3));
+  CHECK(part.next(m) == MessageReader::Next::NeedMore);
+  CHECK(part.take_consumed() == 0);
+}
+
+TEST_CASE("grpc-timeout: every unit, and what breaks the grammar", "[grpc]") {
+  CHECK(parse_timeout("1H") == hours(1));
+  CHECK(parse_timeout("2M") == minutes(2));
+  CHECK(parse_timeout("3S") == seconds(3));
+  CHECK(parse_timeout("200m") == milliseconds(200));
+  CHECK(parse_timeout("5u") == microseconds(5));
+  CHECK(parse_timeout("99999999n") == nanoseconds(99999999));
+  CHECK(parse_timeout("99999999H") == hours(87600));  // no overflow: ten years
+  CHECK_FALSE(parse_timeout(""));
+  CHECK_FALSE(parse_timeout("S"));
+  CHECK_FALSE(parse_timeout("1"));
+  CHECK_FALSE(parse_timeout("123456789S"));  // nine digits
+  CHECK_FALSE(parse_timeout("-1S"));
+  CHECK_FALSE(parse_timeout("1s"));
+  CHECK_FALSE(parse_timeout("1 S"));
+}
+
+TEST_CASE("gRPC statuses: refusals map as the spec says; grpc-message is percent-encoded", "[grpc]") {
+  CHECK(code_for_refusal(404) == Code::Unimplemented);
+  CHECK(code_for_refusal(422) == Code::InvalidArgument);
+  CHECK(code_for_refusal(503) == Code::Unavailable);
+  CHECK(code_for_refusal(504) == Code::DeadlineExceeded);
+  CHECK(code_for_refusal(413) == Code::ResourceExhausted);
+  CHECK(code_for_refusal(418) == Code::Unknown);
+  CHECK(percent_encode("plain text: ok") == "plain text: ok");
+  CHECK(percent_encode("100%\n\xc3\xa9") == "100%25%0A%C3%A9");
+}
