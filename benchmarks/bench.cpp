@@ -63,6 +63,10 @@ constexpr Scenario kScenarios[] = {
      "edri: GET /noop served on the instance that runs its domain vs through another instance over NATS (c=1/8/32), "
      "and /route round trips on one instance vs across two",
      run_cluster_scenario},
+    {"grpc",
+     "edri: the noop round trip over WebSocket, REST (HTTP/1.1, HTTP/2), gRPC unary and bidi, vs grpcio and nginx's "
+     "HTTP/2, c=1/8/32, and the ratios",
+     run_grpc_scenario},
     {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
      run_serialization_scenario},
     {"inprocess",

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "h2_client_link.hpp"
 #include "load_generator.hpp"
 
 #ifndef EDRI_SOURCE_DIR
@@ -40,6 +41,7 @@ constexpr const char* kPython = "/usr/bin/python3";
 constexpr const char* kNode = "/usr/bin/node";
 constexpr const char* kNginx = "/usr/sbin/nginx";
 constexpr std::string_view kEdriReadyPrefix = "edri: listening on http://";
+constexpr std::string_view kGrpcioReadyPrefix = "grpc_noop_server: listening on ";
 
 fs::path reference_dir() { return fs::path(EDRI_SOURCE_DIR) / "benchmarks" / "reference"; }
 
@@ -86,9 +88,13 @@ std::optional<std::uint16_t> pick_free_port() {
   return port;
 }
 
+using ReadyProbe = bool (*)(const std::string& host, std::uint16_t port, const std::string& path,
+                            double timeout_seconds);
+
 // Polls until the server answers, has died, or the time is up. The process
 // check matters: a server that exits at once should say so, not time out.
-StartedServer wait_until_serving(StartedServer server, const ServerSettings& settings) {
+StartedServer wait_until_serving(StartedServer server, const ServerSettings& settings,
+                                 ReadyProbe probe = &probe_http_ok) {
   const auto deadline = Clock::now() + kStartTimeout;
   while (Clock::now() < deadline) {
     if (interrupted(settings)) {
@@ -101,7 +107,7 @@ StartedServer wait_until_serving(StartedServer server, const ServerSettings& set
       server.message = "server " + *how + " before answering GET " + settings.ready_path;
       return server;
     }
-    if (probe_http_ok(kLoopback, server.port, settings.ready_path, 0.5)) {
+    if (probe(kLoopback, server.port, settings.ready_path, 0.5)) {
       server.outcome = StartedServer::Outcome::kRunning;
       return server;
     }
@@ -264,7 +270,9 @@ std::string last_line_of(const fs::path& path) {
   return std::string(view.substr(view.rfind('\n') == std::string_view::npos ? 0 : view.rfind('\n') + 1));
 }
 
-StartedServer start_nginx(const ServerSettings& settings) {
+// `http2`: the port speaks HTTP/2 only (prior knowledge), as nginx 1.22's
+// `listen ... http2` without ssl does.
+StartedServer start_nginx(const ServerSettings& settings, bool http2) {
   if (::access(kNginx, X_OK) != 0) {
     return not_running(StartedServer::Outcome::kNotInstalled, std::string(kNginx) + " not found");
   }
@@ -283,7 +291,7 @@ StartedServer start_nginx(const ServerSettings& settings) {
   const fs::path prefix = server.temp_dir->path();
 
   replace_all(*config, "@PREFIX@", prefix.string());
-  replace_all(*config, "@PORT@", std::to_string(*port));
+  replace_all(*config, "@LISTEN@", std::string(kLoopback) + ":" + std::to_string(*port) + (http2 ? " http2" : ""));
   replace_all(*config, "@WORKERS@", std::to_string(settings.workers));
   {
     std::ofstream out(prefix / "nginx.conf", std::ios::binary);
@@ -324,13 +332,69 @@ StartedServer start_nginx(const ServerSettings& settings) {
     return server;
   }
   server.port = *port;
-  server = wait_until_serving(std::move(server), settings);
+  server = wait_until_serving(std::move(server), settings, http2 ? &probe_h2_ok : &probe_http_ok);
   if (server.outcome == StartedServer::Outcome::kFailed) {
     if (const std::string last = last_line_of(error_log); !last.empty()) {
       server.message += " (error.log: " + last + ")";
     }
   }
   return server;
+}
+
+// Waits for grpc_noop_server.py's "listening" line: grpcio answers no
+// HTTP/1.1 GET to probe, and it binds before it prints.
+StartedServer wait_for_grpcio_line(StartedServer server, const ServerSettings& settings) {
+  const auto deadline = Clock::now() + kStartTimeout;
+  for (;;) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    std::string line;
+    const auto status = server.process->read_stdout_line(left, settings.stop_requested, line);
+    if (status == ServerProcess::LineStatus::kInterrupted) {
+      server.outcome = StartedServer::Outcome::kInterrupted;
+      server.message = "interrupted";
+      return server;
+    }
+    if (status != ServerProcess::LineStatus::kLine) {
+      server.process->wait_for_exit(1.0);
+      server.outcome = StartedServer::Outcome::kFailed;
+      server.message = "no \"" + std::string(kGrpcioReadyPrefix) + "\" line within 10 s (server " +
+                       server.process->exit_description().value_or("still running") + ")";
+      return server;
+    }
+    if (std::string_view(line).starts_with(kGrpcioReadyPrefix)) {
+      // Nothing else on stdout is for us.
+      server.process->close_stdout();
+      server.outcome = StartedServer::Outcome::kRunning;
+      return server;
+    }
+  }
+}
+
+StartedServer start_grpcio(const ServerSettings& settings) {
+  const fs::path script = reference_dir() / "grpc_noop_server.py";
+  if (::access(kPython, X_OK) != 0 || run_quietly({kPython, "-c", "import grpc"}) != 0) {
+    return not_running(StartedServer::Outcome::kNotInstalled, std::string(kPython) + " lacks grpc (python3-grpcio)");
+  }
+  if (!fs::exists(script)) return not_running(StartedServer::Outcome::kFailed, script.string() + " is missing");
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+
+  ProcessSpec spec{.program = kPython,
+                   .args = {script.string(), std::to_string(*port)},
+                   // Keeps __pycache__ out of the source tree.
+                   .env = {{"PYTHONDONTWRITEBYTECODE", "1"}},
+                   .working_dir = reference_dir().string(),
+                   .cpus = settings.server_cpu_list,
+                   .stdout_to = OutputTo::kPipe,
+                   .stderr_to = server_output(settings)};
+  if (settings.handler_threads > 0) spec.args.push_back(std::to_string(settings.handler_threads));
+  add_extra_env(spec, settings);
+  StartedServer server;
+  std::string error;
+  server.process = ServerProcess::start(spec, error);
+  if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
+  server.port = *port;
+  return wait_for_grpcio_line(std::move(server), settings);
 }
 
 }  // namespace
@@ -341,6 +405,8 @@ std::string_view display_name(ServerKind kind) {
     case ServerKind::kFastApi: return "FastAPI";
     case ServerKind::kNginx: return "nginx";
     case ServerKind::kNodeStreams: return "Node ws";
+    case ServerKind::kNginxHttp2: return "nginx h2";
+    case ServerKind::kGrpcio: return "grpcio";
   }
   return "?";
 }
@@ -365,8 +431,10 @@ StartedServer start_server(ServerKind kind, const ServerSettings& settings) {
   switch (kind) {
     case ServerKind::kEdri: return start_edri(settings);
     case ServerKind::kFastApi: return start_fastapi(settings);
-    case ServerKind::kNginx: return start_nginx(settings);
+    case ServerKind::kNginx: return start_nginx(settings, false);
     case ServerKind::kNodeStreams: return start_node_streams(settings);
+    case ServerKind::kNginxHttp2: return start_nginx(settings, true);
+    case ServerKind::kGrpcio: return start_grpcio(settings);
   }
   return not_running(StartedServer::Outcome::kFailed, "unknown server");
 }

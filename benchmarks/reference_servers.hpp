@@ -18,7 +18,10 @@ inline constexpr std::size_t kPayloadSizes[] = {1024, 102400, 1048576, 16777216}
 
 // kNodeStreams: the Node.js `ws` server of `bench fanout`
 // (reference/streams_node): live streams' wire protocol, no coalescing.
-enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams };
+// kNginxHttp2: nginx with `listen ... http2` (cleartext, prior knowledge
+// only), for REST over HTTP/2. kGrpcio: a no-op servicer of edri's gRPC
+// service on Python's grpcio (reference/grpc_noop_server.py).
+enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams, kNginxHttp2, kGrpcio };
 
 std::string_view display_name(ServerKind kind);
 
@@ -27,6 +30,9 @@ struct ServerSettings {
   std::vector<int> server_cpu_list;  // the same, expanded, for pinning the references
   bool verbose = false;
   int workers = 1;  // FastAPI's uvicorn workers, nginx's worker processes
+  // grpcio's handler threads; 0: the script's default. A Connect stream
+  // holds one for as long as it is open.
+  int handler_threads = 0;
   const volatile std::sig_atomic_t* stop_requested = nullptr;
   // Added to this start's environment last, so they win over bench's own
   // settings; e.g. BENCH_MIDDLEWARES, which bench_app reads at start.
@@ -62,7 +68,8 @@ struct StartedServer {
 };
 
 // Starts the server and waits until GET ready_path (/noop) answers 200 on
-// 127.0.0.1, probing every 2 ms.
+// 127.0.0.1 (over HTTP/2 for kNginxHttp2), probing every 2 ms; grpcio, which
+// has no such path, until it prints that it is listening.
 StartedServer start_server(ServerKind kind, const ServerSettings& settings);
 
 }  // namespace edri::bench

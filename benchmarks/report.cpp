@@ -54,6 +54,26 @@ void print_row(const std::vector<std::string>& cells) {
   std::printf("%s\n", line.c_str());
 }
 
+// The header line and its alignment line: `text_before` text columns, then
+// figures, the last column a figure or text.
+void print_header(const std::vector<std::string>& names, std::size_t text_before, bool last_is_figure) {
+  print_row(names);
+  std::string aligns = "|";
+  for (std::size_t i = 0; i + 1 < names.size(); ++i) aligns += i < text_before ? "---|" : "---:|";
+  aligns += last_is_figure ? "---:|" : "---|";
+  std::printf("%s\n", aligns.c_str());
+}
+
+// As ratio_cell, with two decimals below 10x: a ratio table's targets
+// (0.8x, 0.9x) need the second.
+std::string two_place_ratio(const Row* numerator, const Row* denominator) {
+  if (numerator == nullptr || denominator == nullptr || !numerator->summary || !denominator->summary ||
+      denominator->summary->requests_per_second <= 0)
+    return "-";
+  const double ratio = numerator->summary->requests_per_second / denominator->summary->requests_per_second;
+  return format(ratio >= 100 ? "%.0fx" : ratio >= 10 ? "%.1fx" : "%.2fx", ratio);
+}
+
 // The N=0 row of the same concurrency measured closest before rows[index]
 // (or, when none was, the first after it), so that a repeated
 // --middlewares 0,64,0,64 pairs each run with its neighbour.
@@ -215,6 +235,46 @@ void print_scaling_table(const std::vector<Row>& rows, const std::string& what,
         cells.push_back(c);
     }
     cells.push_back(ratio_cell(row, reference));
+    print_row(cells);
+  }
+}
+
+void print_rate_table(const std::vector<Row>& rows, const std::vector<RateLine>& lines,
+                      const std::vector<int>& concurrencies) {
+  std::vector<std::string> header{"transport", "unit"};
+  for (int c : concurrencies) header.push_back("c=" + std::to_string(c));
+  header.push_back("errors");
+  print_header(header, 2, true);
+  for (const RateLine& line : lines) {
+    std::vector<std::string> cells{line.label, line.unit};
+    std::uint64_t failed = 0;
+    bool any_measured = false;
+    for (int c : concurrencies) {
+      const Row* row = find_row(rows, line.label, c);
+      if (row == nullptr || !row->summary) {
+        cells.push_back(row == nullptr ? "-" : row->unavailable);
+        continue;
+      }
+      any_measured = true;
+      failed += row->summary->errors + row->summary->non_2xx;
+      cells.push_back(format("%.0f", row->summary->requests_per_second));
+    }
+    cells.push_back(any_measured ? std::to_string(failed) : "-");
+    print_row(cells);
+  }
+}
+
+void print_ratio_table(const std::vector<Row>& rows, const std::vector<RatioLine>& ratios,
+                       const std::vector<int>& concurrencies) {
+  std::vector<std::string> header{"ratio"};
+  for (int c : concurrencies) header.push_back("c=" + std::to_string(c));
+  header.push_back("target");
+  print_header(header, 1, false);
+  for (const RatioLine& ratio : ratios) {
+    std::vector<std::string> cells{ratio.name};
+    for (int c : concurrencies)
+      cells.push_back(two_place_ratio(find_row(rows, ratio.numerator, c), find_row(rows, ratio.denominator, c)));
+    cells.push_back(ratio.target);
     print_row(cells);
   }
 }

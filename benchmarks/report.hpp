@@ -69,6 +69,29 @@ void print_middleware_table(const std::vector<MiddlewareRow>& rows);
 void print_scaling_table(const std::vector<Row>& rows, const std::string& what,
                          const std::function<std::string(const std::string&)>& baseline_of);
 
+// A line of a rate table: the rows of `label`, and what their rate counts
+// ("msgs/s", "calls/s").
+struct RateLine {
+  std::string label;
+  std::string unit;
+};
+// One line per RateLine, in order, its rate at each concurrency across and
+// its errors (non-2xx included) summed over its runs.
+void print_rate_table(const std::vector<Row>& rows, const std::vector<RateLine>& lines,
+                      const std::vector<int>& concurrencies);
+
+// A line of a ratio table: the rate of `numerator`'s row over that of
+// `denominator`'s at each concurrency, and the target it has (text, shown
+// and not checked).
+struct RatioLine {
+  std::string name;
+  std::string numerator;
+  std::string denominator;
+  std::string target;
+};
+void print_ratio_table(const std::vector<Row>& rows, const std::vector<RatioLine>& ratios,
+                       const std::vector<int>& concurrencies);
+
 // "- note" lines after a blank line; nothing when there are none.
 void print_notes(const std::vector<std::string>& notes);
 

@@ -99,6 +99,11 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
   return result;
 }
 
+void with_client_pin(const ScenarioContext& context, const std::function<void()>& f) {
+  ScopedClientPin pin(context.options.client_cpu);
+  f();
+}
+
 void print_report_header(const ScenarioContext& context, std::string_view load_description, bool timed) {
   const Options& options = context.options;
   const std::string pinning =

@@ -4,6 +4,7 @@
 // it, print the report header.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,10 @@ LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int
 // servers started between runs do not inherit the pin. Prints
 // "running <label> c=N ..." and then the figures, on stderr.
 LoadResult run_reported_load(const ScenarioContext& context, const std::string& label, const LoadOptions& load);
+
+// Runs `f` with bench pinned to --client-cpu for that call only, as
+// run_reported_load runs its load (for loads it does not drive).
+void with_client_pin(const ScenarioContext& context, const std::function<void()>& f);
 
 // The context line, "load: <load_description>, warm-up ..., measured ... per
 // run" with any pinning, and a blank line.
