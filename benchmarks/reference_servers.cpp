@@ -133,6 +133,36 @@ std::optional<std::uint16_t> port_from_ready_line(std::string_view line) {
   return static_cast<std::uint16_t>(value);
 }
 
+// Reads the server's stdout until `ready(line)` says it is serving; false
+// (and `server` says why: interrupted, timed out, or the server exited)
+// when it does not within kStartTimeout.
+template <class Ready>
+bool read_until_ready(StartedServer& server, const ServerSettings& settings, std::string_view what, Ready&& ready) {
+  const auto deadline = Clock::now() + kStartTimeout;
+  for (;;) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    std::string line;
+    const auto status = server.process->read_stdout_line(left, settings.stop_requested, line);
+    if (status == ServerProcess::LineStatus::kInterrupted) {
+      server.outcome = StartedServer::Outcome::kInterrupted;
+      server.message = "interrupted";
+      return false;
+    }
+    if (status != ServerProcess::LineStatus::kLine) {
+      server.outcome = StartedServer::Outcome::kFailed;
+      if (status == ServerProcess::LineStatus::kTimeout) {
+        server.message = "no \"" + std::string(what) + "\" line on stdout within 10 s";
+      } else {
+        server.process->wait_for_exit(1.0);
+        server.message = "stdout closed before the \"" + std::string(what) + "\" line (server " +
+                         server.process->exit_description().value_or(std::string("still running")) + ")";
+      }
+      return false;
+    }
+    if (ready(line)) return true;
+  }
+}
+
 StartedServer start_edri(const ServerSettings& settings) {
   const fs::path binary = fs::path(EDRI_BINARY_DIR) / "bin" / "edri-server";
   const fs::path plugin = fs::path(EDRI_BINARY_DIR) / "plugins" / "bench_app.so";
@@ -161,34 +191,13 @@ StartedServer start_edri(const ServerSettings& settings) {
   server.process = ServerProcess::start(spec, error);
   if (!server.process) return not_running(StartedServer::Outcome::kFailed, error);
 
-  const auto deadline = Clock::now() + kStartTimeout;
-  for (;;) {
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    std::string line;
-    const auto status = server.process->read_stdout_line(left, settings.stop_requested, line);
-    if (status == ServerProcess::LineStatus::kInterrupted) {
-      server.outcome = StartedServer::Outcome::kInterrupted;
-      server.message = "interrupted";
-      return server;
-    }
-    if (status != ServerProcess::LineStatus::kLine) {
-      server.outcome = StartedServer::Outcome::kFailed;
-      if (status == ServerProcess::LineStatus::kTimeout) {
-        server.message = "no \"edri: listening on\" line on stdout within 10 s";
-      } else {
-        server.process->wait_for_exit(1.0);
-        const auto how = server.process->exit_description();
-        server.message =
-            "stdout closed before the listening line (server " + how.value_or(std::string("still running")) + ")";
-      }
-      return server;
-    }
-    if (const auto port = port_from_ready_line(line)) {
-      server.port = *port;
-      break;
-    }
-    if (settings.verbose) std::fprintf(stderr, "edri stdout: %s\n", line.c_str());
-  }
+  if (!read_until_ready(server, settings, "edri: listening on", [&](const std::string& line) {
+        const auto port = port_from_ready_line(line);
+        if (port) server.port = *port;
+        if (!port && settings.verbose) std::fprintf(stderr, "edri stdout: %s\n", line.c_str());
+        return port.has_value();
+      }))
+    return server;
   // Nothing else on stdout is for us; the server ignores SIGPIPE.
   server.process->close_stdout();
   return wait_until_serving(std::move(server), settings);
@@ -344,30 +353,12 @@ StartedServer start_nginx(const ServerSettings& settings, bool http2) {
 // Waits for grpc_noop_server.py's "listening" line: grpcio answers no
 // HTTP/1.1 GET to probe, and it binds before it prints.
 StartedServer wait_for_grpcio_line(StartedServer server, const ServerSettings& settings) {
-  const auto deadline = Clock::now() + kStartTimeout;
-  for (;;) {
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    std::string line;
-    const auto status = server.process->read_stdout_line(left, settings.stop_requested, line);
-    if (status == ServerProcess::LineStatus::kInterrupted) {
-      server.outcome = StartedServer::Outcome::kInterrupted;
-      server.message = "interrupted";
-      return server;
-    }
-    if (status != ServerProcess::LineStatus::kLine) {
-      server.process->wait_for_exit(1.0);
-      server.outcome = StartedServer::Outcome::kFailed;
-      server.message = "no \"" + std::string(kGrpcioReadyPrefix) + "\" line within 10 s (server " +
-                       server.process->exit_description().value_or("still running") + ")";
-      return server;
-    }
-    if (std::string_view(line).starts_with(kGrpcioReadyPrefix)) {
-      // Nothing else on stdout is for us.
-      server.process->close_stdout();
-      server.outcome = StartedServer::Outcome::kRunning;
-      return server;
-    }
-  }
+  if (!read_until_ready(server, settings, kGrpcioReadyPrefix,
+                        [](const std::string& line) { return std::string_view(line).starts_with(kGrpcioReadyPrefix); }))
+    return server;
+  server.process->close_stdout();  // nothing else on stdout is for us
+  server.outcome = StartedServer::Outcome::kRunning;
+  return server;
 }
 
 StartedServer start_grpcio(const ServerSettings& settings) {
