@@ -2,7 +2,7 @@
 # Sets up a fresh Debian 12 machine, builds edri and runs every test:
 # formatting, the suite in a Release build, the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded parts under
-# ThreadSanitizer, every fuzz target for 60 s, the soak test, and a
+# ThreadSanitizer, every fuzz target for 30 s, the soak test, and a
 # short bench smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,9 +36,9 @@ stage "ThreadSanitizer: the channels and the worker thread pool from threads"
 scripts/build.sh tsan
 TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/unit_tests "[threads],[outbox],[channel]~[stress]"
 
-stage "fuzzing: each libFuzzer target for 60 s, two at a time"
+stage "fuzzing: each libFuzzer target for 30 s, two at a time"
 scripts/build.sh fuzz
-scripts/fuzz.sh 60
+scripts/fuzz.sh 30
 
 stage "soak: 1,000 clients under load and 1,000 idle WebSockets for 60 s"
 build/bin/integration_tests "[soak]"
