@@ -64,7 +64,7 @@ TEST_CASE("grpc-timeout: every unit, and what breaks the grammar", "[grpc]") {
   CHECK_FALSE(parse_timeout("1 S"));
 }
 
-TEST_CASE("gRPC statuses: refusals map as the spec says; grpc-message is percent-encoded", "[grpc]") {
+TEST_CASE("gRPC statuses: refusals map as the spec says, and grpc-message is percent-encoded", "[grpc]") {
   CHECK(code_for_refusal(404) == Code::Unimplemented);
   CHECK(code_for_refusal(422) == Code::InvalidArgument);
   CHECK(code_for_refusal(503) == Code::Unavailable);
