@@ -10,20 +10,11 @@
 
 #include "envelope/problem.hpp"
 #include "listener/grpc_front.hpp"
+#include "listener/json_value.hpp"
 
 namespace edri::listener {
 
 namespace env = edri::envelope;
-
-namespace {
-
-bool is_json_type(std::string_view content_type) {
-  const auto semi = content_type.find(';');
-  const std::string_view t = content_type.substr(0, semi);
-  return t == "application/json" || (t.size() > 5 && t.substr(t.size() - 5) == "+json");
-}
-
-}  // namespace
 
 Answers::Answers(const Config& config, ConnectionTable& table, EventSender& sender, transport::BlobArena* blobs,
                  std::vector<MiddlewareDecl> middlewares, Metrics metrics)
@@ -248,12 +239,7 @@ void Answers::ws_answer(Connection& c, std::uint32_t seq, int status, std::strin
   msg.append(R"({"command":)").append(*command);
   if (status < 400) {
     msg.append(R"(,"response":)");
-    if (body.empty())
-      msg.append("{}");
-    else if (is_json_type(content_type))
-      msg.append(body);
-    else
-      msg.append(nlohmann::json(std::string(body)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    append_json_value(msg, content_type, body);
   } else {
     msg.append(R"(,"error":)");
     if (is_json_type(content_type) && !body.empty())

@@ -11,6 +11,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "grpc/timeout.hpp"
 #include "http/field_text.hpp"
+#include "listener/json_value.hpp"
 
 namespace edri::listener {
 
@@ -22,11 +23,6 @@ namespace {
 
 constexpr std::string_view kAcceptEncoding = "grpc-accept-encoding: identity\r\n";
 
-bool is_json_type(std::string_view content_type) {
-  const std::string_view t = content_type.substr(0, content_type.find(';'));
-  return t == "application/json" || (t.size() > 5 && t.substr(t.size() - 5) == "+json");
-}
-
 // What a refusal tells the client in grpc-message: for fields that failed,
 // the problem itself (which names them); otherwise its detail.
 std::string refusal_message(int status, std::string_view problem) {
@@ -34,6 +30,12 @@ std::string refusal_message(int status, std::string_view problem) {
   const auto j = nlohmann::json::parse(problem, nullptr, false);
   if (j.is_object() && j.contains("detail") && j["detail"].is_string()) return j["detail"].get<std::string>();
   return std::string(problem);
+}
+
+// The call on `stream` of `c`, or null.
+GrpcCall* find_call(Connection& c, std::int32_t stream) {
+  Http2Link* link = c.http2();
+  return link ? link->grpc().find(stream) : nullptr;
 }
 
 std::string framed(const google::protobuf::MessageLite& m) {
@@ -223,12 +225,7 @@ void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::strin
   ev.set_id(pending->id);
   ev.set_status(status);
   // As over WebSocket: JSON as it is, any other body as a JSON string.
-  if (body.empty())
-    ev.set_body("{}");
-  else if (is_json_type(content_type))
-    ev.set_body(std::string(body));
-  else
-    ev.set_body(nlohmann::json(std::string(body)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  append_json_value(*ev.mutable_body(), content_type, body);
   if (v && v->has(env::SectionType::Headers)) {
     env::KeyValueReader kv(v->section(env::SectionType::Headers));
     std::string_view k, val;
@@ -275,24 +272,21 @@ void GrpcFront::send_unordered(Connection& c, Where w, const std::string& messag
 }
 
 void GrpcFront::stream_frame(Connection& c, std::int32_t call_stream, std::string_view json) {
-  Http2Link* link = c.http2();
-  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  GrpcCall* call = find_call(c, call_stream);
   if (!call || call->finished) return;
   v1::Event ev;
   ev.set_type("stream");
   ev.set_body(std::string(json));
-  send_unordered(c, Where{*link, call_stream, *call}, framed(ev));
+  send_unordered(c, Where{*c.http2(), call_stream, *call}, framed(ev));
 }
 
 bool GrpcFront::stream_behind(Connection& c, std::int32_t call_stream) {
-  Http2Link* link = c.http2();
-  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  const GrpcCall* call = find_call(c, call_stream);
   return call && call->body && call->body->held() > 0;
 }
 
 void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
-  Http2Link* link = c.http2();
-  GrpcCall* call = link ? link->grpc().find(call_stream) : nullptr;
+  GrpcCall* call = find_call(c, call_stream);
   if (!call) return;
   if (call->body && call->body->held() > 0) {
     call->body->wake_when_drained = true;
@@ -300,7 +294,7 @@ void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
   }
   // Nothing waits: woken on the connection's next turn, as a WebSocket's
   // drain is.
-  link->woken().push_back(call_stream);
+  c.http2()->woken().push_back(call_stream);
   c.h2_output();
 }
 
