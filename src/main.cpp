@@ -15,6 +15,7 @@
 
 #include "broker/broker.hpp"
 #include "cluster/switch.hpp"
+#include "grpc/service_catalog.hpp"
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
 #include "manager/worker_process.hpp"
@@ -196,6 +197,14 @@ int run_supervisor() {
   for (const auto& d : config.domains)
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
+  try {
+    // What protobuf checks of a typed gRPC service (its descriptors, its
+    // methods unary and each sending an event) stops start-up here, as
+    // the listeners would stop on it.
+    const grpc::ServiceCatalog check(plugins.grpc_services());
+  } catch (const grpc::CatalogError& e) {
+    throw plugin::PluginError(std::string("gRPC service ") + e.what());
+  }
   if (config.clustered()) {
     // A URL or certificate the NATS client refuses stops start-up here,
     // instead of making the switch fail and restart forever.

@@ -5,11 +5,14 @@
 // answered and then published as the notification `notes.changed`
 // {"op": "created"|"updated"|"deleted", "note": {...}}; the audit plugin
 // counts those, and WebSocket clients that sent `notes.subscribe` receive
-// them. The same events answer REST routes and WebSocket commands: the
-// listener binds path, query and body fields from either.
+// them. The same events answer REST routes, WebSocket commands and the
+// gRPC service notes.v1.Notes: the listener binds path, query and body
+// fields from each.
 #include <edri/plugin.hpp>
 
 #include <sqlite3.h>
+
+#include "notes_descriptor.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -270,6 +273,13 @@ void register_notes(edri::Registry& r) {
     r.replay(c);
   }
   r.push("notes.changed", "notes.subscribe", "notes.unsubscribe");
+  // gRPC: the same events as the typed service notes.v1.Notes (notes.proto).
+  r.grpc_service("notes.v1.Notes", std::string(notes_descriptor, sizeof notes_descriptor),
+                 {{"CreateNote", "notes.create"},
+                  {"GetNote", "notes.get"},
+                  {"ListNotes", "notes.list"},
+                  {"UpdateNote", "notes.update"},
+                  {"DeleteNote", "notes.delete"}});
   // The web page: GET / serves assets/index.html.
   r.assets("/", "notes_assets");
 }

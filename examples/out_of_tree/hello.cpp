@@ -1,5 +1,8 @@
-// The smallest plugin: one domain, one route with a typed parameter.
+// The smallest plugin: one domain, one route with a typed parameter, and
+// the same event as a typed gRPC method (hello.proto).
 #include <edri/plugin.hpp>
+
+#include "hello_descriptor.hpp"
 
 namespace {
 
@@ -9,6 +12,7 @@ void register_hello(edri::Registry& r) {
     return edri::Response::json({{"hello", std::string(*req.path_param("name"))}}, edri::Status::Ok)
         .header("Cache-Control", "no-store");
   });
+  r.grpc_service("hello.v1.Hello", std::string(hello_descriptor, sizeof hello_descriptor), {{"Greet", "hello.greet"}});
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 10;
+inline constexpr std::uint32_t kPluginAbiVersion = 11;
 
 }  // namespace edri
 

@@ -14,6 +14,7 @@
 #include <edri/abi.hpp>
 #include <edri/context.hpp>
 #include <edri/fields.hpp>
+#include <edri/grpc_service.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 
@@ -111,6 +112,7 @@ struct RegistryDeclarations {
   std::vector<std::pair<std::string, std::size_t>> replica_counts;  // (domain, processes)
   std::vector<std::string> replayed;                                // events declared with replay()
   std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
+  std::vector<GrpcServiceDecl> grpc_services;
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -188,6 +190,15 @@ class Registry {
   // answers it alone: no handler runs (docs/streams.md).
   Registry& stream_events(std::string path) {
     d_.stream_event_routes.push_back(std::move(path));
+    return *this;
+  }
+
+  // Serves `service` (its full name) over gRPC, each of its methods
+  // sending an event (GrpcServiceDecl). `descriptor_set`: the bytes protoc
+  // wrote, which the listener checks at start-up (a method that is not
+  // unary, or that maps to no event, stops it).
+  Registry& grpc_service(std::string service, std::string descriptor_set, std::vector<GrpcMethodDecl> methods) {
+    d_.grpc_services.push_back(GrpcServiceDecl{std::move(service), std::move(descriptor_set), std::move(methods)});
     return *this;
   }
 

@@ -19,6 +19,21 @@ Code code_for_refusal(int http_status) {
   }
 }
 
+Code code_for_answer(int http_status) {
+  switch (http_status) {
+    case 404: return Code::NotFound;
+    case 409: return Code::Aborted;
+    case 412: return Code::FailedPrecondition;
+    case 416: return Code::OutOfRange;
+    case 499: return Code::Cancelled;
+    case 501: return Code::Unimplemented;
+    default: break;
+  }
+  const Code c = code_for_refusal(http_status);
+  if (c != Code::Unknown) return c;
+  return http_status < 500 ? Code::FailedPrecondition : Code::Internal;
+}
+
 std::string percent_encode(std::string_view message) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -38,6 +38,14 @@ enum class Code : std::uint8_t {
 // UNKNOWN.
 Code code_for_refusal(int http_status);
 
+// The code for a handler's 4xx/5xx answer to a typed method, whose
+// response message has no status of its own (google.rpc.Code's HTTP
+// mapping, read backwards): 404 NOT_FOUND, 409 ABORTED, 412
+// FAILED_PRECONDITION, 416 OUT_OF_RANGE, 499 CANCELLED, 501 UNIMPLEMENTED;
+// the rest as code_for_refusal, and what it leaves UNKNOWN
+// FAILED_PRECONDITION below 500, INTERNAL from 500.
+Code code_for_answer(int http_status);
+
 // grpc-message is percent-encoded (PROTOCOL-HTTP2.md): every byte outside
 // printable ASCII, and '%' itself, as %XX.
 std::string percent_encode(std::string_view message);

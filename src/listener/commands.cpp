@@ -16,16 +16,20 @@ Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
                    const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender)
     : config_(config), sender_(sender) {
   using Kind = Command::Kind;
-  for (const auto& cmd : plugins.commands()) {
-    const auto& ev = plugins.events()[cmd.event];
-    Command c{Kind::Event, ev.type_id, validators[cmd.event], {}, nlohmann::json(cmd.command).dump(), ev.replay};
+  auto event_command = [&](std::size_t event, const std::string& name) {
+    const auto& ev = plugins.events()[event];
+    Command c{Kind::Event, ev.type_id, validators[event], {}, nlohmann::json(name).dump(), ev.replay};
     for (const auto& r : plugins.routes())
-      if (r.event == cmd.event) {
+      if (r.event == event) {
         c.path_params = http::RouteTable::parameters(r.path);
         break;
       }
-    commands_.emplace(cmd.command, std::move(c));
-  }
+    return c;
+  };
+  for (const auto& cmd : plugins.commands()) commands_.emplace(cmd.command, event_command(cmd.event, cmd.command));
+  for (const auto& service : plugins.grpc_services())
+    for (const auto& m : service.methods)
+      by_event_.emplace(m.event, event_command(static_cast<std::size_t>(plugins.event_index(m.event)), m.event));
   for (const auto& p : plugins.pushes()) {
     const auto& ev = plugins.events()[p.notification];
     commands_.emplace(p.subscribe,
@@ -39,6 +43,11 @@ Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
 const Commands::Command* Commands::find(const std::string& name) const {
   const auto it = commands_.find(name);
   return it == commands_.end() ? nullptr : &it->second;
+}
+
+const Commands::Command* Commands::for_event(const std::string& event) const {
+  const auto it = by_event_.find(event);
+  return it == by_event_.end() ? nullptr : &it->second;
 }
 
 const std::string* Commands::push_name(std::uint64_t type) const {

@@ -49,6 +49,9 @@ class Commands {
            const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender);
 
   const Command* find(const std::string& name) const;
+  // The event a typed gRPC method sends, as a command, or null when no
+  // method sends it.
+  const Command* for_event(const std::string& event) const;
   // A notification's name as quoted JSON, or null when no push names it.
   const std::string* push_name(std::uint64_t type) const;
 
@@ -75,6 +78,7 @@ class Commands {
   const Config& config_;
   EventSender& sender_;
   std::unordered_map<std::string, Command> commands_;
+  std::unordered_map<std::string, Command> by_event_;          // events of typed gRPC methods
   std::unordered_map<std::uint64_t, std::string> push_names_;  // notification type -> quoted JSON name
   // Scratch, reused for every command:
   ValidatedFields validated_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "grpc/framing.hpp"
+#include "grpc/service_catalog.hpp"
 #include "http/request_parser.hpp"
 #include "listener/queued_body.hpp"
 
@@ -32,7 +33,9 @@ struct CallKey {
 using Deadlines = std::multimap<std::chrono::steady_clock::time_point, CallKey>;
 
 struct GrpcCall {
-  enum class Method : std::uint8_t { Call, Connect, HealthCheck };
+  // Call and Connect: edri.v1.Edri's; Typed: a plugin's service's unary
+  // method; Reflection: ServerReflectionInfo, a stream of questions.
+  enum class Method : std::uint8_t { Call, Connect, HealthCheck, Typed, Reflection };
   struct Pending {
     std::uint32_t seq = 0;
     std::uint64_t id = 0;  // the client's Event.id
@@ -43,8 +46,11 @@ struct GrpcCall {
   };
 
   GrpcCall(Method m, std::size_t max_message) : method(m), reader(max_message) {}
+  // Many messages each way (Connect, Reflection), or one (the rest).
+  bool streams() const { return method == Method::Connect || method == Method::Reflection; }
 
   Method method;
+  const grpc::ServiceCatalog::Method* typed = nullptr;  // a Typed call's
   grpc::MessageReader reader;
   http::HttpRequest head;  // the call's metadata: header and cookie fields of its events
   std::deque<Pending> pending;

@@ -23,6 +23,29 @@ namespace {
 
 constexpr std::string_view kAcceptEncoding = "grpc-accept-encoding: identity\r\n";
 
+bool is_reflection(std::string_view path) {
+  return path == "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo" ||
+         path == "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+}
+
+// A handler's response headers as a typed call's metadata: lowercased,
+// without those HTTP/2 and gRPC keep for themselves.
+std::string metadata_lines(const env::EnvelopeView* v) {
+  std::string out;
+  if (!v || !v->has(env::SectionType::Headers)) return out;
+  env::KeyValueReader kv(v->section(env::SectionType::Headers));
+  std::string_view k, val;
+  while (kv.next(k, val)) {
+    std::string name(k);
+    std::transform(name.begin(), name.end(), name.begin(), http::ascii_lower);
+    if (name == "content-type" || name == "content-length" || name.starts_with("grpc-") || name == "connection" ||
+        name == "transfer-encoding")
+      continue;
+    out.append(name).append(": ").append(val).append("\r\n");
+  }
+  return out;
+}
+
 // What a refusal tells the client in grpc-message: for fields that failed,
 // the problem itself (which names them); otherwise its detail.
 std::string refusal_message(int status, std::string_view problem) {
@@ -46,16 +69,23 @@ std::string framed(const google::protobuf::MessageLite& m) {
 
 }  // namespace
 
-GrpcFront::GrpcFront(const Config& config, Commands& commands, StreamHub& streams, EventLoop& events)
-    : config_(config), commands_(commands), streams_(streams), timer_(events, [this] { on_timer(); }) {}
+GrpcFront::GrpcFront(const Config& config, const grpc::ServiceCatalog& services, Commands& commands, StreamHub& streams,
+                     EventLoop& events)
+    : config_(config), services_(services), commands_(commands), streams_(streams), timer_(events, [this] {
+        on_timer();
+      }) {}
 
 void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head) {
   Http2Link& link = *c.http2();
   const std::string_view path = head.target;
+  const grpc::ServiceCatalog::Method* typed = services_.find(path);
   const Method m = path == "/edri.v1.Edri/Connect"          ? Method::Connect
                    : path == "/grpc.health.v1.Health/Check" ? Method::HealthCheck
+                   : is_reflection(path)                    ? Method::Reflection
+                   : typed                                  ? Method::Typed
                                                             : Method::Call;
   GrpcCall& call = link.grpc().open(stream, m, config_.max_body_size);
+  call.typed = typed;
   const Where w{link, stream, call};
   if (m == Method::Call && path != "/edri.v1.Edri/Call")
     return finish(w, Code::Unimplemented, "no method " + std::string(path) + " on this server");
@@ -119,16 +149,16 @@ void GrpcFront::take_messages(Connection& c, Where w) {
   w.link.grpc_consume(w.stream, call.reader.take_consumed());
   if (call.finished || !call.client_done) return;
   if (call.reader.held() > 0 && room()) return finish(w, Code::Internal, "the stream ended inside a message");
-  if (call.method != Method::Connect && call.messages == 0)
-    return finish(w, Code::Internal, "a unary call ended without its message");
+  if (!call.streams() && call.messages == 0) return finish(w, Code::Internal, "a unary call ended without its message");
   finish_if_drained(w);
 }
 
 void GrpcFront::on_message(Connection& c, Where w, std::string_view bytes) {
   GrpcCall& call = w.call;
-  if (++call.messages > 1 && call.method != Method::Connect)
-    return finish(w, Code::Internal, "a unary call takes one message");
+  if (++call.messages > 1 && !call.streams()) return finish(w, Code::Internal, "a unary call takes one message");
   if (call.method == Method::HealthCheck) return health(w, bytes);
+  if (call.method == Method::Reflection) return reflection(w, bytes);
+  if (call.method == Method::Typed) return typed(c, w, bytes);
   v1::Event ev;
   if (!ev.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return finish(w, Code::InvalidArgument, "a message that is not an edri.v1.Event");
@@ -140,13 +170,39 @@ void GrpcFront::health(Where w, std::string_view bytes) {
   if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return finish(w, Code::InvalidArgument, "a message that is not a grpc.health.v1.HealthCheckRequest");
   // The server as a whole (""), or its one service by name.
-  if (!req.service().empty() && req.service() != "edri.v1.Edri")
+  if (!req.service().empty() && !services_.serves(req.service()))
     return finish(w, Code::NotFound, "no service " + req.service() + " on this server");
   ::grpc::health::v1::HealthCheckResponse res;
   res.set_status(draining_ ? ::grpc::health::v1::HealthCheckResponse::NOT_SERVING
                            : ::grpc::health::v1::HealthCheckResponse::SERVING);
   send_message(w, framed(res));
   finish(w, Code::Ok, {});
+}
+
+void GrpcFront::reflection(Where w, std::string_view bytes) {
+  std::string response;
+  if (!services_.reflect(bytes, response))
+    return finish(w, Code::InvalidArgument, "a message that is not a ServerReflectionRequest");
+  std::string out;
+  grpc::frame(out, response);
+  send_message(w, std::move(out));
+}
+
+void GrpcFront::typed(Connection& c, Where w, std::string_view bytes) {
+  const grpc::ServiceCatalog::Method& m = *w.call.typed;
+  nlohmann::json fields;
+  std::string error;
+  if (!services_.request_json(m, bytes, config_.max_json_depth, fields, error))
+    return finish(w, Code::InvalidArgument, error);
+  const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, 0, m.event);
+  send_command(c, seq, *commands_.for_event(m.event), fields, w.call.head);
+}
+
+bool GrpcFront::send_command(Connection& c, std::uint32_t seq, const Commands::Command& cmd, nlohmann::json& fields,
+                             const http::HttpRequest& from) {
+  auto refused = commands_.send(c, seq, cmd, fields, from);
+  if (refused) deliver(c, seq, refused->status, "application/problem+json", refused->problem, nullptr, true);
+  return !refused;
 }
 
 void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
@@ -183,8 +239,7 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
     }
     from = &with_meta_;
   }
-  if (auto refused = commands_.send(c, seq, *cmd, fields, *from)) return refuse(refused->status, refused->problem);
-  if (!subscription) return;
+  if (!send_command(c, seq, *cmd, fields, *from) || !subscription) return;
   auto& subs = w.call.subscriptions;
   std::erase(subs, cmd->type);
   if (cmd->kind == Commands::Command::Kind::Subscribe) subs.push_back(cmd->type);
@@ -218,8 +273,12 @@ void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::strin
   auto [call, pending] = link->grpc().find_event(seq, stream);
   if (!pending || call->finished) return;  // a late answer: the call ended
   const Where w{*link, stream, *call};
-  if (call->method == Method::Call && refusal && status >= 400)
+  if (call->method != Method::Connect && refusal && status >= 400)
     return finish(w, grpc::code_for_refusal(status), refusal_message(status, body));
+  if (call->method == Method::Typed) {
+    link->grpc().drop_event(*call, seq);
+    return typed_answer(w, status, content_type, body, v);
+  }
   v1::Event ev;
   ev.set_type(pending->type);
   ev.set_id(pending->id);
@@ -239,6 +298,21 @@ void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::strin
   if (call->method == Method::Call) return finish(w, Code::Ok, {});
   take_messages(c, w);  // room for the events that waited
   finish_if_drained(w);
+}
+
+void GrpcFront::typed_answer(Where w, int status, std::string_view content_type, std::string_view body,
+                             const env::EnvelopeView* v) {
+  if (status >= 400) return finish(w, grpc::code_for_answer(status), refusal_message(status, body));
+  const std::string& output = w.call.typed->output->full_name();
+  if (!body.empty() && !is_json_type(content_type))
+    return finish(w, Code::Internal,
+                  "the handler answered " + std::string(content_type) + ", not the JSON of a " + output);
+  std::string message, error;
+  if (!services_.answer_message(*w.call.typed, body, message, error)) return finish(w, Code::Internal, error);
+  std::string out;
+  grpc::frame(out, message);
+  send_message(w, std::move(out), metadata_lines(v));
+  finish(w, Code::Ok, {});
 }
 
 void GrpcFront::push(Connection& c, std::uint64_t type, std::string_view json) {
@@ -298,7 +372,7 @@ void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
   c.h2_output();
 }
 
-void GrpcFront::send_message(Where w, std::string framed_messages) {
+void GrpcFront::send_message(Where w, std::string framed_messages, std::string_view metadata) {
   if (w.call.body) {
     w.call.body->add(framed_messages);
     return w.link.grpc_resume(w.stream);
@@ -306,12 +380,14 @@ void GrpcFront::send_message(Where w, std::string framed_messages) {
   auto body = std::make_unique<QueuedBody>(w.stream, w.link.woken());
   body->add(framed_messages);
   w.call.body = body.get();
-  w.link.grpc_respond(w.stream, kAcceptEncoding, std::move(body));
+  w.link.grpc_respond(w.stream,
+                      metadata.empty() ? std::string(kAcceptEncoding) : std::string(kAcceptEncoding).append(metadata),
+                      std::move(body));
 }
 
 void GrpcFront::finish_if_drained(Where w) {
   GrpcCall& call = w.call;
-  if (call.finished || call.method != Method::Connect || !call.pending.empty()) return;
+  if (call.finished || !call.streams() || !call.pending.empty()) return;
   // A client done sending that holds subscriptions still reads their
   // pushes and frames: the call lasts until it cancels.
   const bool subscribed = !call.subscriptions.empty() || streams_.call_subscribed(w.link.connection(), w.stream);

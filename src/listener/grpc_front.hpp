@@ -3,11 +3,13 @@
 // commands reach, through the same Commands: Call sends one event and
 // answers with its answer; Connect sends each Event as it comes and
 // answers them in order, with the pushes of the subscriptions made on it
-// between them. grpc.health.v1.Health/Check says whether the server
-// serves. What the edge or a hop refuses ends a Call with a gRPC status;
-// what a handler answers, whatever its status, is an OK Call whose Event
-// carries it. On Connect every refusal is an Event (status and problem),
-// and the stream goes on. grpc-timeout is kept here: past it the call ends
+// between them. A plugin's typed service's unary method sends its event
+// with the request message as JSON fields, and answers the handler's JSON
+// as its response message (grpc::ServiceCatalog transcodes). Server
+// reflection (v1 and v1alpha) describes every service.
+// grpc.health.v1.Health/Check says whether the server serves. What the edge or a hop refuses ends a Call with a gRPC
+// status; what a handler answers, whatever its status, is an OK Call whose Event carries it. On Connect every refusal
+// is an Event (status and problem), and the stream goes on. grpc-timeout is kept here: past it the call ends
 // DEADLINE_EXCEEDED and a late answer is dropped.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <string_view>
 
 #include "envelope/envelope.hpp"
+#include "grpc/service_catalog.hpp"
 #include "grpc/status.hpp"
 #include "listener/commands.hpp"
 #include "listener/connection.hpp"
@@ -33,7 +36,8 @@ namespace edri::listener {
 
 class GrpcFront {
  public:
-  GrpcFront(const Config& config, Commands& commands, StreamHub& streams, EventLoop& events);
+  GrpcFront(const Config& config, const grpc::ServiceCatalog& services, Commands& commands, StreamHub& streams,
+            EventLoop& events);
   // Set once, before any connection: where deadlines find their calls.
   void set_table(ConnectionTable& table) { table_ = &table; }
 
@@ -73,6 +77,16 @@ class GrpcFront {
   void take_messages(Connection& c, Where w);
   void on_message(Connection& c, Where w, std::string_view bytes);
   void health(Where w, std::string_view bytes);
+  void reflection(Where w, std::string_view bytes);
+  // A typed method's request: its message as the fields of its event.
+  void typed(Connection& c, Where w, std::string_view bytes);
+  // A typed method's answer: the handler's JSON as its response message,
+  // or a handler's 4xx/5xx as a gRPC status.
+  void typed_answer(Where w, int status, std::string_view content_type, std::string_view body,
+                    const envelope::EnvelopeView* v);
+  // Sends `cmd` for event `seq` of a call; a refusal is its answer (false).
+  bool send_command(Connection& c, std::uint32_t seq, const Commands::Command& cmd, nlohmann::json& fields,
+                    const http::HttpRequest& from);
   void event(Connection& c, Where w, v1::Event& ev);
   // stream.subscribe and stream.unsubscribe on Connect: answered by the
   // stream's frames; only a refusal is an answer.
@@ -84,7 +98,8 @@ class GrpcFront {
   // edge's and hops' (true).
   void deliver(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
                const envelope::EnvelopeView* v, bool refusal);
-  void send_message(Where w, std::string framed);
+  // The first message sends the answer's head, with `metadata` lines.
+  void send_message(Where w, std::string framed, std::string_view metadata = {});
   void finish(Where w, grpc::Code code, std::string_view message);
   // A Connect call whose client is done (or whose server stops) ends once
   // its last answer went.
@@ -98,6 +113,7 @@ class GrpcFront {
   void drop_subscriptions(Connection& c, Http2Link& link, GrpcCall& call);
 
   const Config& config_;
+  const grpc::ServiceCatalog& services_;
   Commands& commands_;
   StreamHub& streams_;
   ConnectionTable* table_ = nullptr;

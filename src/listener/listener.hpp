@@ -8,7 +8,8 @@
 //                    event sent on its way (through an Exchange)
 //   Commands         what a WebSocket message or a gRPC Event may name
 //   WebSocketFront   the upgrade, commands, subscriptions, pushes
-//   GrpcFront        gRPC calls over HTTP/2: Call, Connect, health
+//   GrpcFront        gRPC calls over HTTP/2: Call, Connect, health, typed
+//                    services and reflection (grpc::ServiceCatalog)
 //   Answers          envelopes back to bytes: responses, problems, streams
 //   StreamHub        live streams: their state, subscribers and frames
 //   EventSender      what leaves for the broker
@@ -126,6 +127,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   std::vector<std::shared_ptr<const RequestValidator>> validators_;  // by event (null: no fields)
   Answers answers_;
   StreamHub streams_;
+  grpc::ServiceCatalog grpc_services_;
   Commands commands_;
   GrpcFront grpc_;
   WebSocketFront websocket_;  // before the connections: their sessions post into its queue

@@ -117,6 +117,7 @@ class PluginSet::Builder {
   void claim_command(const std::string& name) const;
   void take_commands(RegistryDeclarations& d);
   void take_pushes(RegistryDeclarations& d);
+  void take_grpc_services(RegistryDeclarations& d);
   void take_replays(const RegistryDeclarations& d);
   void take_pool_sizes(RegistryDeclarations& d);
   void take_tasks(RegistryDeclarations& d);
@@ -154,6 +155,7 @@ void PluginSet::Builder::add(const std::string& path) {
   take_handlers(d);
   take_commands(d);
   take_pushes(d);
+  take_grpc_services(d);
   take_replays(d);
   take_pool_sizes(d);
   take_tasks(d);
@@ -278,6 +280,27 @@ void PluginSet::Builder::take_pushes(RegistryDeclarations& d) {
     claim_command(p.subscribe);
     claim_command(p.unsubscribe);
     set_.pushes_.push_back(LoadedPush{event, std::move(p.subscribe), std::move(p.unsubscribe)});
+  }
+}
+
+// What protobuf alone can check (the service, its methods, that each is
+// unary) the listener's gRPC catalog checks; here, the names.
+void PluginSet::Builder::take_grpc_services(RegistryDeclarations& d) {
+  for (auto& g : d.grpc_services) {
+    const std::string what = where_ + ": gRPC service " + g.service;
+    if (g.service.empty()) throw PluginError(where_ + ": a gRPC service has no name");
+    for (const auto& other : set_.grpc_services_)
+      if (other.service == g.service) throw PluginError(what + " is declared twice");
+    if (g.descriptor_set.empty()) throw PluginError(what + " has no descriptor set");
+    for (const auto& m : g.methods) {
+      const auto event = declared_event(m.event);
+      if (event == std::string::npos)
+        throw PluginError(what + ": method " + m.method + " names undeclared event " + m.event);
+      if (set_.events_[event].notification)
+        throw PluginError(what + ": method " + m.method + " names notification " + m.event +
+                          " (a method sends a request)");
+    }
+    set_.grpc_services_.push_back(std::move(g));
   }
 }
 

@@ -74,6 +74,8 @@ class PluginSet {
   const std::vector<LoadedSubscriber>& subscribers() const { return subscribers_; }
   const std::vector<LoadedCommand>& commands() const { return commands_; }
   const std::vector<LoadedPush>& pushes() const { return pushes_; }
+  // Typed gRPC services, their methods' events declared (Registry::grpc_service).
+  const std::vector<GrpcServiceDecl>& grpc_services() const { return grpc_services_; }
   // The domain of each manager process, in slot order: every domain, each
   // repeated for its replicas (`replicas` when not 0, else what its plugin
   // asked for, else 1). Supervisor and children compute it alike. Where
@@ -109,6 +111,7 @@ class PluginSet {
   std::vector<std::string> stream_event_routes_;
   std::vector<LoadedCommand> commands_;
   std::vector<LoadedPush> pushes_;
+  std::vector<GrpcServiceDecl> grpc_services_;
   std::vector<WorkerPoolDecl> worker_pools_;
   std::vector<WorkerProcessesDecl> worker_process_pools_;
   std::vector<TaskDecl> tasks_;

@@ -233,6 +233,23 @@ def scenario_stop():
             return {"code": e.code().name}
 
 
+def scenario_lost():
+    """A call whose manager dies with it: the pipeline's 503 (a hop's, not a
+    handler's) ends it UNAVAILABLE. The test kills the manager once this
+    prints "started"; a handler's own 503 stays an OK call."""
+    with channel() as ch:
+        call = unary(ch)
+        own = outcome(call, Event(type="status", body=b'{"code":503}'))
+        future = call.future(Event(type="sleep", body=b'{"ms":5000}'), timeout=20)
+        time.sleep(0.3)
+        print("started", flush=True)
+        try:
+            r = future.result()
+            return {"code": "OK", "status": r.status, "own": own}
+        except grpc.RpcError as e:
+            return {"code": e.code().name, "details": e.details(), "own": own}
+
+
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include "edri/v1/edri.pb.h"
 #include "grpc/framing.hpp"
 #include "support/h2_connection.hpp"
+#include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
 
@@ -26,16 +27,17 @@ namespace {
 // Debian's python3 is the one python3-grpcio is installed for.
 constexpr const char* kPython = "/usr/bin/python3";
 
-std::string scenario_command(std::uint16_t port, const std::string& scenario) {
-  return std::string(kPython) + " " + EDRI_GRPC_CLIENT + " " + EDRI_GRPC_PY_DIR + " " + std::to_string(port) + " " +
-         scenario + " 2>&1";
+std::string scenario_command(const char* script, std::uint16_t port, const std::string& scenario) {
+  return std::string(kPython) + " " + script + " " + EDRI_GRPC_PY_DIR + " " + std::to_string(port) + " " + scenario +
+         " 2>&1";
 }
 
-// Runs a scenario of grpc_client.py against `port`; its JSON. With
-// `on_line`, each line it prints before the JSON is handed over first.
+// Runs a scenario of grpc_client.py (or `script`) against `port`; its
+// JSON. With `on_line`, each line it prints before the JSON is handed over
+// first.
 json run_scenario(std::uint16_t port, const std::string& scenario,
-                  const std::function<void(const std::string&)>& on_line = {}) {
-  FILE* p = ::popen(scenario_command(port, scenario).c_str(), "r");
+                  const std::function<void(const std::string&)>& on_line = {}, const char* script = EDRI_GRPC_CLIENT) {
+  FILE* p = ::popen(scenario_command(script, port, scenario).c_str(), "r");
   REQUIRE(p);
   std::string last, all;
   char line[65536];
@@ -254,6 +256,20 @@ TEST_CASE("gRPC: SIGTERM answers the calls in flight", "[grpc]") {
   CHECK(stopped.get() == 0);
 }
 
+TEST_CASE("gRPC: a call whose manager dies with it ends UNAVAILABLE, a handler's own 503 is OK", "[grpc]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient http(server.port());
+  const auto pid = json::parse(http.get("/pid").body)["pid"].get<pid_t>();
+  const json r = run_scenario(server.port(), "lost", [&](const std::string& line) {
+    if (line.rfind("started", 0) == 0) ::kill(pid, SIGKILL);
+  });
+  INFO(r.dump(2));
+  CHECK(r["code"] == "UNAVAILABLE");
+  CHECK(r["details"].get<std::string>().find("stopped; it is being restarted") != std::string::npos);
+  CHECK(r["own"]["code"] == "OK");
+  CHECK(r["own"]["status"] == 503);
+}
+
 TEST_CASE("gRPC Connect: a client that reads no answers holds the server to its bound, then gets them all", "[grpc]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_OUTPUT_BUFFER", "65536"}});
   H2Connection h2(server.port());
@@ -301,4 +317,49 @@ TEST_CASE("gRPC Connect: live streams followed on it, as a WebSocket follows the
   CHECK(r["again"]["body"]["state"] == json{{"title", "a"}, {"n", 2}});
   // The client half-closed; its subscription still delivers.
   CHECK(r["after_close"]["body"]["revision"] == 4);
+}
+
+TEST_CASE("gRPC typed service: notes.v1.Notes listed and described by reflection, called with its own messages",
+          "[grpc]") {
+  TempDir dir;
+  ServerProcess server({plugin_path("notes")}, {{"EDRI_NOTES_DB", (dir.path / "notes.db").string()}});
+  const json r = run_scenario(server.port(), "notes", {}, EDRI_GRPC_TYPED_CLIENT);
+  INFO(r.dump(2));
+  const json services = {"edri.v1.Edri", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                         "grpc.reflection.v1alpha.ServerReflection", "notes.v1.Notes"};
+  CHECK(r["services_v1"] == services);
+  CHECK(r["services_v1alpha"] == services);
+  // The service's file comes with what it imports, imports first.
+  CHECK(r["symbol_files"] == json{"google/protobuf/empty.proto", "notes.proto"});
+  CHECK(r["unknown_symbol"] == 5);  // NOT_FOUND, in the stream's answer
+  CHECK(r["by_filename"] == 1);
+  CHECK(r["extensions_base"] == "notes.v1.Note");
+  CHECK(r["methods"] == json{"CreateNote", "DeleteNote", "GetNote", "ListNotes", "UpdateNote"});
+  // One handler: what gRPC created, REST reads.
+  const json& created = r["created"];
+  REQUIRE(created["code"] == "OK");
+  CHECK(created["message"]["title"] == "from grpc");
+  CHECK(created["metadata"]["location"] == "/notes/" + created["message"]["id"].get<std::string>());
+  CHECK(r["got"]["message"] == created["message"]);
+  CHECK(std::to_string(r["rest"]["id"].get<std::int64_t>()) == created["message"]["id"]);
+  CHECK(r["rest"]["title"] == "from grpc");
+  CHECK(r["rest"]["body"] == "");
+  // An unset optional field takes the event's default (limit 20).
+  CHECK(r["listed"]["message"]["items"].size() == 1);
+  CHECK(r["listed"]["message"]["total"] == "1");
+  CHECK(r["listed_one"]["message"]["items"].size() == 1);
+  CHECK(r["updated"]["message"]["title"] == "renamed");
+  CHECK(r["updated"]["message"]["body"] == "b");
+  // The edge's checks, as for REST: INVALID_ARGUMENT with the problem.
+  CHECK(r["list_invalid"]["code"] == "INVALID_ARGUMENT");
+  CHECK(json::parse(r["list_invalid"]["details"].get<std::string>())["errors"][0]["field"] == "limit");
+  CHECK(r["invalid"]["code"] == "INVALID_ARGUMENT");
+  CHECK(json::parse(r["invalid"]["details"].get<std::string>())["errors"][0]["field"] == "title");
+  CHECK(r["not_a_message"]["code"] == "INVALID_ARGUMENT");
+  // A handler's 404 is NOT_FOUND; a 64-bit id reaches it as a number.
+  CHECK(r["far_id"]["code"] == "NOT_FOUND");
+  CHECK(r["far_id"]["details"] == "note 1099511627776 does not exist");
+  CHECK(r["deleted"]["code"] == "OK");
+  CHECK(r["after_delete"]["code"] == "NOT_FOUND");
+  CHECK(r["health"] == "SERVING");
 }

@@ -44,6 +44,20 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
     CHECK(r.status != 0);
     CHECK(r.err.find("undeclared event nowhere") != std::string::npos);
   }
+  SECTION("a typed gRPC service that cannot be served") {
+    const auto path = test_plugin_path("bad_grpc");
+    for (const auto& [fault, message] : std::vector<std::pair<std::string, std::string>>{
+             {"streams", "gRPC service bad.v1.Bad: method Watch streams; typed methods are unary"},
+             {"unmapped", "gRPC service bad.v1.Bad: method Watch sends no event"},
+             {"no_method", "gRPC service bad.v1.Bad: has no method Missing"},
+             {"garbage", "gRPC service bad.v1.Bad: its descriptor set is not a serialized FileDescriptorSet"},
+             {"no_service", "gRPC service bad.v1.Elsewhere: no such service in its descriptor set"}}) {
+      const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}, {"EDRI_TEST_GRPC_FAULT", fault}});
+      INFO(fault << ": " << r.err);
+      CHECK(r.status == 3);
+      CHECK(r.err.find(message) != std::string::npos);
+    }
+  }
   SECTION("a good plugin after a bad one still stops start-up") {
     const auto r =
         run_server_to_exit({}, {{"EDRI_PLUGINS", plugin_path("bench_app") + ":" + test_plugin_path("wrong_abi")}});
