@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 11;
+inline constexpr std::uint32_t kPluginAbiVersion = 12;
 
 }  // namespace edri
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -119,6 +120,12 @@ class Request {
   // json() refuses a body nesting deeper: EDRI_MAX_JSON_DEPTH for a
   // client's request, kJsonDepthCeiling for JSON another manager made.
   std::size_t max_json_depth = kDefaultMaxJsonDepth;
+  // When the client stops waiting: a gRPC call's grpc-timeout, counted
+  // from when the listener took the call; time_point::max() when the
+  // client set none. A handler past it runs for nobody, so long work may
+  // check it and stop. A request whose deadline passed before its handler
+  // could start is answered 504 without running the handler.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
   // Keeps the body as the file `path`: the upload file is renamed there
   // (no copy on the same file system), a body in memory written. False on

@@ -81,6 +81,7 @@ enum class SectionType : std::uint16_t {
   BodyType = 12,    // request: the body's Content-Type
   Upload = 13,      // request: the body is in this file (u64 size, then the path)
   Targets = 14,     // notification to a listener: the connections it goes to (PushTarget each)
+  Deadline = 15,    // request: u64, the nanoseconds after t0_ns the client waits (gRPC grpc-timeout)
 };
 
 // The Stream section of a streamed response's head. Its pieces follow as

@@ -68,7 +68,8 @@ Commands::Refusal Commands::refusal_of_validated() {
 }
 
 std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq, const Command& cmd,
-                                                nlohmann::json& fields, const http::HttpRequest& from) {
+                                                nlohmann::json& fields, const http::HttpRequest& from,
+                                                std::uint64_t budget_ns) {
   if (cmd.kind != Command::Kind::Event) return subscription(c, seq, cmd, fields);
   // Fields: the declared ones, then path parameters of the event's route.
   if (cmd.validator)
@@ -84,6 +85,7 @@ std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq
   if (!decoded_params_.empty())
     w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
   add_validated(w, validated_);
+  if (budget_ns != 0) w.raw(env::SectionType::Deadline, std::as_bytes(std::span<const std::uint64_t>(&budget_ns, 1)));
   // The body is the fields: always a JSON object.
   const std::string body = fields.dump();
   w.text(env::SectionType::Body, body);

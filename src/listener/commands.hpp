@@ -56,10 +56,11 @@ class Commands {
   const std::string* push_name(std::uint64_t type) const;
 
   // Sends `cmd` with `fields` (a JSON object; consumed) for slot `seq` of
-  // `c`; header and cookie fields come from `from`. nullopt: sent, and its
-  // answer comes back to the slot as any event's does.
+  // `c`; header and cookie fields come from `from`; `budget_ns`, when not
+  // 0, is how long the client waits (Request::deadline). nullopt: sent,
+  // and its answer comes back to the slot as any event's does.
   std::optional<Refusal> send(Connection& c, std::uint32_t seq, const Command& cmd, nlohmann::json& fields,
-                              const http::HttpRequest& from);
+                              const http::HttpRequest& from, std::uint64_t budget_ns = 0);
   // Connection `c` no longer takes pushes of notification `type`.
   void unsubscribe(Connection& c, std::uint64_t type);
   // Connection `c` closed: its subscriptions end.

@@ -195,12 +195,19 @@ void GrpcFront::typed(Connection& c, Where w, std::string_view bytes) {
   if (!services_.request_json(m, bytes, config_.max_json_depth, fields, error))
     return finish(w, Code::InvalidArgument, error);
   const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, 0, m.event);
-  send_command(c, seq, *commands_.for_event(m.event), fields, w.call.head);
+  send_command(c, seq, *commands_.for_event(m.event), fields, w.call);
 }
 
 bool GrpcFront::send_command(Connection& c, std::uint32_t seq, const Commands::Command& cmd, nlohmann::json& fields,
-                             const http::HttpRequest& from) {
-  auto refused = commands_.send(c, seq, cmd, fields, from);
+                             const GrpcCall& call, const http::HttpRequest* from) {
+  // grpc-timeout travels with the event: its handler sees it as
+  // Request::deadline, and does not start once it passed.
+  std::uint64_t budget = 0;
+  if (call.deadline) {
+    const auto left = (*call.deadline)->first - std::chrono::steady_clock::now();
+    budget = static_cast<std::uint64_t>(std::max<std::int64_t>(1, std::chrono::nanoseconds(left).count()));
+  }
+  auto refused = commands_.send(c, seq, cmd, fields, from ? *from : call.head, budget);
   if (refused) deliver(c, seq, refused->status, "application/problem+json", refused->problem, nullptr, true);
   return !refused;
 }
@@ -239,7 +246,7 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
     }
     from = &with_meta_;
   }
-  if (!send_command(c, seq, *cmd, fields, *from) || !subscription) return;
+  if (!send_command(c, seq, *cmd, fields, w.call, from) || !subscription) return;
   auto& subs = w.call.subscriptions;
   std::erase(subs, cmd->type);
   if (cmd->kind == Commands::Command::Kind::Subscribe) subs.push_back(cmd->type);

@@ -84,9 +84,11 @@ class GrpcFront {
   // or a handler's 4xx/5xx as a gRPC status.
   void typed_answer(Where w, int status, std::string_view content_type, std::string_view body,
                     const envelope::EnvelopeView* v);
-  // Sends `cmd` for event `seq` of a call; a refusal is its answer (false).
+  // Sends `cmd` for event `seq` of `call`, with the call's metadata (or
+  // `from`) and what is left of its deadline; a refusal is its answer
+  // (false).
   bool send_command(Connection& c, std::uint32_t seq, const Commands::Command& cmd, nlohmann::json& fields,
-                    const http::HttpRequest& from);
+                    const GrpcCall& call, const http::HttpRequest* from = nullptr);
   void event(Connection& c, Where w, v1::Event& ev);
   // stream.subscribe and stream.unsubscribe on Connect: answered by the
   // stream's frames; only a refusal is an answer.

@@ -211,6 +211,10 @@ void Manager::on_request(env::EnvelopeView& v) {
     (void)env::send_problem(to_router_, h, 400, "malformed request envelope");
     return;
   }
+  if (!within_deadline(v)) {
+    (void)env::send_problem(to_router_, h, 504, "the client's deadline passed before the handler could start");
+    return;
+  }
   // A client's JSON is limited; another manager's was made by a handler
   // (from client JSON within the limit, perhaps wrapped a level or two).
   request_.max_json_depth = h.reply_to != 0 ? kJsonDepthCeiling : config_.max_json_depth;
@@ -224,6 +228,22 @@ void Manager::on_request(env::EnvelopeView& v) {
   Reply reply = call_handler(it->second);
   current_ = nullptr;
   if (auto* resp = std::get_if<Response>(&reply)) respond(h, std::move(*resp));
+}
+
+// The client's deadline into Request::deadline (steady_clock is
+// CLOCK_MONOTONIC, the clock of t0_ns); false once it passed.
+bool Manager::within_deadline(const env::EnvelopeView& v) {
+  using Clock = std::chrono::steady_clock;
+  const auto section = v.section(env::SectionType::Deadline);
+  std::uint64_t budget = 0;
+  if (section.size() != sizeof budget || v.header.t0_ns == 0) {
+    request_.deadline = Clock::time_point::max();
+    return true;
+  }
+  std::memcpy(&budget, section.data(), sizeof budget);
+  const std::uint64_t at = v.header.t0_ns + budget;
+  request_.deadline = Clock::time_point(std::chrono::nanoseconds(at));
+  return env::monotonic_ns() < at;
 }
 
 // A multipart/form-data body into Request::form; false (answered 400)

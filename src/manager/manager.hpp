@@ -72,6 +72,7 @@ class Manager final : public Context {
     std::string_view event;
   };
   bool split_form(const envelope::EnvelopeHeader& h);
+  bool within_deadline(const envelope::EnvelopeView& v);
   Reply call_handler(const Entry& entry);
   void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
   // Where the answer to `request` goes: its listener's own channel when it

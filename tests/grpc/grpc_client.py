@@ -233,6 +233,22 @@ def scenario_stop():
             return {"code": e.code().name}
 
 
+def scenario_budget():
+    """grpc-timeout reaches the handler (Request::deadline), and an event
+    whose deadline passes while it waits for a busy manager never runs:
+    `created` counts the creates that ran."""
+    with channel() as ch:
+        call = unary(ch)
+        out = {"with": outcome(call, Event(type="deadline"), timeout=5),
+               "without": outcome(call, Event(type="deadline"), timeout=None)}
+        busy = call.future(Event(type="sleep", body=b'{"ms":800}'), timeout=10)
+        time.sleep(0.2)
+        out["late"] = outcome(call, Event(type="things.create", body=b'{"title":"late"}'), timeout=0.2)
+        out["busy"] = busy.result().status
+        out["created"] = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{PORT}/things/created").read())
+    return out
+
+
 def scenario_lost():
     """A call whose manager dies with it: the pipeline's 503 (a hop's, not a
     handler's) ends it UNAVAILABLE. The test kills the manager once this

@@ -256,6 +256,21 @@ TEST_CASE("gRPC: SIGTERM answers the calls in flight", "[grpc]") {
   CHECK(stopped.get() == 0);
 }
 
+TEST_CASE("gRPC: grpc-timeout is the event's deadline, seen by its handler, and no handler starts past it", "[grpc]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  const json r = run_scenario(server.port(), "budget");
+  INFO(r.dump(2));
+  CHECK(r["with"]["body"]["deadline"] == true);
+  CHECK(r["with"]["body"]["left_ms"].get<int>() > 0);
+  CHECK(r["with"]["body"]["left_ms"].get<int>() <= 5000);
+  CHECK(r["without"]["body"]["deadline"] == false);
+  // The create waited behind an 800 ms handler, past its 200 ms: the
+  // client got DEADLINE_EXCEEDED, and the manager did not run it.
+  CHECK(r["late"]["code"] == "DEADLINE_EXCEEDED");
+  CHECK(r["busy"] == 200);
+  CHECK(r["created"]["created"] == 0);
+}
+
 TEST_CASE("gRPC: a call whose manager dies with it ends UNAVAILABLE, a handler's own 503 is OK", "[grpc]") {
   ServerProcess server({test_plugin_path("test_app")});
   HttpClient http(server.port());

@@ -77,6 +77,15 @@ void reg(edri::Registry& r) {
          {Field("title").string().length(1, 10), Field("count").integer().range(0, 10).optional(),
           Field("tags").array().length(0, 3).optional()});
   r.command("things.create", "test.create");
+  // What is left of the client's deadline (gRPC grpc-timeout), as the
+  // handler sees it.
+  r.get("/deadline", "test.deadline", [](const edri::Request& req, edri::Context&) {
+    using Clock = std::chrono::steady_clock;
+    if (req.deadline == Clock::time_point::max()) return edri::Response::json({{"deadline", false}});
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(req.deadline - Clock::now());
+    return edri::Response::json({{"deadline", true}, {"left_ms", left.count()}});
+  });
+  r.command("deadline", "test.deadline");
   r.get("/things/created", "test.created", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"created", created}});
   });
