@@ -92,15 +92,14 @@ ServiceCatalog::~ServiceCatalog() = default;
 void ServiceCatalog::add_builtin(const pb::FileDescriptor* file) {
   pb::FileDescriptorProto proto;
   file->CopyTo(&proto);
-  add_file(proto.SerializeAsString(), "edri-server");
+  add_file(proto, "edri-server");
   for (int i = 0; i < file->service_count(); ++i) services_.push_back(file->service(i)->full_name());
 }
 
 // A file comes once: two services may share one (google/protobuf/empty.proto,
 // say), byte for byte, and never two files of one name that differ.
-void ServiceCatalog::add_file(const std::string& bytes, const std::string& service) {
-  pb::FileDescriptorProto proto;
-  if (!proto.ParseFromString(bytes)) throw CatalogError(service + ": a file of its descriptor set does not parse");
+void ServiceCatalog::add_file(const pb::FileDescriptorProto& proto, const std::string& service) {
+  std::string bytes = proto.SerializeAsString();  // as reflection hands it out
   if (const auto it = files_.find(proto.name()); it != files_.end()) {
     if (it->second == bytes) return;
     throw CatalogError(service + ": its " + proto.name() + " differs from the one another service brought");
@@ -108,7 +107,7 @@ void ServiceCatalog::add_file(const std::string& bytes, const std::string& servi
   Errors errors;
   if (!pool_.BuildFileCollectingErrors(proto, &errors))
     throw CatalogError(service + ": its descriptor set does not build: " + errors.text);
-  files_.emplace(proto.name(), bytes);
+  files_.emplace(proto.name(), std::move(bytes));
 }
 
 void ServiceCatalog::add_typed(const GrpcServiceDecl& decl) {
@@ -117,7 +116,7 @@ void ServiceCatalog::add_typed(const GrpcServiceDecl& decl) {
   if (!set.ParseFromString(decl.descriptor_set))
     throw CatalogError(name + ": its descriptor set is not a serialized FileDescriptorSet");
   // protoc writes a file's imports before it (--include_imports).
-  for (const auto& file : set.file()) add_file(file.SerializeAsString(), name);
+  for (const auto& file : set.file()) add_file(file, name);
   const pb::ServiceDescriptor* service = pool_.FindServiceByName(name);
   if (!service) throw CatalogError(name + ": no such service in its descriptor set");
   if (serves(name)) throw CatalogError(name + ": served twice");
@@ -132,8 +131,7 @@ void ServiceCatalog::add_typed(const GrpcServiceDecl& decl) {
     if (md.client_streaming() || md.server_streaming())
       throw CatalogError(name + ": method " + md.name() +
                          " streams; typed methods are unary (streams are edri.v1.Edri/Connect's)");
-    std::string path = "/" + name + "/" + md.name();
-    methods_.emplace(path, Method{path, decl_method->event, md.input_type(), md.output_type()});
+    methods_.emplace("/" + name + "/" + md.name(), Method{decl_method->event, md.input_type(), md.output_type()});
   }
   services_.push_back(name);
 }

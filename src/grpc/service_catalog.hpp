@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <nlohmann/json.hpp>
 
@@ -29,9 +30,9 @@ class CatalogError : public std::runtime_error {
 
 class ServiceCatalog {
  public:
-  // A unary method of a typed service and the event it sends.
+  // A unary method of a typed service and the event it sends (found by
+  // the call's :path, "/notes.v1.Notes/CreateNote").
   struct Method {
-    std::string path;   // "/notes.v1.Notes/CreateNote", as the call's :path
     std::string event;  // "notes.create"
     const google::protobuf::Descriptor* input;
     const google::protobuf::Descriptor* output;
@@ -63,7 +64,7 @@ class ServiceCatalog {
   bool reflect(std::string_view request, std::string& response) const;
 
  private:
-  void add_file(const std::string& bytes, const std::string& service);
+  void add_file(const google::protobuf::FileDescriptorProto& proto, const std::string& service);
   void add_builtin(const google::protobuf::FileDescriptor* file);
   void add_typed(const GrpcServiceDecl& decl);
   // The file and what it imports, imports first, each once.

@@ -10,6 +10,7 @@
 
 #include "envelope/problem.hpp"
 #include "listener/grpc_front.hpp"
+#include "listener/header_lines.hpp"
 #include "listener/json_value.hpp"
 
 namespace edri::listener {
@@ -79,19 +80,7 @@ void Answers::on_response(const env::EnvelopeView& v) {
 void Answers::collect_headers(const env::EnvelopeView& v) {
   const auto& h = v.header;
   extra_headers_.clear();
-  if (v.has(env::SectionType::Headers)) {
-    env::KeyValueReader kv(v.section(env::SectionType::Headers));
-    std::string_view k, val;
-    while (kv.next(k, val)) {
-      // Response::header refuses these; a handler that pushed one into
-      // Response::headers directly meets the same rule here.
-      if (!is_valid_header(k, val)) {
-        spdlog::warn("dropping a response header with CR, LF or NUL from a handler");
-        continue;
-      }
-      extra_headers_.append(k).append(": ").append(val).append("\r\n");
-    }
-  }
+  append_header_lines(extra_headers_, v, [](std::string_view) { return false; });
   if (!(h.flags & env::kFlagTiming) || !h.t0_ns) return;
   const auto& s = h.stamps;
   const double total = static_cast<double>(env::monotonic_ns() - h.t0_ns);

@@ -11,6 +11,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "grpc/timeout.hpp"
 #include "http/field_text.hpp"
+#include "listener/header_lines.hpp"
 #include "listener/json_value.hpp"
 
 namespace edri::listener {
@@ -28,21 +29,16 @@ bool is_reflection(std::string_view path) {
          path == "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
 }
 
-// A handler's response headers as a typed call's metadata: lowercased,
-// without those HTTP/2 and gRPC keep for themselves.
+// A handler's response headers as a typed call's metadata, without those
+// gRPC keeps for itself (the session lowercases names and drops the
+// connection-specific ones, as for any HTTP/2 answer).
 std::string metadata_lines(const env::EnvelopeView* v) {
   std::string out;
-  if (!v || !v->has(env::SectionType::Headers)) return out;
-  env::KeyValueReader kv(v->section(env::SectionType::Headers));
-  std::string_view k, val;
-  while (kv.next(k, val)) {
-    std::string name(k);
-    std::transform(name.begin(), name.end(), name.begin(), http::ascii_lower);
-    if (name == "content-type" || name == "content-length" || name.starts_with("grpc-") || name == "connection" ||
-        name == "transfer-encoding")
-      continue;
-    out.append(name).append(": ").append(val).append("\r\n");
-  }
+  if (v)
+    append_header_lines(out, *v, [](std::string_view name) {
+      return http::iequals(name, "content-type") || http::iequals(name, "content-length") ||
+             (name.size() >= 5 && http::iequals(name.substr(0, 5), "grpc-"));
+    });
   return out;
 }
 
