@@ -2,11 +2,16 @@
 
 namespace edri::grpc {
 
-void frame(std::string& out, std::string_view payload) {
-  const auto n = static_cast<std::uint32_t>(payload.size());
+void frame_prefix(std::string& out, std::size_t length) {
+  const auto n = static_cast<std::uint32_t>(length);
   const char prefix[kPrefixBytes] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                                      static_cast<char>(n >> 8), static_cast<char>(n)};
-  out.append(prefix, kPrefixBytes).append(payload);
+  out.append(prefix, kPrefixBytes);
+}
+
+void frame(std::string& out, std::string_view payload) {
+  frame_prefix(out, payload.size());
+  out.append(payload);
 }
 
 MessageReader::Next MessageReader::next(std::string_view& message) {
@@ -35,6 +40,15 @@ std::size_t MessageReader::take_consumed() {
   const std::size_t n = consumed_;
   consumed_ = 0;
   return n;
+}
+
+void MessageReader::clear(std::size_t max_message) {
+  constexpr std::size_t kKept = 16 * 1024;
+  max_ = max_message;
+  if (buf_.capacity() > kKept) std::string().swap(buf_);
+  buf_.clear();
+  off_ = 0;
+  consumed_ = 0;
 }
 
 }  // namespace edri::grpc

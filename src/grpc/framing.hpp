@@ -16,6 +16,9 @@ inline constexpr std::size_t kPrefixBytes = 5;
 
 // Appends `payload` as one uncompressed message.
 void frame(std::string& out, std::string_view payload);
+// Appends the prefix of an uncompressed message of `length` bytes, which
+// the caller writes after it.
+void frame_prefix(std::string& out, std::size_t length);
 
 class MessageReader {
  public:
@@ -36,6 +39,8 @@ class MessageReader {
   // Bytes given out since the last call: what the stream may be granted
   // back (flow control).
   std::size_t take_consumed();
+  // Empty again, for the next stream (its buffer kept while small).
+  void clear(std::size_t max_message);
 
  private:
   std::size_t max_;

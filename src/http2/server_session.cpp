@@ -113,7 +113,11 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
   nghttp2_session_server_new2(&session_, cb, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
-  const std::array<nghttp2_settings_entry, 3> settings{{
+  // RFC 9218 2.1: no RFC 7540 priority tree (RFC 9113 5.3 deprecates it).
+  // nghttp2 then keeps no tree and no closed streams for it, work it did
+  // on every stream; RFC 9218's priority field orders answers instead.
+  const std::array<nghttp2_settings_entry, 4> settings{{
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.stream_window},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits_.request.max_header_bytes)},
@@ -164,7 +168,31 @@ ServerSession::Stream* ServerSession::find(std::int32_t id) {
   return last_ = &it->second;
 }
 
-void ServerSession::on_begin(std::int32_t id) { streams_.try_emplace(id); }
+void ServerSession::Stream::reset() {
+  constexpr std::size_t kKeptBody = 16 * 1024;
+  req.clear();
+  if (req.body.capacity() > kKeptBody) std::string().swap(req.body);
+  header_bytes = 0;
+  refusal = 0;
+  refusal_reason = "";
+  refusal_told = false;
+  authority.clear();
+  cookie.clear();
+  body.reset();
+  responded = false;
+  streamed = false;
+}
+
+void ServerSession::on_begin(std::int32_t id) {
+  if (spare_.empty()) {
+    streams_.try_emplace(id);
+    return;
+  }
+  auto node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = id;
+  streams_.insert(std::move(node));
+}
 
 void ServerSession::refuse(Stream& s, int status, const char* reason) {
   if (s.refusal == 0) s.refusal = status, s.refusal_reason = reason;
@@ -262,7 +290,9 @@ void ServerSession::on_stream_close(std::int32_t id, bool clean) {
   handler_.on_closed(id, s->responded && clean);
   last_id_ = 0;  // 0 names no stream (RFC 9113 5.1.1)
   last_ = nullptr;
-  streams_.erase(id);
+  auto node = streams_.extract(id);
+  node.mapped().reset();  // its BodySource goes now, as the handler was told
+  if (spare_.size() < kSpareStreams) spare_.push_back(std::move(node));
 }
 
 bool ServerSession::respond(std::int32_t stream, int status, std::string_view content_type, std::int64_t content_length,

@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "http/request_parser.hpp"
 #include "http2/body_source.hpp"
@@ -127,7 +128,16 @@ class ServerSession {
     std::unique_ptr<BodySource> body;
     bool responded = false;
     bool streamed = false;  // on_head took its body
+    // Ready for the next stream, its buffers kept (a body's only while
+    // small).
+    void reset();
   };
+  using Streams = std::unordered_map<std::int32_t, Stream>;
+  // Closed streams' nodes kept for the next ones, as an HTTP/1.1
+  // connection keeps its one request: each request then reuses a node,
+  // its header vector and strings instead of allocating them. A few only:
+  // most clients send one request at a time per connection or a handful.
+  static constexpr std::size_t kSpareStreams = 4;
   friend struct Callbacks;
 
   Stream* find(std::int32_t id);
@@ -150,7 +160,8 @@ class ServerSession {
   Handler& handler_;
   Limits limits_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<std::int32_t, Stream> streams_;
+  Streams streams_;
+  std::vector<Streams::node_type> spare_;
   std::int32_t last_id_ = 0;  // find()'s last answer
   Stream* last_ = nullptr;
   struct Scratch;  // respond()'s, kept across answers

@@ -2,8 +2,28 @@
 
 namespace edri::listener {
 
+void GrpcCall::reset(Method m, std::size_t max_message) {
+  method = m;
+  typed = nullptr;
+  reader.clear(max_message);
+  head.clear();
+  pending.clear();
+  subscriptions.clear();
+  deadline.reset();
+  messages = 0;
+  client_done = false;
+  body = nullptr;
+  finished = false;
+  taking = false;
+}
+
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {
-  return calls_.try_emplace(stream, m, max_message).first->second;
+  if (spare_.empty() || calls_.contains(stream)) return calls_.try_emplace(stream, m, max_message).first->second;
+  auto node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = stream;
+  node.mapped().reset(m, max_message);
+  return calls_.insert(std::move(node)).position->second;
 }
 
 GrpcCall* GrpcCalls::find(std::int32_t stream) {
@@ -42,7 +62,10 @@ std::pair<GrpcCall*, GrpcCall::Pending*> GrpcCalls::find_event(std::uint32_t seq
 
 void GrpcCalls::take_ready(GrpcCall& call, std::string& out) {
   while (!call.pending.empty() && call.pending.front().ready) {
-    out += call.pending.front().framed;
+    if (out.empty())
+      out = std::move(call.pending.front().framed);
+    else
+      out += call.pending.front().framed;
     seqs_.erase(call.pending.front().seq);
     call.pending.pop_front();
   }
@@ -52,7 +75,8 @@ void GrpcCalls::close(std::int32_t stream) {
   const auto it = calls_.find(stream);
   if (it == calls_.end()) return;
   for (const auto& p : it->second.pending) seqs_.erase(p.seq);
-  calls_.erase(it);
+  auto node = calls_.extract(it);
+  if (spare_.size() < kSpareCalls) spare_.push_back(std::move(node));
 }
 
 }  // namespace edri::listener

@@ -46,6 +46,8 @@ struct GrpcCall {
   };
 
   GrpcCall(Method m, std::size_t max_message) : method(m), reader(max_message) {}
+  // Ready to serve as a new call, its buffers kept.
+  void reset(Method m, std::size_t max_message);
   // Many messages each way (Connect, Reflection), or one (the rest).
   bool streams() const { return method == Method::Connect || method == Method::Reflection; }
 
@@ -96,7 +98,12 @@ class GrpcCalls {
   }
 
  private:
-  std::unordered_map<std::int32_t, GrpcCall> calls_;
+  using Calls = std::unordered_map<std::int32_t, GrpcCall>;
+  // Ended calls' nodes kept for the next ones (as ServerSession keeps its
+  // streams'): a unary call then allocates little of its own.
+  static constexpr std::size_t kSpareCalls = 4;
+  Calls calls_;
+  std::vector<Calls::node_type> spare_;
   std::unordered_map<std::uint32_t, std::int32_t> seqs_;  // event -> stream
   std::uint32_t next_ = 0;
 };

@@ -57,9 +57,14 @@ GrpcCall* find_call(Connection& c, std::int32_t stream) {
   return link ? link->grpc().find(stream) : nullptr;
 }
 
+// Serialized straight after its prefix: one buffer, no copy.
 std::string framed(const google::protobuf::MessageLite& m) {
+  const std::size_t n = m.ByteSizeLong();
   std::string out;
-  grpc::frame(out, m.SerializeAsString());
+  out.reserve(grpc::kPrefixBytes + n);
+  grpc::frame_prefix(out, n);
+  out.resize(grpc::kPrefixBytes + n);
+  m.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out.data() + grpc::kPrefixBytes));
   return out;
 }
 
@@ -95,7 +100,9 @@ void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head
     if (!timeout) return finish(w, Code::InvalidArgument, "a malformed grpc-timeout: " + std::string(t));
     set_deadline(c, stream, call, *timeout);
   }
-  call.head = std::move(head);
+  // Swapped, not moved: the session's stream keeps the buffers of the
+  // head this call's node held before, for its next request.
+  std::swap(call.head, head);
 }
 
 void GrpcFront::body(Connection& c, std::int32_t stream, std::string_view bytes, bool end) {
@@ -214,13 +221,16 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
     deliver(c, seq, status, "application/problem+json", problem, nullptr, true);
   };
   // The body is the command's fields, as a WebSocket message's are: a
-  // JSON object, its depth measured before it is parsed.
-  const std::string_view text = ev.body().empty() ? std::string_view("{}") : std::string_view(ev.body());
-  if (!RequestValidator::depth_ok(text, config_.max_json_depth, "body", validated_))
-    return refuse(422, RequestValidator::problem_body(validated_));
-  nlohmann::json fields = nlohmann::json::parse(text, nullptr, false);
-  if (fields.is_discarded() || !fields.is_object())
-    return refuse(422, Commands::invalid("body", "must be a JSON object").problem);
+  // JSON object, its depth measured before it is parsed. No body is no
+  // fields, made without a parser.
+  nlohmann::json fields = nlohmann::json::object();
+  if (const std::string_view text = ev.body(); !text.empty()) {
+    if (!RequestValidator::depth_ok(text, config_.max_json_depth, "body", validated_))
+      return refuse(422, RequestValidator::problem_body(validated_));
+    fields = nlohmann::json::parse(text, nullptr, false);
+    if (fields.is_discarded() || !fields.is_object())
+      return refuse(422, Commands::invalid("body", "must be a JSON object").problem);
+  }
   if (ev.type() == "stream.subscribe" || ev.type() == "stream.unsubscribe") {
     w.link.grpc().drop_event(w.call, seq);
     return live_stream(c, w, ev, fields);
@@ -377,15 +387,14 @@ void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
 
 void GrpcFront::send_message(Where w, std::string framed_messages, std::string_view metadata) {
   if (w.call.body) {
-    w.call.body->add(framed_messages);
+    w.call.body->add(std::move(framed_messages));
     return w.link.grpc_resume(w.stream);
   }
   auto body = std::make_unique<QueuedBody>(w.stream, w.link.woken());
-  body->add(framed_messages);
+  body->add(std::move(framed_messages));
   w.call.body = body.get();
-  w.link.grpc_respond(w.stream,
-                      metadata.empty() ? std::string(kAcceptEncoding) : std::string(kAcceptEncoding).append(metadata),
-                      std::move(body));
+  if (metadata.empty()) return w.link.grpc_respond(w.stream, kAcceptEncoding, std::move(body));
+  w.link.grpc_respond(w.stream, std::string(kAcceptEncoding).append(metadata), std::move(body));
 }
 
 void GrpcFront::finish_if_drained(Where w) {

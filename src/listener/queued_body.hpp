@@ -25,6 +25,13 @@ class QueuedBody final : public http2::BodySource {
   bool wake_when_drained = false;
 
   void add(std::string_view bytes) { bytes_.append(bytes); }
+  // The same, taking the buffer itself when nothing is held.
+  void add(std::string&& bytes) {
+    if (bytes_.empty())
+      bytes_ = std::move(bytes);
+    else
+      bytes_.append(bytes);
+  }
   // The body ends after what was added; `trailer_lines` (none: the last
   // DATA frame ends the stream) follow it.
   void end(std::string trailer_lines = {}) {

@@ -93,6 +93,10 @@ class H2Client {
       out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
     }
   }
+  // A setting the server's SETTINGS gave (or its default).
+  std::uint32_t server_setting(nghttp2_settings_id id) const {
+    return nghttp2_session_get_remote_settings(session_, id);
+  }
   // What the server sent; false on a connection error.
   bool receive(std::string_view bytes) {
     return nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()) >= 0;

@@ -1,11 +1,13 @@
 // gRPC's pieces that do no I/O (src/grpc/): message framing, grpc-timeout,
-// and the status mapping of ../shared/specs/grpc.md.
+// and the status mapping of ../shared/specs/grpc.md; and the listener's
+// table of one connection's calls.
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "grpc/framing.hpp"
 #include "grpc/status.hpp"
 #include "grpc/timeout.hpp"
+#include "listener/grpc_calls.hpp"
 
 using namespace edri::grpc;
 using namespace std::chrono;
@@ -45,6 +47,46 @@ TEST_CASE("gRPC framing: compressed and oversized messages are told apart", "[gr
   part.append(std::string("\0\0\0", 3));
   CHECK(part.next(m) == MessageReader::Next::NeedMore);
   CHECK(part.take_consumed() == 0);
+}
+
+TEST_CASE("gRPC calls: a call on a reused node starts clean, with its own message limit", "[grpc]") {
+  using edri::listener::GrpcCall;
+  edri::listener::GrpcCalls calls;
+  std::string_view m;
+  // More rounds than the table keeps spare calls; each leaves state behind.
+  for (int round = 0; round < 6; ++round) {
+    const std::int32_t id = 1 + 2 * round;
+    const std::size_t limit = round % 2 == 0 ? 100 : 4;
+    GrpcCall& call = calls.open(id, GrpcCall::Method::Call, limit);
+    CHECK(call.method == GrpcCall::Method::Call);
+    CHECK(call.typed == nullptr);
+    CHECK(call.head.headers.empty());
+    CHECK(call.head.target.empty());
+    CHECK(call.pending.empty());
+    CHECK(call.subscriptions.empty());
+    CHECK(call.messages == 0);
+    CHECK_FALSE(call.client_done);
+    CHECK_FALSE(call.finished);
+    CHECK(call.body == nullptr);
+    CHECK(call.reader.held() == 0);
+    // A 10-byte message: taken under a limit of 100, refused under 4.
+    call.reader.append(std::string("\0\0\0\0\12", 5) + std::string(10, 'm'));
+    CHECK(call.reader.next(m) == (limit == 100 ? MessageReader::Next::Message : MessageReader::Next::TooLarge));
+    call.reader.append("left");
+    call.head.target = "/edri.v1.Edri/Call";
+    call.head.headers.emplace_back("x-left", "behind");
+    call.subscriptions.push_back(7);
+    call.messages = 3;
+    call.client_done = call.finished = true;
+    const std::uint32_t seq = calls.open_event(id, call, 9, "t");
+    std::int32_t stream = 0;
+    CHECK(calls.find_event(seq, stream).second != nullptr);
+    CHECK(stream == id);
+    calls.close(id);
+    CHECK(calls.find(id) == nullptr);
+    CHECK(calls.find_event(seq, stream).first == nullptr);
+    CHECK_FALSE(calls.waiting());
+  }
 }
 
 TEST_CASE("grpc-timeout: every unit, and what breaks the grammar", "[grpc]") {

@@ -139,7 +139,8 @@ TEST_CASE("HTTP/2: a request comes out as HTTP/1.1's, and its answer goes back w
   CHECK(a.error_code == 0);
   REQUIRE(p.rec.closed.size() == 1);
   CHECK(p.rec.closed[0] == std::pair<std::int32_t, bool>{id, true});
-  CHECK(p.server.open_streams() == 0);
+  CHECK(p.server.open_streams() == 0);  // RFC 9218 2.1: no RFC 7540 priority tree is kept.
+  CHECK(p.client.server_setting(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES) == 1);
 }
 
 TEST_CASE("HTTP/2: many streams at once are answered in any order", "[http2]") {
@@ -262,6 +263,46 @@ TEST_CASE("HTTP/2: limits refuse the stream, not the connection", "[http2]") {
   REQUIRE(p.pump());
   REQUIRE(!p.rec.requests.empty());
   CHECK(p.rec.requests.back().stream == after);
+}
+
+TEST_CASE("HTTP/2: each stream starts clean though the session reuses the last ones' buffers", "[http2]") {
+  // More rounds than the session keeps spare streams, each round leaving
+  // something behind that the next request must not see: a body, cookies,
+  // a field, an authority, a refusal, a body taken as it came.
+  Pair p;
+  for (int round = 0; round < 6; ++round) {
+    const auto full = p.client.request("POST", "/full", "payload",
+                                       {{"cookie", "a=1"}, {"cookie", "b=2"}, {"x-left", "behind"}}, "full.example");
+    const auto refused = p.client.request("GET", "/r", {}, {{"x-big", std::string(5000, 'h')}});
+    const auto in = p.client.request("POST", "/in/x", "streamed", {{"x-in", "1"}});
+    REQUIRE(p.pump());
+    REQUIRE(!p.rec.refusals.empty());
+    CHECK(p.rec.refusals.back() == std::pair<std::int32_t, int>{refused, 431});
+    CHECK(p.rec.streamed[in] == std::pair<std::string, bool>{"streamed", true});
+    p.answer(full, 200, "f");
+    p.answer(refused, 431, "r");
+    p.answer(in, 200, "i");
+    REQUIRE(p.pump());
+
+    const auto plain = p.client.request("GET", "/plain", {}, {{"x-now", "here"}}, "plain.example");
+    REQUIRE(p.pump());
+    REQUIRE(p.rec.requests.back().stream == plain);  // whole, not taken as it came
+    const auto& req = p.rec.requests.back().req;
+    CHECK(req.method == HTTP_GET);
+    CHECK(req.target == "/plain");
+    CHECK(req.body.empty());
+    CHECK(req.body_size == 0);
+    CHECK(req.header("host") == "plain.example");
+    CHECK(req.header("x-now") == "here");
+    CHECK(req.header("cookie").empty());
+    CHECK(req.header("x-left").empty());
+    CHECK(req.header("x-in").empty());
+    CHECK(req.headers.size() == 2);
+    p.answer(plain, 200, "p");
+    REQUIRE(p.pump());
+    CHECK(p.client.answers[plain].body == "p");
+    CHECK(p.server.open_streams() == 0);
+  }
 }
 
 TEST_CASE("HTTP/2: streams past the concurrency limit are refused", "[http2]") {
