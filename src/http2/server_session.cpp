@@ -153,6 +153,25 @@ bool ServerSession::done() const {
 
 std::size_t ServerSession::open_streams() const { return streams_.size(); }
 
+ServerSession::Owed ServerSession::owed() const {
+  Owed owed = Owed::Nothing;
+  for (const auto& [id, s] : streams_) {
+    if (!s.head_done) return Owed::Head;
+    // A streamed body owes its end once the answer went whole: nothing
+    // but the client's END_STREAM keeps the stream open then.
+    const bool answered = nghttp2_session_get_stream_local_close(session_, id) == 1;
+    if (!s.request_done && (!s.streamed || answered)) owed = Owed::Body;
+  }
+  return owed;
+}
+
+std::vector<std::int32_t> ServerSession::bodies_owed() const {
+  std::vector<std::int32_t> ids;
+  for (const auto& [id, s] : streams_)
+    if (s.head_done && !s.request_done && !s.streamed && !s.refusal_told && !s.responded) ids.push_back(id);
+  return ids;
+}
+
 bool ServerSession::send_window_shut(std::int32_t stream) const {
   return nghttp2_session_get_remote_window_size(session_) <= 0 ||
          nghttp2_session_get_stream_remote_window_size(session_, stream) <= 0;
@@ -181,6 +200,8 @@ void ServerSession::Stream::reset() {
   body.reset();
   responded = false;
   streamed = false;
+  head_done = false;
+  request_done = false;
 }
 
 void ServerSession::on_begin(std::int32_t id) {
@@ -209,6 +230,7 @@ void ServerSession::tell_refusal(std::int32_t id, Stream& s) {
 void ServerSession::on_head_end(std::int32_t id) {
   Stream* s = find(id);
   if (!s) return;
+  s->head_done = true;
   if (!s->refusal && !http::is_valid_host(s->authority)) refuse(*s, 400, "the :authority is not a valid host");
   // A refused head is answered now, before a body the client may still
   // send (which is then read and dropped).
@@ -279,6 +301,7 @@ int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
 void ServerSession::on_request_end(std::int32_t id) {
   Stream* s = find(id);
   if (!s) return;
+  s->request_done = true;
   if (s->refusal) return tell_refusal(id, *s);
   if (s->streamed) return handler_.on_body(id, {}, true);
   handler_.on_request(id, s->req);

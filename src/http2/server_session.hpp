@@ -112,6 +112,15 @@ class ServerSession {
 
   // Streams open now (requests in flight or answers going out).
   std::size_t open_streams() const;
+  // What the client still owes on the streams it opened: a head (a header
+  // block not yet whole) before a body that the session collects, or the
+  // end of any body once its answer went whole. A body handed to on_body
+  // as it comes is otherwise its taker's to bound (a gRPC call: its
+  // deadline).
+  enum class Owed : std::uint8_t { Nothing, Body, Head };
+  Owed owed() const;
+  // The streams whose collected body is not yet whole, and not answered.
+  std::vector<std::int32_t> bodies_owed() const;
   // The client's window for `stream`, or the connection's, is shut: its
   // answer cannot go on until the client sends a WINDOW_UPDATE.
   bool send_window_shut(std::int32_t stream) const;
@@ -127,7 +136,9 @@ class ServerSession {
     std::string cookie;  // RFC 9113 8.2.3: crumbs joined with "; "
     std::unique_ptr<BodySource> body;
     bool responded = false;
-    bool streamed = false;  // on_head took its body
+    bool streamed = false;      // on_head took its body
+    bool head_done = false;     // its header block is whole
+    bool request_done = false;  // the client's side ended
     // Ready for the next stream, its buffers kept (a body's only while
     // small).
     void reset();

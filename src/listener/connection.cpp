@@ -429,7 +429,10 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     // a blob, a file, a producer) for as long as EDRI_WRITE_TIMEOUT, as a
     // socket the client never reads does.
     if (h2_->held_by_client() && now - last_input_ > seconds(config.write_timeout_s)) return close();
-    if (h2_->waiting() || !output_empty() || writing_) return;
+    if (h2_timed_out(now)) return;
+    // An open stream is not idleness: a Connect call waiting for pushes
+    // lasts as long as its client (as a WebSocket does).
+    if (h2_->streams_open() || h2_->waiting() || !output_empty() || writing_) return;
     if (now - last_input_ > seconds(config.keepalive_timeout_s)) close();
     return;
   }
@@ -449,6 +452,27 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   }
   if (!slots_.empty() || !output_empty() || writing_) return;
   if (now - last_input_ > seconds(served_ ? config.keepalive_timeout_s : config.header_timeout_s)) close();
+}
+
+bool Connection::h2_timed_out(std::chrono::steady_clock::time_point now) {
+  // As for HTTP/1.1, measured from the connection's last input: a header
+  // block left unfinished within EDRI_HEADER_TIMEOUT, a collected body
+  // that stopped arriving for EDRI_BODY_TIMEOUT (a slowloris client on
+  // HTTP/2). Not once this side stopped reading: then the client waits.
+  using Owed = http2::ServerSession::Owed;
+  const auto& config = owner_.config();
+  const Owed owed = h2_->owed();
+  if (owed == Owed::Nothing || timed_out_ || read_paused_) return false;
+  const double limit = owed == Owed::Head ? config.header_timeout_s : config.body_timeout_s;
+  if (now - last_input_ <= seconds(limit)) return false;
+  spdlog::info("closing HTTP/2 connection {}: {}", id_,
+               owed == Owed::Head ? "a request head did not arrive within EDRI_HEADER_TIMEOUT"
+                                  : "a request body stopped arriving for EDRI_BODY_TIMEOUT");
+  timed_out_ = true;
+  h2_->time_out();
+  close_after_write_ = true;
+  mark_dirty();
+  return true;
 }
 
 bool Connection::client_may_still_send() {

@@ -185,6 +185,8 @@ class Connection final : public WebSocketSession::Owner {
   // close ends at EDRI_LINGERING_TIME or after EDRI_LINGERING_TIMEOUT of
   // silence.
   void apply_idle_limits(std::chrono::steady_clock::time_point now);
+  // The HTTP/2 side of it: true when the client's streams timed out.
+  bool h2_timed_out(std::chrono::steady_clock::time_point now);
 
   bool closed() const { return closed_; }
   bool lingering() const { return lingering_; }

@@ -264,6 +264,12 @@ void Http2Link::on_refused(std::int32_t stream, int status, std::string_view rea
   dispatching_ = 0;
 }
 
+void Http2Link::time_out() {
+  for (const std::int32_t stream : session_.bodies_owed())
+    on_refused(stream, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+  session_.shutdown();
+}
+
 void Http2Link::on_closed(std::int32_t stream, bool answered) {
   if (grpc_.find(stream)) {
     owner_.grpc_closed(c_, stream);

@@ -88,6 +88,16 @@ class Http2Link final : public http2::ServerSession::Handler {
   void grpc_consume(std::int32_t stream, std::size_t bytes) { session_.consume(stream, bytes); }
 
   bool waiting() const { return !slots_.empty() || grpc_.waiting(); }
+  // Streams open: a connection holding one is not idle (a Connect call
+  // that waits for pushes, a request still arriving).
+  bool streams_open() const { return session_.open_streams() > 0; }
+  // What the client still owes on its streams (EDRI_HEADER_TIMEOUT and
+  // EDRI_BODY_TIMEOUT bound it).
+  http2::ServerSession::Owed owed() const { return session_.owed(); }
+  // The client stopped sending what it owes: each collected body not yet
+  // whole is answered 408, then a GOAWAY; the connection closes once they
+  // are out.
+  void time_out();
   // An answer waits on the client alone: its window is shut.
   bool held_by_client() const;
   template <class F>

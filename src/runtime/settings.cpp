@@ -61,9 +61,11 @@ std::vector<Setting> make_settings() {
       {"EDRI_HEADER_TIMEOUT", "`30`", parse::seconds(&Config::header_timeout_s),
        "seconds a request's head (request line and headers) may take to arrive from its first byte: past it, 408 and "
        "close (a slowloris client); also how long a new connection may stay silent before its first request (then "
-       "closed without an answer)"},
+       "closed without an answer). Over HTTP/2: how long a header block may stay unfinished after the connection's "
+       "last input (then a GOAWAY and close)"},
       {"EDRI_KEEPALIVE_TIMEOUT", "`75`", parse::seconds(&Config::keepalive_timeout_s),
-       "seconds a connection with nothing in flight may stay silent after a request before it is closed"},
+       "seconds a connection with nothing in flight may stay silent after a request before it is closed. Over HTTP/2, "
+       "nothing in flight means no stream open: a gRPC `Connect` call waiting for pushes keeps its connection"},
       {"EDRI_MAX_CONNECTIONS", "`10000`", parse::integer(&Config::max_connections, 1, 10000000),
        "open client connections, shared evenly by the listeners; past it a new connection gets a 503 (`Retry-After: "
        "1`, not over TLS) and is closed. The supervisor raises the descriptor limit to its hard maximum and warns if "
@@ -97,7 +99,9 @@ std::vector<Setting> make_settings() {
        "stopped reading)"},
       {"EDRI_BODY_TIMEOUT", "`60`", parse::seconds(&Config::body_timeout_s),
        "seconds a request body may go without a byte arriving (nginx's `client_body_timeout`): past it, 408 and close. "
-       "Not counted while the listener itself is not reading (backpressure)"},
+       "Not counted while the listener itself is not reading (backpressure). Over HTTP/2 it is counted from the "
+       "connection's last input: each stalled body is answered 408, then a GOAWAY, and the connection closes; so "
+       "does a stream whose answer went whole while its client never ends its side"},
       {"EDRI_LINGERING_TIME", "`30`", parse::seconds(&Config::lingering_time_s),
        "after an answer that ends a connection while the client may still be sending (a 413 before the body, a refused "
        "request with more behind it), seconds at most that the listener goes on reading and dropping what arrives, so "

@@ -207,6 +207,57 @@ TEST_CASE("HTTP/2 hostile shapes end their stream or their connection, never the
   CHECK(http_get(port, "/hello/still").status == 200);
 }
 
+TEST_CASE("HTTP/2: a request that stops arriving times out, and an open stream is not idleness", "[http2][hostile]") {
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_HEADER_TIMEOUT", "1"}, {"EDRI_BODY_TIMEOUT", "1"}, {"EDRI_KEEPALIVE_TIMEOUT", "1"}});
+  const auto port = server.port();
+  SECTION("a body that stops arriving: 408, a GOAWAY, the connection closed") {
+    H2Connection h2(port);
+    const auto stalled =
+        h2.client.request_left_open("POST", "/echo", "{\"a\":", {{"content-type", "application/json"}});
+    REQUIRE(h2.run_until([&] { return h2.client.body_sent(stalled) > 0; }));
+    CHECK_FALSE(h2.run_until([&] { return h2.closed(); }, 600));  // not before EDRI_BODY_TIMEOUT
+    REQUIRE(h2.run_until([&] { return h2.closed(); }, 4000));
+    CHECK(h2.client.answers[stalled].status == 408);
+    CHECK(h2.client.goaway);
+  }
+  SECTION("a header block never finished: closed at EDRI_HEADER_TIMEOUT") {
+    H2Connection h2(port);
+    REQUIRE(h2.run_until([&] { return h2.bytes_in > 0; }));
+    h2.run_until([] { return false; }, 300);  // the SETTINGS exchange settles: nothing may follow the HEADERS
+    // HEADERS on stream 1 without END_HEADERS: its CONTINUATION never comes.
+    const std::string headers("\x00\x00\x01\x01\x00\x00\x00\x00\x01\x82", 10);
+    REQUIRE(h2.send_raw(headers));
+    CHECK_FALSE(h2.run_until([&] { return h2.closed(); }, 600));
+    CHECK(h2.run_until([&] { return h2.closed(); }, 4000));
+  }
+  SECTION("a gRPC call answered whole whose client never ends its side: closed at EDRI_BODY_TIMEOUT") {
+    H2Connection h2(port);
+    const auto call = h2.client.request_left_open("POST", "/edri.v1.Edri/Nope", {},
+                                                  {{"content-type", "application/grpc"}, {"te", "trailers"}});
+    REQUIRE(h2.run_until([&] { return !h2.client.answers[call].field("grpc-status").empty(); }));
+    CHECK(h2.client.answers[call].field("grpc-status") == "12");  // UNIMPLEMENTED
+    CHECK(h2.run_until([&] { return h2.closed(); }, 4000));
+  }
+  SECTION("a Connect call that waits for pushes outlives EDRI_KEEPALIVE_TIMEOUT; its connection serves on") {
+    H2Connection h2(port);
+    const auto connect = h2.client.request_left_open("POST", "/edri.v1.Edri/Connect", {},
+                                                     {{"content-type", "application/grpc"}, {"te", "trailers"}});
+    CHECK_FALSE(h2.run_until([&] { return h2.closed(); }, 2500));
+    const auto next = h2.client.request("GET", "/hello/later");
+    REQUIRE(h2.run_until([&] { return h2.finished(next); }));
+    CHECK(h2.client.answers[next].status == 200);
+    CHECK_FALSE(h2.finished(connect));
+  }
+  SECTION("with no stream open, EDRI_KEEPALIVE_TIMEOUT closes it") {
+    H2Connection h2(port);
+    const auto one = h2.client.request("GET", "/hello/once");
+    REQUIRE(h2.run_until([&] { return h2.finished(one); }));
+    CHECK(h2.run_until([&] { return h2.closed(); }, 4000));
+  }
+  CHECK(http_get(port, "/hello/still").status == 200);
+}
+
 TEST_CASE("HTTP/2: SIGTERM sends GOAWAY, and the streams taken are answered", "[http2][shutdown]") {
   ServerProcess server({test_plugin_path("test_app")});
   H2Connection h2(server.port());

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +68,14 @@ class H2Client {
     const bool has_body = method == "POST" || method == "PUT" || method == "PATCH";
     const auto id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), has_body ? &dp : nullptr, nullptr);
     if (id > 0) answers[id];
+    return id;
+  }
+  // A request whose body starts with `start` and never ends: the client's
+  // side stays open (a slow or stalled client).
+  std::int32_t request_left_open(std::string_view method, std::string_view path, std::string start = {},
+                                 std::vector<std::pair<std::string, std::string>> fields = {}) {
+    const auto id = request(method, path, std::move(start), std::move(fields));
+    left_open_.insert(id);
     return id;
   }
   // SETTINGS_INITIAL_WINDOW_SIZE: what the server may send on each stream
@@ -147,6 +156,8 @@ class H2Client {
     of(u).sent_[id] += n;
     std::copy_n(body.data(), n, buf);
     body.erase(0, n);
+    if (body.empty() && of(u).left_open_.count(id))
+      return n > 0 ? static_cast<ssize_t>(n) : ssize_t{NGHTTP2_ERR_DEFERRED};
     if (body.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
   }
@@ -155,6 +166,7 @@ class H2Client {
   std::map<int, std::string> bodies_;         // node-based: stable while their streams send
   std::map<std::int32_t, std::size_t> sent_;  // body bytes sent, by stream
   int next_body_ = 0;
+  std::set<std::int32_t> left_open_;  // streams whose body never ends
 };
 
 }  // namespace edri::test
