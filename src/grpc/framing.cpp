@@ -42,9 +42,8 @@ std::size_t MessageReader::take_consumed() {
   return n;
 }
 
-void MessageReader::clear(std::size_t max_message) {
+void MessageReader::clear() {
   constexpr std::size_t kKept = 16 * 1024;
-  max_ = max_message;
   if (buf_.capacity() > kKept) std::string().swap(buf_);
   buf_.clear();
   off_ = 0;

@@ -40,7 +40,9 @@ class MessageReader {
   // back (flow control).
   std::size_t take_consumed();
   // Empty again, for the next stream (its buffer kept while small).
-  void clear(std::size_t max_message);
+  void clear();
+  // The largest message taken from here on.
+  void set_limit(std::size_t max_message) { max_ = max_message; }
 
  private:
   std::size_t max_;

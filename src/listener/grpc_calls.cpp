@@ -2,10 +2,9 @@
 
 namespace edri::listener {
 
-void GrpcCall::reset(Method m, std::size_t max_message) {
-  method = m;
+void GrpcCall::clear() {
   typed = nullptr;
-  reader.clear(max_message);
+  reader.clear();
   head.clear();
   pending.clear();
   subscriptions.clear();
@@ -22,7 +21,9 @@ GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t m
   auto node = std::move(spare_.back());
   spare_.pop_back();
   node.key() = stream;
-  node.mapped().reset(m, max_message);
+  GrpcCall& call = node.mapped();  // cleared when its last call ended
+  call.method = m;
+  call.reader.set_limit(max_message);
   return calls_.insert(std::move(node)).position->second;
 }
 
@@ -76,7 +77,9 @@ void GrpcCalls::close(std::int32_t stream) {
   if (it == calls_.end()) return;
   for (const auto& p : it->second.pending) seqs_.erase(p.seq);
   auto node = calls_.extract(it);
-  if (spare_.size() < kSpareCalls) spare_.push_back(std::move(node));
+  if (spare_.size() == kSpareCalls) return;
+  node.mapped().clear();
+  spare_.push_back(std::move(node));
 }
 
 }  // namespace edri::listener

@@ -46,8 +46,9 @@ struct GrpcCall {
   };
 
   GrpcCall(Method m, std::size_t max_message) : method(m), reader(max_message) {}
-  // Ready to serve as a new call, its buffers kept.
-  void reset(Method m, std::size_t max_message);
+  // Empty as a new call is, its buffers kept (a large one freed): what an
+  // ended call held goes when it ends, not when its node is reused.
+  void clear();
   // Many messages each way (Connect, Reflection), or one (the rest).
   bool streams() const { return method == Method::Connect || method == Method::Reflection; }
 
