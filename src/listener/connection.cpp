@@ -431,8 +431,9 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     if (h2_->held_by_client() && now - last_input_ > seconds(config.write_timeout_s)) return close();
     if (h2_timed_out(now)) return;
     // An open stream is not idleness: a Connect call waiting for pushes
-    // lasts as long as its client (as a WebSocket does).
-    if (h2_->streams_open() || h2_->waiting() || !output_empty() || writing_) return;
+    // lasts as long as its client (as a WebSocket does). Every slot and
+    // gRPC event in flight has its stream open, so this covers them.
+    if (h2_->streams_open() || !output_empty() || writing_) return;
     if (now - last_input_ > seconds(config.keepalive_timeout_s)) close();
     return;
   }
