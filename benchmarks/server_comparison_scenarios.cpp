@@ -1,9 +1,11 @@
 // noop and compare: GET /noop on one or more servers, each started once and
 // measured at every concurrency.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "children_cpu_time.hpp"
 #include "report.hpp"
 #include "scenario_support.hpp"
 #include "scenarios.hpp"
@@ -25,11 +27,21 @@ struct Contender {
   }
 };
 
+// How many listener processes a running edri has (EDRI_LISTENER_WORKERS=auto
+// settles it by the machine).
+int listener_processes(const StartedServer& server) {
+  int n = 0;
+  if (const auto children = children_cpu_time(server.process->pid()))
+    for (pid_t pid : children->pids) n += process_title(pid).rfind("edri-server: listener", 0) == 0;
+  return n;
+}
+
 // Starts `who` once and measures it at every concurrency, appending one row
 // per concurrency (unavailable rows too, so every table has the same shape).
+// `listeners`, when given, learns how many listener processes edri runs.
 ServerRunOutcome measure_server(const ScenarioContext& context, const Contender& who,
                                 const std::vector<int>& concurrencies, std::vector<Row>& rows,
-                                std::vector<std::string>& notes) {
+                                std::vector<std::string>& notes, int* listeners = nullptr) {
   const std::string name = who.name();
   ServerSettings settings = server_settings(context);
   settings.workers = who.workers;
@@ -47,6 +59,8 @@ ServerRunOutcome measure_server(const ScenarioContext& context, const Contender&
     rows.push_back(Row{name, c, summarize(result), {}});
     note_if_exited(server, name, c, notes);
   }
+  // Counted once measured: by then every listener has long started.
+  if (listeners != nullptr) *listeners = std::max(1, listener_processes(server));
   std::fprintf(stderr, "stopping %s ...\n", name.c_str());
   return ServerRunOutcome::kDone;
 }
@@ -83,12 +97,22 @@ ScenarioOutcome run_compare_scenario(const ScenarioContext& context) {
   const std::vector<int>& concurrencies = context.options.concurrencies_or(kDefaultConcurrencies);
   std::vector<Row> rows;
   std::vector<std::string> notes;
-  // Upstream's columns: FastAPI with 1 and 4 workers; nginx with as many
-  // workers as edri has listener processes (one by default).
-  const ScenarioOutcome outcome = measure_servers(
-      context, {{ServerKind::kEdri}, {ServerKind::kFastApi, 1}, {ServerKind::kFastApi, 4}, {ServerKind::kNginx, 1}},
-      concurrencies, rows, notes);
+  // Upstream's columns: FastAPI with 1 and 4 workers; nginx with one worker
+  // (the ratio column's), and with as many as edri has listener processes
+  // where that is more (EDRI_LISTENER_WORKERS=auto on a machine with cores
+  // to spare).
+  int listeners = 1;
+  const ServerRunOutcome edri = measure_server(context, {ServerKind::kEdri}, concurrencies, rows, notes, &listeners);
+  if (edri == ServerRunOutcome::kInterrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
+  std::vector<Contender> others{{ServerKind::kFastApi, 1}, {ServerKind::kFastApi, 4}, {ServerKind::kNginx, 1}};
+  if (listeners > 1) {
+    others.push_back({ServerKind::kNginx, listeners});
+    notes.push_back("edri ran " + std::to_string(listeners) + " listener processes; \"nginx " +
+                    std::to_string(listeners) + " workers\" is their like");
+  }
+  ScenarioOutcome outcome = measure_servers(context, others, concurrencies, rows, notes);
   if (outcome == ScenarioOutcome::kInterrupted) return outcome;
+  if (edri == ServerRunOutcome::kFailed) outcome = ScenarioOutcome::kServerFailed;
   print_report_header(context, "keep-alive GET /noop");
   print_compare_table(rows, concurrencies);
   print_notes(notes);

@@ -94,7 +94,7 @@ void apply_placement(const Config& config, std::optional<int> home, bool floats_
 }
 
 int run_child(std::uint32_t slot) {
-  const Config config = Config::from_env();
+  Config config = Config::from_env();
   const auto topo_text = required_env("EDRI_INTERNAL_TOPOLOGY");
   // "listeners:managers:switch"
   const auto colon = topo_text.find(':');
@@ -104,6 +104,7 @@ int run_child(std::uint32_t slot) {
       static_cast<std::uint32_t>(std::stoul(topo_text.substr(colon + 1, second - colon - 1))),
       second != std::string::npos && topo_text.substr(second + 1) == "1");
   if (slot == 0 || slot >= topology.process_slots()) throw std::runtime_error("--child: no such slot");
+  config.listener_workers = topology.listeners();  // as the supervisor settled it
   const auto role = topology.role_of(slot);
   const auto index = topology.index_of(slot);
   std::string name = transport::role_name(role);
@@ -189,8 +190,18 @@ std::string join_domains(const plugin::PluginSet& plugins) {
   return out;
 }
 
+// EDRI_LISTENER_WORKERS=auto becomes a count once, here, before the
+// topology exists; the children read it from the topology.
+void settle_listener_workers(Config& config, const plugin::PluginSet& plugins) {
+  if (!config.listener_workers_auto) return;
+  const auto managers = plugins.manager_domains(config.manager_replicas, config.domains).size();
+  const auto others = static_cast<std::uint32_t>(managers) + 2 + (config.clustered() ? 1 : 0);
+  config.listener_workers =
+      auto_listener_workers(config, static_cast<std::uint32_t>(edri::allowed_cpus().size()), others);
+}
+
 int run_supervisor() {
-  const Config config = Config::from_env();
+  Config config = Config::from_env();
   init_logging("supervisor", config.log_level);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
   const auto plugins = plugin::PluginSet::load(config.plugins);
@@ -223,6 +234,7 @@ int run_supervisor() {
       throw ConfigError(e.what());
     }
   }
+  settle_listener_workers(config, plugins);
   ::prctl(PR_SET_NAME, "edri-supervisor");
   ::signal(SIGPIPE, SIG_IGN);
   supervisor::Supervisor sup(config, plugins);

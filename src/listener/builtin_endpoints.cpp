@@ -93,10 +93,13 @@ BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
     if (p.restart_delay_ms > 0) entry["restart_delay_ms"] = p.restart_delay_ms;
     list.push_back(std::move(entry));
   }
-  nlohmann::json j{
-      {"status", all ? "ok" : "degraded"},
-      {"processes", list},
-      {"placement", {{"spread", placement_.spread}, {"spin", placement_.spin}, {"summary", placement_.summary}}}};
+  nlohmann::json j{{"status", all ? "ok" : "degraded"},
+                   {"processes", list},
+                   {"placement",
+                    {{"spread", placement_.spread},
+                     {"spin", placement_.spin},
+                     {"listeners", topology_.listeners()},
+                     {"summary", placement_.summary}}}};
   if (topology_.has_switch()) {
     // A NATS outage leaves the local domains served: named, not a 503.
     const auto& c = segment_.header().cluster;

@@ -19,11 +19,19 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// EDRI_LISTENER_WORKERS's upper bound.
+inline constexpr std::uint32_t kMaxListenerWorkers = 64;
+
 struct Config {
-  std::string host = "127.0.0.1";            // EDRI_HOST
-  std::uint16_t port = 8080;                 // EDRI_PORT (0: any free port)
-  std::vector<std::string> plugins;          // EDRI_PLUGINS (paths, ':' or ',' separated)
-  std::uint32_t listener_workers = 1;        // EDRI_LISTENER_WORKERS
+  std::string host = "127.0.0.1";    // EDRI_HOST
+  std::uint16_t port = 8080;         // EDRI_PORT (0: any free port)
+  std::vector<std::string> plugins;  // EDRI_PLUGINS (paths, ':' or ',' separated)
+  // EDRI_LISTENER_WORKERS, or auto (listener_workers_auto): as many as
+  // runtime/placement.hpp decides for the machine, settled by the
+  // supervisor before the topology exists; a child reads the count from
+  // its topology.
+  std::uint32_t listener_workers = 1;
+  bool listener_workers_auto = true;
   double api_response_timeout_s = 30.0;      // EDRI_API_RESPONSE_TIMEOUT
   std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
   std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE

@@ -12,6 +12,11 @@ bool cores_to_spare(std::uint32_t cpus, std::uint32_t processes) {
   return cpus >= std::max(kSpreadMinCpus, processes + kSpareCpus);
 }
 
+// The CPUs the processes get: EDRI_CPUS's list, else all allowed.
+std::uint32_t cpus_given(const Config& config, std::uint32_t cpus_allowed) {
+  return config.placement == Config::Placement::List ? static_cast<std::uint32_t>(config.cpus.size()) : cpus_allowed;
+}
+
 }  // namespace
 
 PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes) {
@@ -20,14 +25,19 @@ PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowe
   c.cpus = cpus_allowed;
   c.processes = processes;
   // Whether the CPUs the processes get leave each a core of its own.
-  const auto cpus = config.placement == P::List ? static_cast<std::uint32_t>(config.cpus.size()) : cpus_allowed;
-  const bool roomy = cores_to_spare(cpus, processes);
+  const bool roomy = cores_to_spare(cpus_given(config, cpus_allowed), processes);
   c.spread = config.placement == P::All || (config.placement != P::One && roomy);
   // Spinning pays only where the processes do not wait for each other's
   // CPU; on shared cores it delays the very process it waits for
   // (docs/decisions/0003).
   c.spin = config.spin_auto ? (c.spread && roomy ? kAutoSpinPolls : 0) : config.spin;
   return c;
+}
+
+std::uint32_t auto_listener_workers(const Config& config, std::uint32_t cpus_allowed, std::uint32_t others) {
+  const auto cpus = cpus_given(config, cpus_allowed);
+  if (config.placement == Config::Placement::One || !cores_to_spare(cpus, others + 1)) return 1;
+  return std::clamp<std::uint32_t>((cpus - kSpareCpus - others) / 2, 1, kMaxListenerWorkers);
 }
 
 std::string PlacementChoice::describe(const Config& config) const {
@@ -44,6 +54,8 @@ std::string PlacementChoice::describe(const Config& config) const {
   }
   s += spin ? "; spinning up to " + std::to_string(spin) + " polls while traffic is recent" : "; no spinning";
   s += config.spin_auto ? " (EDRI_SPIN=auto)" : " (EDRI_SPIN)";
+  s += "; " + std::to_string(config.listener_workers) + (config.listener_workers == 1 ? " listener" : " listeners");
+  s += config.listener_workers_auto ? " (EDRI_LISTENER_WORKERS=auto)" : " (EDRI_LISTENER_WORKERS)";
   return s;
 }
 

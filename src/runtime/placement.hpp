@@ -33,6 +33,14 @@ struct PlacementChoice {
 
 PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes);
 
+// EDRI_LISTENER_WORKERS=auto, from the CPUs allowed and the processes
+// besides the listeners (broker, router, managers, switch): 1 unless
+// EDRI_CPUS leaves cores to spare, where a second listener would only take
+// turns with the pipeline on its CPU; else half of the CPUs that the other
+// processes and the two spare leave, since a listener's connections bring
+// kernel network work of about its own size (docs/decisions/0017).
+std::uint32_t auto_listener_workers(const Config& config, std::uint32_t cpus_allowed, std::uint32_t others);
+
 // The CPUs this process may use now, in order (sched_getaffinity).
 std::vector<int> allowed_cpus();
 

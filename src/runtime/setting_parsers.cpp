@@ -265,12 +265,12 @@ Binding origin_list(std::vector<std::string> Config::*member) {
       [=](const Config& c) { return join(c.*member); }};
 }
 
-Binding spin() {
-  return {[](Config& c, const EnvValue& v) {
-            c.spin_auto = v.text == "auto";
-            if (!c.spin_auto) c.spin = parse_integer<std::uint32_t>(v, 0, 100000000);
+Binding count_or_auto(std::uint32_t Config::*member, bool Config::*is_auto, std::uint32_t min, std::uint32_t max) {
+  return {[=](Config& c, const EnvValue& v) {
+            c.*is_auto = v.text == "auto";
+            if (!(c.*is_auto)) c.*member = parse_integer<std::uint32_t>(v, min, max);
           },
-          [](const Config& c) { return c.spin_auto ? std::string("auto") : std::to_string(c.spin); }};
+          [=](const Config& c) { return c.*is_auto ? std::string("auto") : std::to_string(c.*member); }};
 }
 
 Binding cpu_placement() {

@@ -116,7 +116,9 @@ Binding nats_urls(std::string Config::*member);
 // A value --print-config does not show (it shows `(set)`).
 Binding secret(std::string Config::*member);
 Binding cpu_placement();  // Config::placement and, for a list, Config::cpus
-Binding spin();           // EDRI_SPIN: `auto` or a count of polls
+// `auto` (is_auto set; the member keeps its default until the machine
+// decides it) or an integer in [min, max].
+Binding count_or_auto(std::uint32_t Config::*member, bool Config::*is_auto, std::uint32_t min, std::uint32_t max);
 
 }  // namespace parse
 }  // namespace edri

@@ -35,8 +35,11 @@ std::vector<Setting> make_settings() {
        "port; `0` picks a free one (printed on stdout: `edri: listening on http://HOST:PORT`)"},
       {"EDRI_PLUGINS", "— (required)", parse::path_list(&Config::plugins),
        "plugin files (`.so`), separated by `:` or `,`; loaded in this order"},
-      {"EDRI_LISTENER_WORKERS", "`1`", parse::integer(&Config::listener_workers, 1, 64),
-       "listener processes sharing the port (1..64)"},
+      {"EDRI_LISTENER_WORKERS", "`auto`",
+       parse::count_or_auto(&Config::listener_workers, &Config::listener_workers_auto, 1, kMaxListenerWorkers),
+       "listener processes sharing the port (1..64); `auto`: 1 where the pipeline shares a CPU (`EDRI_CPUS=auto` on "
+       "few cores), and where cores are to spare half of those the other processes and two spare CPUs leave "
+       "(docs/decisions/0017)"},
       {"EDRI_API_RESPONSE_TIMEOUT", "`30`", parse::seconds(&Config::api_response_timeout_s),
        "seconds a request may wait for its handler before the broker answers 504 (should a process restart lose that "
        "deadline, the listener answers 504 two seconds later)"},
@@ -123,7 +126,7 @@ std::vector<Setting> make_settings() {
        "bytes of new work (requests, notifications) a process queues locally for one full channel before answering 503 "
        "(a push: its subscribers are closed with 1013). Answers are never refused for room: they belong to requests "
        "already admitted, which this bound and the connection limits bound"},
-      {"EDRI_SPIN", "`auto`", parse::spin(),
+      {"EDRI_SPIN", "`auto`", parse::count_or_auto(&Config::spin, &Config::spin_auto, 0, 100000000),
        "the most idle loop turns a process polls its channels before sleeping on its doorbell; it polls that many only "
        "while wake-ups come close together, and none after a long sleep. `auto`: 2000 where the processes have cores "
        "of their own, else 0 (docs/decisions/0003, 0017)"},

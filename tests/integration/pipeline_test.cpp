@@ -89,13 +89,30 @@ long cpu_ticks(pid_t pid) {
 }  // namespace
 
 TEST_CASE("the start-up log and /health say how the processes are placed", "[pipeline]") {
-  ServerProcess server({plugin_path("bench_app")});
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_LISTENER_WORKERS", "auto"}});
   CHECK(eventually([&] { return server.log().find("placement: ") != std::string::npos; }));
   const auto health = nlohmann::json::parse(http_get(server.port(), "/health").body);
   REQUIRE(health.contains("placement"));
   CHECK(health["placement"]["summary"].get<std::string>().find("CPUs allowed") != std::string::npos);
   CHECK(health["placement"].contains("spread"));
   CHECK(health["placement"].contains("spin"));
+  // EDRI_LISTENER_WORKERS=auto is settled to a count, said, and run.
+  const auto listeners = health["placement"]["listeners"].get<std::size_t>();
+  CHECK(listeners >= 1);
+  CHECK(health["placement"]["summary"].get<std::string>().find("(EDRI_LISTENER_WORKERS=auto)") != std::string::npos);
+  std::size_t running = 0;
+  for (const auto& k : server.children()) running += k.cmdline.rfind("edri-server: listener", 0) == 0;
+  CHECK(running == listeners);
+  if (!health["placement"]["spread"].get<bool>()) CHECK(listeners == 1);  // few cores: one listener
+}
+
+TEST_CASE("an explicit EDRI_LISTENER_WORKERS is obeyed and said", "[pipeline]") {
+  ServerProcess server({plugin_path("bench_app")}, {{"EDRI_LISTENER_WORKERS", "3"}});
+  const auto health = nlohmann::json::parse(http_get(server.port(), "/health").body);
+  CHECK(health["placement"]["listeners"] == 3);
+  CHECK(health["placement"]["summary"].get<std::string>().find("3 listeners (EDRI_LISTENER_WORKERS)") !=
+        std::string::npos);
+  CHECK(eventually([&] { return server.log().find("3 listeners (EDRI_LISTENER_WORKERS)") != std::string::npos; }));
 }
 
 TEST_CASE("a server told to spin burns no CPU once its traffic stops", "[pipeline]") {

@@ -132,6 +132,10 @@ ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::str
   env.emplace("EDRI_HOST", "127.0.0.1");
   env.emplace("EDRI_PORT", "0");
   env.emplace("EDRI_PLUGINS", list);
+  // One listener unless a test asks: what a test counts (connections per
+  // listener, processes) must not change with the machine's cores, which
+  // EDRI_LISTENER_WORKERS=auto follows.
+  env.emplace("EDRI_LISTENER_WORKERS", "1");
   log_path_ = temp_file("edri-test-log");
   const int err_fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
   int pipe_fds[2];

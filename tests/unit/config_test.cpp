@@ -29,6 +29,15 @@ TEST_CASE("defaults and overrides", "[config]") {
     EnvVar one("EDRI_CPUS", "one");
     CHECK(Config::from_env().placement == Config::Placement::One);
   }
+  {
+    CHECK(Config::from_env().listener_workers_auto);
+    CHECK(Config::from_env().describe().find("EDRI_LISTENER_WORKERS=auto\n") != std::string::npos);
+    EnvVar three("EDRI_LISTENER_WORKERS", "3");
+    const auto c = Config::from_env();
+    CHECK_FALSE(c.listener_workers_auto);
+    CHECK(c.listener_workers == 3);
+    CHECK(c.describe().find("EDRI_LISTENER_WORKERS=3\n") != std::string::npos);
+  }
   EnvVar a("EDRI_PORT", "0"), b("EDRI_PLUGINS", "a.so:b.so,c.so"), d("ENVIRONMENT", "production"),
       e("EDRI_CPUS", "0-2,5");
   const auto c = Config::from_env();
@@ -47,6 +56,8 @@ TEST_CASE("invalid values name their variable", "[config]") {
                                                         {"EDRI_MAX_BODY_SIZE", "big"},
                                                         {"EDRI_API_RESPONSE_TIMEOUT", "0"},
                                                         {"EDRI_SCHED", "fifo"},
+                                                        {"EDRI_LISTENER_WORKERS", "65"},
+                                                        {"EDRI_LISTENER_WORKERS", "many"},
                                                         {"EDRI_SERVER_TIMING", "maybe"},
                                                         {"EDRI_RING_BYTES", "12288"},
                                                         {"EDRI_WEBSOCKET_PATH", "ws"},

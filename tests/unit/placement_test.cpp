@@ -39,6 +39,35 @@ TEST_CASE("explicit EDRI_CPUS and EDRI_SPIN are obeyed", "[placement]") {
   CHECK(choose_placement(config, 16, 5).spread);
 }
 
+TEST_CASE("EDRI_LISTENER_WORKERS=auto: one on few cores, half of what the others leave where cores are to spare",
+          "[placement]") {
+  Config config;  // EDRI_CPUS=auto
+  CHECK(auto_listener_workers(config, 1, 3) == 1);
+  CHECK(auto_listener_workers(config, 2, 3) == 1);
+  CHECK(auto_listener_workers(config, 5, 1) == 1);   // never below kSpreadMinCpus
+  CHECK(auto_listener_workers(config, 8, 4) == 1);   // (8 - 2 - 4) / 2
+  CHECK(auto_listener_workers(config, 12, 4) == 3);  // (12 - 2 - 4) / 2
+  CHECK(auto_listener_workers(config, 16, 5) == 4);
+  CHECK(auto_listener_workers(config, 512, 5) == kMaxListenerWorkers);
+  // The listeners chosen leave the whole server its cores to spare: it
+  // spreads and spins.
+  for (std::uint32_t cpus : {6u, 7u, 12u, 16u, 64u}) {
+    const auto l = auto_listener_workers(config, cpus, 4);
+    INFO(cpus << " CPUs, " << l << " listeners");
+    CHECK(choose_placement(config, cpus, 4 + l).spread == (cpus >= kSpreadMinCpus + 1));
+  }
+  config.placement = Config::Placement::One;
+  CHECK(auto_listener_workers(config, 16, 5) == 1);
+  config.placement = Config::Placement::All;
+  CHECK(auto_listener_workers(config, 2, 3) == 1);  // no cores to spare, even where told to spread
+  CHECK(auto_listener_workers(config, 16, 5) == 4);
+  config.placement = Config::Placement::List;
+  config.cpus = {0, 1, 2, 3};
+  CHECK(auto_listener_workers(config, 16, 3) == 1);  // the list is what the processes get
+  config.cpus = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  CHECK(auto_listener_workers(config, 16, 4) == 3);
+}
+
 TEST_CASE("a spin budget grows while wake-ups come close together and drops to none after a long sleep",
           "[placement]") {
   SpinBudget none(0);
