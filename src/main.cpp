@@ -195,7 +195,10 @@ std::string join_domains(const plugin::PluginSet& plugins) {
 void settle_listener_workers(Config& config, const plugin::PluginSet& plugins) {
   if (!config.listener_workers_auto) return;
   const auto managers = plugins.manager_domains(config.manager_replicas, config.domains).size();
-  const auto others = static_cast<std::uint32_t>(managers) + 2 + (config.clustered() ? 1 : 0);
+  // The processes besides the listeners, as the topology counts them (not
+  // the supervisor, which sleeps).
+  const transport::Topology one_listener(1, static_cast<std::uint32_t>(managers), config.clustered());
+  const auto others = one_listener.process_slots() - 1 - one_listener.listeners();
   config.listener_workers =
       auto_listener_workers(config, static_cast<std::uint32_t>(edri::allowed_cpus().size()), others);
 }
