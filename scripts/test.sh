@@ -29,8 +29,12 @@ test -f "$prefix/hello-build/hello.so"
 
 stage "ASan + UBSan build and tests"
 scripts/build.sh asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure -j2 -R '^unit:'
+# The integration suite is a client: built once (above), it starts the
+# sanitized servers and plugins, where what it checks runs.
+EDRI_TEST_SERVER_BUILD="$PWD/build-asan" ctest --test-dir build --output-on-failure -j2 -R '^integration:'
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 stage "ThreadSanitizer: the channels and the worker thread pool from threads"
 scripts/build.sh tsan

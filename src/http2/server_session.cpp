@@ -70,6 +70,11 @@ struct Callbacks {
     if (request_side && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) of(user).on_request_end(f->hd.stream_id);
     return 0;
   }
+  static int frame_send(nghttp2_session*, const nghttp2_frame* f, void* user) {
+    const bool answer_side = f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA;
+    if (answer_side && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) of(user).on_answer_end(f->hd.stream_id);
+    return 0;
+  }
   static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user) {
     of(user).on_stream_close(id, error_code == NGHTTP2_NO_ERROR);
     return 0;
@@ -99,6 +104,7 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
   nghttp2_session_callbacks_set_on_header_callback(cb, &Callbacks::header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Callbacks::data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::frame_recv);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cb, &Callbacks::frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::stream_close);
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
@@ -129,7 +135,8 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
 
 ServerSession::~ServerSession() { nghttp2_session_del(session_); }
 
-bool ServerSession::receive(std::string_view bytes) {
+bool ServerSession::receive(std::string_view bytes, Clock::time_point now) {
+  now_ = now;
   const auto n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
   // Some errors (a bad first frame, rapid reset) queue a GOAWAY that ends
   // the session once sent, and return success: want_read says so.
@@ -153,22 +160,16 @@ bool ServerSession::done() const {
 
 std::size_t ServerSession::open_streams() const { return streams_.size(); }
 
-ServerSession::Owed ServerSession::owed() const {
-  Owed owed = Owed::Nothing;
-  for (const auto& [id, s] : streams_) {
-    if (!s.head_done) return Owed::Head;
-    // A streamed body owes its end once the answer went whole: nothing
-    // but the client's END_STREAM keeps the stream open then.
-    const bool answered = nghttp2_session_get_stream_local_close(session_, id) == 1;
-    if (!s.request_done && (!s.streamed || answered)) owed = Owed::Body;
-  }
-  return owed;
+bool ServerSession::head_owed() const {
+  return std::any_of(streams_.begin(), streams_.end(), [](const auto& kv) { return !kv.second.head_done; });
 }
 
-std::vector<std::int32_t> ServerSession::bodies_owed() const {
+std::vector<std::int32_t> ServerSession::bodies_stalled(Clock::time_point cutoff) const {
   std::vector<std::int32_t> ids;
-  for (const auto& [id, s] : streams_)
-    if (s.head_done && !s.request_done && !s.streamed && !s.refusal_told && !s.responded) ids.push_back(id);
+  for (const auto& [id, s] : streams_) {
+    const bool collecting = s.head_done && !s.request_done && !s.streamed && !s.refusal_told && !s.responded;
+    if (collecting && s.last_input < cutoff) ids.push_back(id);
+  }
   return ids;
 }
 
@@ -206,12 +207,13 @@ void ServerSession::Stream::reset() {
 
 void ServerSession::on_begin(std::int32_t id) {
   if (spare_.empty()) {
-    streams_.try_emplace(id);
+    streams_.try_emplace(id).first->second.last_input = now_;
     return;
   }
   auto node = std::move(spare_.back());
   spare_.pop_back();
   node.key() = id;
+  node.mapped().last_input = now_;
   streams_.insert(std::move(node));
 }
 
@@ -287,6 +289,7 @@ int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
   }
   nghttp2_session_consume_stream(session_, id, bytes.size());
   if (!s || s->refusal) return 0;  // read and dropped: the window stays open
+  s->last_input = now_;
   auto& req = s->req;
   if (req.body.size() + bytes.size() > limits_.request.max_body_bytes) {
     refuse(*s, 413, "request body too large");
@@ -305,6 +308,14 @@ void ServerSession::on_request_end(std::int32_t id) {
   if (s->refusal) return tell_refusal(id, *s);
   if (s->streamed) return handler_.on_body(id, {}, true);
   handler_.on_request(id, s->req);
+}
+
+void ServerSession::on_answer_end(std::int32_t id) {
+  // RFC 9113 8.1: a complete answer before the whole request may ask the
+  // client, with NO_ERROR, to stop sending; it keeps the answer. The
+  // stream closes once the RST_STREAM is out.
+  const Stream* s = find(id);
+  if (s && !s->request_done) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
 }
 
 void ServerSession::on_stream_close(std::int32_t id, bool clean) {

@@ -17,11 +17,18 @@
 //  - a header list over max_header_bytes or max_header_count, or a path
 //    over max_url_bytes: 431 / 414, the stream only;
 //  - a body over max_body_bytes: 413 as soon as it passes, the stream only
-//    (the rest of its DATA is read and dropped, window kept open);
+//    (what of its DATA is already on the way is read and dropped);
 //  - a malformed request (pseudo-headers, content-length against DATA,
 //    connection-specific fields: RFC 9113 8.2-8.3): RST_STREAM
 //    PROTOCOL_ERROR (nghttp2's HTTP messaging checks).
+//
+// A stream answered whole while its client is still sending (a refusal, a
+// 408, a gRPC call that ended first) is then reset with NO_ERROR, as RFC
+// 9113 8.1 provides: the client stops sending what no one will read, and
+// keeps the answer. The stream, not the connection, is what ends.
 #pragma once
+
+#include <chrono>
 
 #include <cstdint>
 #include <functional>
@@ -76,12 +83,15 @@ class ServerSession {
   ServerSession(const ServerSession&) = delete;
   ServerSession& operator=(const ServerSession&) = delete;
 
-  // What the client sent, from the preface on. False: read no more (a
+  using Clock = std::chrono::steady_clock;
+
+  // What the client sent, from the preface on, read at `now`. False: read
+  // no more (a
   // connection error, an attack shape, or a GOAWAY with every stream
   // done); what produce() still gives (a GOAWAY) goes out, then the socket
   // closes. Some errors only queue a GOAWAY that ends the session once it
   // is sent: done() after produce() says so.
-  bool receive(std::string_view bytes);
+  bool receive(std::string_view bytes, Clock::time_point now = Clock::now());
   // Appends the frames that may go now (flow control permitting) to
   // `out`, stopping once it holds `max` bytes or more.
   void produce(std::string& out, std::size_t max = SIZE_MAX);
@@ -112,15 +122,16 @@ class ServerSession {
 
   // Streams open now (requests in flight or answers going out).
   std::size_t open_streams() const;
-  // What the client still owes on the streams it opened: a head (a header
-  // block not yet whole) before a body that the session collects, or the
-  // end of any body once its answer went whole. A body handed to on_body
-  // as it comes is otherwise its taker's to bound (a gRPC call: its
-  // deadline).
-  enum class Owed : std::uint8_t { Nothing, Body, Head };
-  Owed owed() const;
-  // The streams whose collected body is not yet whole, and not answered.
-  std::vector<std::int32_t> bodies_owed() const;
+  // A header block is not yet whole: nothing else may come on the
+  // connection until it is (RFC 9113 6.10), so its delay is the
+  // connection's.
+  bool head_owed() const;
+  // The streams whose collected body is not yet whole, not answered, and
+  // had nothing new since `cutoff`: each stream's own delay, not the
+  // connection's, so that a busy stream beside it does not keep a stalled
+  // one alive. A body handed to on_body as it comes is its taker's to
+  // bound (a gRPC call: its deadline).
+  std::vector<std::int32_t> bodies_stalled(Clock::time_point cutoff) const;
   // The client's window for `stream`, or the connection's, is shut: its
   // answer cannot go on until the client sends a WINDOW_UPDATE.
   bool send_window_shut(std::int32_t stream) const;
@@ -136,9 +147,10 @@ class ServerSession {
     std::string cookie;  // RFC 9113 8.2.3: crumbs joined with "; "
     std::unique_ptr<BodySource> body;
     bool responded = false;
-    bool streamed = false;      // on_head took its body
-    bool head_done = false;     // its header block is whole
-    bool request_done = false;  // the client's side ended
+    bool streamed = false;           // on_head took its body
+    bool head_done = false;          // its header block is whole
+    bool request_done = false;       // the client's side ended
+    Clock::time_point last_input{};  // its head or its body's last bytes
     // Ready for the next stream, its buffers kept (a body's only while
     // small).
     void reset();
@@ -165,6 +177,8 @@ class ServerSession {
   int on_header(std::int32_t id, std::string_view name, std::string_view value);
   int on_data(std::int32_t id, std::string_view bytes);
   void on_request_end(std::int32_t id);
+  // A frame that ends `id`'s answer went out.
+  void on_answer_end(std::int32_t id);
   // `clean`: closed with NO_ERROR.
   void on_stream_close(std::int32_t id, bool clean);
 
@@ -173,6 +187,7 @@ class ServerSession {
   nghttp2_session* session_ = nullptr;
   Streams streams_;
   std::vector<Streams::node_type> spare_;
+  Clock::time_point now_{};   // when what receive() reads arrived
   std::int32_t last_id_ = 0;  // find()'s last answer
   Stream* last_ = nullptr;
   struct Scratch;  // respond()'s, kept across answers

@@ -328,7 +328,7 @@ bool Connection::choose_protocol(const char* data, std::size_t n) {
 }
 
 bool Connection::consume_h2(const char* data, std::size_t n) {
-  const bool more = h2_->receive({data, n});
+  const bool more = h2_->receive({data, n}, last_input_);
   mark_dirty();
   if (!more) read_closed_ = true;
   return more && !closed_;
@@ -456,19 +456,17 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
 }
 
 bool Connection::h2_timed_out(std::chrono::steady_clock::time_point now) {
-  // As for HTTP/1.1, measured from the connection's last input: a header
-  // block left unfinished within EDRI_HEADER_TIMEOUT, a collected body
-  // that stopped arriving for EDRI_BODY_TIMEOUT (a slowloris client on
-  // HTTP/2). Not once this side stopped reading: then the client waits.
-  using Owed = http2::ServerSession::Owed;
+  // A header block left unfinished within EDRI_HEADER_TIMEOUT holds the
+  // whole connection (nothing else may come until it is whole), so the
+  // connection goes. A collected body that stopped arriving for
+  // EDRI_BODY_TIMEOUT (a slowloris client on HTTP/2) is its stream's
+  // alone: a 408 ends that stream, and the others go on. Not while this
+  // side stopped reading: then the client waits for us.
   const auto& config = owner_.config();
-  const Owed owed = h2_->owed();
-  if (owed == Owed::Nothing || timed_out_ || read_paused_) return false;
-  const double limit = owed == Owed::Head ? config.header_timeout_s : config.body_timeout_s;
-  if (now - last_input_ <= seconds(limit)) return false;
-  spdlog::info("closing HTTP/2 connection {}: {}", id_,
-               owed == Owed::Head ? "a request head did not arrive within EDRI_HEADER_TIMEOUT"
-                                  : "a request body stopped arriving for EDRI_BODY_TIMEOUT");
+  if (timed_out_ || read_paused_) return false;
+  h2_->time_out_bodies(now - seconds(config.body_timeout_s));
+  if (!h2_->head_owed() || now - last_input_ <= seconds(config.header_timeout_s)) return false;
+  spdlog::info("closing HTTP/2 connection {}: a request head did not arrive within EDRI_HEADER_TIMEOUT", id_);
   timed_out_ = true;
   h2_->time_out();
   close_after_write_ = true;

@@ -264,9 +264,13 @@ void Http2Link::on_refused(std::int32_t stream, int status, std::string_view rea
   dispatching_ = 0;
 }
 
-void Http2Link::time_out() {
-  for (const std::int32_t stream : session_.bodies_owed())
+void Http2Link::time_out_bodies(std::chrono::steady_clock::time_point cutoff) {
+  for (const std::int32_t stream : session_.bodies_stalled(cutoff))
     on_refused(stream, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+}
+
+void Http2Link::time_out() {
+  time_out_bodies(std::chrono::steady_clock::time_point::max());
   session_.shutdown();
 }
 

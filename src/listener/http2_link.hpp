@@ -34,7 +34,9 @@ class Http2Link final : public http2::ServerSession::Handler {
   Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits);
   ~Http2Link() override;
 
-  bool receive(std::string_view bytes) { return session_.receive(bytes); }
+  bool receive(std::string_view bytes, std::chrono::steady_clock::time_point now) {
+    return session_.receive(bytes, now);
+  }
   void produce(std::string& out, std::size_t max);
   bool done() const { return session_.done(); }
   bool wants_write() const { return session_.wants_write(); }
@@ -91,12 +93,14 @@ class Http2Link final : public http2::ServerSession::Handler {
   // Streams open: a connection holding one is not idle (a Connect call
   // that waits for pushes, a request still arriving).
   bool streams_open() const { return session_.open_streams() > 0; }
-  // What the client still owes on its streams (EDRI_HEADER_TIMEOUT and
-  // EDRI_BODY_TIMEOUT bound it).
-  http2::ServerSession::Owed owed() const { return session_.owed(); }
-  // The client stopped sending what it owes: each collected body not yet
-  // whole is answered 408, then a GOAWAY; the connection closes once they
-  // are out.
+  // A header block is not yet whole (EDRI_HEADER_TIMEOUT bounds it, for
+  // the whole connection).
+  bool head_owed() const { return session_.head_owed(); }
+  // Each collected body that had nothing new since `cutoff` is answered
+  // 408, and its stream then reset: the connection serves on.
+  void time_out_bodies(std::chrono::steady_clock::time_point cutoff);
+  // A header block stopped arriving: each collected body not yet whole is
+  // answered 408, then a GOAWAY; the connection closes once they are out.
   void time_out();
   // An answer waits on the client alone: its window is shut.
   bool held_by_client() const;

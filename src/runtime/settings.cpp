@@ -102,9 +102,9 @@ std::vector<Setting> make_settings() {
        "stopped reading)"},
       {"EDRI_BODY_TIMEOUT", "`60`", parse::seconds(&Config::body_timeout_s),
        "seconds a request body may go without a byte arriving (nginx's `client_body_timeout`): past it, 408 and close. "
-       "Not counted while the listener itself is not reading (backpressure). Over HTTP/2 it is counted from the "
-       "connection's last input: each stalled body is answered 408, then a GOAWAY, and the connection closes; so "
-       "does a stream whose answer went whole while its client never ends its side"},
+       "Not counted while the listener itself is not reading (backpressure). Over HTTP/2 it is counted per stream, "
+       "from that stream's last DATA: a stalled body is answered 408 and its stream reset (`RST_STREAM NO_ERROR`); "
+       "the connection and its other streams go on"},
       {"EDRI_LINGERING_TIME", "`30`", parse::seconds(&Config::lingering_time_s),
        "after an answer that ends a connection while the client may still be sending (a 413 before the body, a refused "
        "request with more behind it), seconds at most that the listener goes on reading and dropping what arrives, so "

@@ -102,7 +102,7 @@ class DevTools {
 
 }  // namespace
 
-TEST_CASE("the notes page: a note added in one page appears live in another", "[notes][browser]") {
+TEST_CASE("the notes page: a note added in one page appears live in another", "[notes][browser][alone]") {
   TempDir dir;
   ServerProcess server({plugin_path("notes"), plugin_path("audit")},
                        {{"EDRI_NOTES_DB", (dir.path / "notes.db").string()}});

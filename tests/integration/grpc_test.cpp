@@ -157,7 +157,7 @@ TEST_CASE("gRPC Connect: pushes of a subscription made on it arrive on it", "[gr
   CHECK(r["rest"].empty());
 }
 
-TEST_CASE("gRPC: cancelled calls and deadlines", "[grpc]") {
+TEST_CASE("gRPC: cancelled calls and deadlines", "[grpc][alone]") {
   ServerProcess server({test_plugin_path("test_app")});
   const json c = run_scenario(server.port(), "cancel");
   INFO(c.dump(2));

@@ -215,7 +215,7 @@ TEST_CASE("bytes and redirects and empty answers and cookies", "[http]") {
 }
 
 TEST_CASE("HTML from Mustache templates in EDRI_TEMPLATE_PATH", "[http]") {
-  const std::string templates = std::string(EDRI_TEST_PLUGIN_DIR) + "/templates";
+  const std::string templates = test_plugin_dir() + "/templates";
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_TEMPLATE_PATH", templates}});
   HttpClient c(server.port());
   auto r = c.get("/page/Ann");

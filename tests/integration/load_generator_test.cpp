@@ -28,7 +28,7 @@ LoadOptions load_for(const ServerProcess& server, const std::string& target, dou
 
 }  // namespace
 
-TEST_CASE("a rate paces the load instead of sending as fast as answers come", "[bench]") {
+TEST_CASE("a rate paces the load instead of sending as fast as answers come", "[bench][alone]") {
   ServerProcess server({plugin_path("bench_app")});
   LoadOptions load = load_for(server, "/noop", 200);
   load.concurrency = 4;
@@ -41,7 +41,7 @@ TEST_CASE("a rate paces the load instead of sending as fast as answers come", "[
   CHECK(paced.completed <= 310);
 }
 
-TEST_CASE("under a rate the server cannot keep, latency includes the queue", "[bench]") {
+TEST_CASE("under a rate the server cannot keep, latency includes the queue", "[bench][alone]") {
   ServerProcess server({plugin_path("bench_app")});
   // Each answer burns 20 ms of CPU in the manager; one connection asked for
   // one request every 10 ms falls further behind with every answer.

@@ -115,7 +115,7 @@ TEST_CASE("an explicit EDRI_LISTENER_WORKERS is obeyed and said", "[pipeline]") 
   CHECK(eventually([&] { return server.log().find("3 listeners (EDRI_LISTENER_WORKERS)") != std::string::npos; }));
 }
 
-TEST_CASE("a server told to spin burns no CPU once its traffic stops", "[pipeline]") {
+TEST_CASE("a server told to spin burns no CPU once its traffic stops", "[pipeline][alone]") {
   // Ten million polls is about a second of CPU per wake-up: a budget that
   // did not fall with the traffic would show here at every timer.
   ServerProcess server({plugin_path("bench_app")}, {{"EDRI_CPUS", "all"}, {"EDRI_SPIN", "10000000"}});

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -80,8 +81,35 @@ std::string temp_file(const char* stem) {
 
 }  // namespace
 
-std::string plugin_path(const std::string& name) { return std::string(EDRI_PLUGIN_DIR) + "/" + name + ".so"; }
-std::string test_plugin_path(const std::string& name) { return std::string(EDRI_TEST_PLUGIN_DIR) + "/" + name + ".so"; }
+namespace {
+
+// The build EDRI_TEST_SERVER_BUILD names, or nothing (this suite's own).
+std::string server_build() {
+  const char* dir = std::getenv("EDRI_TEST_SERVER_BUILD");
+  return dir ? dir : "";
+}
+
+// `own` (this build's path) or `sub` of the build named.
+std::string from_build(const char* own, const char* sub) {
+  const std::string dir = server_build();
+  return dir.empty() ? own : dir + "/" + sub;
+}
+
+}  // namespace
+
+std::string server_binary() { return from_build(EDRI_SERVER_BIN, "bin/edri-server"); }
+std::string test_plugin_dir() { return from_build(EDRI_TEST_PLUGIN_DIR, "test-plugins"); }
+std::string plugin_path(const std::string& name) { return from_build(EDRI_PLUGIN_DIR, "plugins") + "/" + name + ".so"; }
+std::string test_plugin_path(const std::string& name) { return test_plugin_dir() + "/" + name + ".so"; }
+
+bool servers_under_asan() {
+#ifdef EDRI_SERVERS_UNDER_ASAN
+  if (server_build().empty()) return true;
+#endif
+  if (server_build().empty()) return false;
+  // The build's own record of its options.
+  return read_file(server_build() + "/CMakeCache.txt").find("EDRI_SANITIZE:BOOL=ON") != std::string::npos;
+}
 
 std::vector<ProcessInfo> children_of(pid_t parent) {
   std::vector<ProcessInfo> out;
@@ -140,7 +168,7 @@ ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::str
   const int err_fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  wrapper.push_back(EDRI_SERVER_BIN);
+  wrapper.push_back(server_binary());
   pid_ = spawn(wrapper, build_env(env), pipe_fds[1], err_fd);
   ::close(pipe_fds[1]);
   ::close(err_fd);
@@ -209,7 +237,7 @@ ExitResult run_server_to_exit(std::vector<std::string> args, std::map<std::strin
   env.emplace("EDRI_PORT", "0");
   const std::string out_path = temp_file("edri-test-out"), err_path = temp_file("edri-test-err");
   const int out_fd = ::open(out_path.c_str(), O_WRONLY), err_fd = ::open(err_path.c_str(), O_WRONLY);
-  args.insert(args.begin(), EDRI_SERVER_BIN);
+  args.insert(args.begin(), server_binary());
   const pid_t pid = spawn(args, build_env(env), out_fd, err_fd);
   ::close(out_fd);
   ::close(err_fd);

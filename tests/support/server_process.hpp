@@ -11,8 +11,17 @@
 
 namespace edri::test {
 
-std::string plugin_path(const std::string& name);       // build/plugins/<name>.so
-std::string test_plugin_path(const std::string& name);  // build/test-plugins/<name>.so
+// The servers and plugins the suite starts come from its own build, or
+// from the build EDRI_TEST_SERVER_BUILD names (its bin/, plugins/ and
+// test-plugins/): CI runs the suite, built once, against the ASan+UBSan
+// build's servers, since what it checks runs in them.
+std::string server_binary();                            // <build>/bin/edri-server
+std::string test_plugin_dir();                          // <build>/test-plugins
+std::string plugin_path(const std::string& name);       // <build>/plugins/<name>.so
+std::string test_plugin_path(const std::string& name);  // <build>/test-plugins/<name>.so
+// The servers are built with AddressSanitizer (its quarantine keeps freed
+// memory resident: resident-size bounds do not hold there).
+bool servers_under_asan();
 
 struct ProcessInfo {
   pid_t pid;

@@ -3,8 +3,10 @@
 // gives, answers go back with their fields and bodies, and the attack
 // shapes a careful server refuses are refused.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,10 +66,11 @@ struct Pair {
   H2Client client;
   explicit Pair(const http2::Limits& l = small_limits(), std::uint32_t client_streams = 100)
       : server(rec, l), client(client_streams) {}
-  bool pump() {
+  // `now`: when the server reads what the client sent.
+  bool pump(http2::ServerSession::Clock::time_point now = http2::ServerSession::Clock::now()) {
     for (int i = 0; i < 100; ++i) {
       const std::string up = client.produce();
-      if (!up.empty() && !server.receive(up)) {
+      if (!up.empty() && !server.receive(up, now)) {
         std::string down;
         server.produce(down);
         client.receive(down);
@@ -230,6 +233,54 @@ TEST_CASE("HTTP/2: trailers follow a body that asks for them", "[http2]") {
   CHECK(a.body == "message");
   CHECK(a.field("grpc-status") == "0");
   CHECK(a.field("grpc-message") == "fine");
+}
+
+TEST_CASE("HTTP/2: an answer whole before its request ends resets the stream with NO_ERROR", "[http2]") {
+  // RFC 9113 8.1: the client stops sending what no one will read and
+  // keeps the answer; the stream closes, not the connection.
+  Pair p;
+  const auto collected = p.client.request_left_open("POST", "/b", "part");
+  const auto streamed = p.client.request_left_open("POST", "/in", "part");
+  REQUIRE(p.pump());
+  CHECK(p.rec.requests.empty());
+  CHECK(p.server.open_streams() == 2);
+  p.answer(collected, 408, "late");
+  REQUIRE(p.server.respond(streamed, 200, "application/grpc", -1, "grpc-status: 12\r\n", nullptr));
+  REQUIRE(p.pump());
+  for (const auto id : {collected, streamed}) {
+    CHECK(p.client.answers[id].closed);
+    CHECK(p.client.answers[id].error_code == NGHTTP2_NO_ERROR);
+  }
+  CHECK(p.client.answers[collected].status == 408);
+  CHECK(p.client.answers[collected].body == "late");
+  CHECK(p.client.answers[streamed].field("grpc-status") == "12");
+  CHECK(p.server.open_streams() == 0);
+  const std::set<std::pair<std::int32_t, bool>> answered{{collected, true}, {streamed, true}};
+  CHECK(std::set<std::pair<std::int32_t, bool>>(p.rec.closed.begin(), p.rec.closed.end()) == answered);
+  const auto after = p.client.request("GET", "/after");
+  REQUIRE(p.pump());
+  REQUIRE(p.rec.requests.size() == 1);
+  CHECK(p.rec.requests[0].stream == after);
+}
+
+TEST_CASE("HTTP/2: a collected body that stops arriving is stalled on its own stream's clock", "[http2]") {
+  using namespace std::chrono_literals;
+  Pair p;
+  const auto t0 = http2::ServerSession::Clock::now();
+  const auto slow = p.client.request_left_open("POST", "/b", "part");
+  const auto streamed = p.client.request_left_open("POST", "/in", "part");  // its taker's to bound
+  REQUIRE(p.pump(t0));
+  const auto fresh = p.client.request_left_open("POST", "/b", "part");
+  REQUIRE(p.pump(t0 + 2s));
+  CHECK(p.server.bodies_stalled(t0).empty());
+  CHECK(p.server.bodies_stalled(t0 + 1s) == std::vector<std::int32_t>{slow});
+  const auto both = p.server.bodies_stalled(t0 + 3s);
+  CHECK(std::set<std::int32_t>(both.begin(), both.end()) == std::set<std::int32_t>{slow, fresh});
+  p.answer(slow, 408, "late");  // answered: no longer owed
+  REQUIRE(p.pump(t0 + 3s));
+  CHECK(p.server.bodies_stalled(t0 + 3s) == std::vector<std::int32_t>{fresh});
+  CHECK_FALSE(p.client.answers[streamed].closed);
+  CHECK_FALSE(p.server.head_owed());
 }
 
 TEST_CASE("HTTP/2: limits refuse the stream, not the connection", "[http2]") {
