@@ -325,7 +325,9 @@ TEST_CASE("gRPC Connect: live streams followed on it, as a WebSocket follows the
   CHECK(r["patch"]["body"]["patch"] == json{{"n", 1}});
   CHECK(r["refused"]["id"] == 2);
   CHECK(r["refused"]["status"] == 422);
-  // Unsubscribed: revision 3 sends no frame, the next message is the answer.
+  // Unsubscribed: the next message is the answer, and revision 3 (published
+  // after it) sends no frame: what comes next is the snapshot of a new
+  // subscription.
   CHECK(r["answer"]["id"] == 4);
   CHECK(r["answer"]["status"] == 200);
   CHECK(r["again"]["body"]["revision"] == 3);
