@@ -184,7 +184,8 @@ TEST_CASE("a broker restarted on one instance learns every stream again, followe
   CHECK(held.views["quiet"].state == json{{"n", 6}});
 }
 
-TEST_CASE("without JetStream on the NATS server a publish is answered 503 at once, naming it", "[cluster][streams]") {
+TEST_CASE("without JetStream on the NATS server a publish is answered 503 at once, naming it",
+          "[cluster][streams][alone]") {
   NatsServer nats({}, false);
   auto a = bench_instance(nats.url());
   // Requests that cross nothing are untouched.

@@ -194,7 +194,7 @@ TEST_CASE("a manager answers another instance straight to its switch and the rou
   CHECK(eventually([&] { return call(a.port(), "GET", "/hello/again").status == 200; }));
 }
 
-TEST_CASE("what is left of the asker's deadline crosses with the request", "[cluster]") {
+TEST_CASE("what is left of the asker's deadline crosses with the request", "[cluster][alone]") {
   NatsServer nats;
   auto a = test_instance(nats.url(), "other", {{"EDRI_API_RESPONSE_TIMEOUT", "1"}});
   auto b = test_instance(nats.url(), "test", {{"EDRI_API_RESPONSE_TIMEOUT", "30"}});
@@ -238,7 +238,8 @@ TEST_CASE("bodies cross whole, through the blob area on both sides, or are refus
   CHECK(c.get("/hello/after").status == 200);
 }
 
-TEST_CASE("NATS down at start: local domains served, remote ones 503 at once, served once NATS comes", "[cluster]") {
+TEST_CASE("NATS down at start: local domains served, remote ones 503 at once, served once NATS comes",
+          "[cluster][alone]") {
   NatsServer nats;
   nats.stop();
   NotesInstance a(nats.url(), "audit");
@@ -257,7 +258,7 @@ TEST_CASE("NATS down at start: local domains served, remote ones 503 at once, se
   CHECK(call(a.port(), "POST", "/notes", {{"title", "t"}, {"body", ""}}).status == 201);
 }
 
-TEST_CASE("NATS stopped and restarted under a write load: every 201 is there, nothing hangs", "[cluster]") {
+TEST_CASE("NATS stopped and restarted under a write load: every 201 is there, nothing hangs", "[cluster][alone]") {
   NatsServer nats;
   NotesInstance a(nats.url(), "audit"), b(nats.url(), "notes");
   REQUIRE(joined({a.port(), b.port()}, 2));

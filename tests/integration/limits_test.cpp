@@ -29,7 +29,8 @@ TEST_CASE("EDRI_MAX_HEADER_COUNT: one header field too many is a 431", "[limits]
   CHECK(r.header("connection") == "close");
 }
 
-TEST_CASE("EDRI_HEADER_TIMEOUT: a request head that trickles in is a 408, a silent connection is closed", "[limits]") {
+TEST_CASE("EDRI_HEADER_TIMEOUT: a request head that trickles in is a 408, a silent connection is closed",
+          "[limits][alone]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_HEADER_TIMEOUT", "1"}});
   SECTION("slowloris") {
     HttpClient c(server.port(), 5000);

@@ -35,7 +35,7 @@ bool refuses(std::uint16_t port) {
 }  // namespace
 
 TEST_CASE("SIGTERM: no new connections, idle ones close, requests in flight finish, WebSockets get 1001, exit 0",
-          "[shutdown]") {
+          "[shutdown][alone]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_SHUTDOWN_TIMEOUT", "10"}});
   const auto prefix = server.segment_prefix();
   REQUIRE(shm_segments(prefix).size() == 1);
@@ -64,7 +64,8 @@ TEST_CASE("SIGTERM: no new connections, idle ones close, requests in flight fini
   for (pid_t p : server.stopped_processes()) CHECK_FALSE(process_alive(p));
 }
 
-TEST_CASE("SIGTERM: what is still in flight at EDRI_SHUTDOWN_TIMEOUT is closed, and the server exits 0", "[shutdown]") {
+TEST_CASE("SIGTERM: what is still in flight at EDRI_SHUTDOWN_TIMEOUT is closed, and the server exits 0",
+          "[shutdown][alone]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_SHUTDOWN_TIMEOUT", "1"}});
   HttpClient busy(server.port(), 10000);
   busy.send_raw("GET /sleep/6000 HTTP/1.1\r\nHost: x\r\n\r\n");

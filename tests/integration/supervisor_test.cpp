@@ -50,7 +50,7 @@ TEST_CASE("when the supervisor dies its children exit and the next start reclaim
   CHECK(http_get(second.port(), "/noop").status == 200);
 }
 
-TEST_CASE("a request whose deadline died with the broker is still answered", "[supervisor]") {
+TEST_CASE("a request whose deadline died with the broker is still answered", "[supervisor][alone]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.5"}});
   HttpClient c(server.port(), 10000);
   c.send_raw("GET /sleep/6000 HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -70,7 +70,7 @@ TEST_CASE("a request whose deadline died with the broker is still answered", "[s
 }
 
 TEST_CASE("a killed manager: what it had taken is 503 within a second, what waited for it goes to its successor",
-          "[supervisor][crash]") {
+          "[supervisor][crash][alone]") {
   ServerProcess server({test_plugin_path("test_app")});
   HttpClient taken(server.port(), 10000);
   HttpClient waiting(server.port(), 10000);
@@ -99,7 +99,7 @@ TEST_CASE("a killed manager: what it had taken is 503 within a second, what wait
 }
 
 TEST_CASE("a request passing through a router or broker that dies is still answered by its handler",
-          "[supervisor][crash]") {
+          "[supervisor][crash][alone]") {
   ServerProcess server({test_plugin_path("test_app")});
   for (const std::string role : {"router", "broker"}) {
     INFO(role);
