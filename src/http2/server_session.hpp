@@ -29,7 +29,6 @@
 #pragma once
 
 #include <chrono>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -85,13 +84,14 @@ class ServerSession {
 
   using Clock = std::chrono::steady_clock;
 
-  // What the client sent, from the preface on, read at `now`. False: read
-  // no more (a
-  // connection error, an attack shape, or a GOAWAY with every stream
-  // done); what produce() still gives (a GOAWAY) goes out, then the socket
-  // closes. Some errors only queue a GOAWAY that ends the session once it
-  // is sent: done() after produce() says so.
-  bool receive(std::string_view bytes, Clock::time_point now = Clock::now());
+  // What the client sent, from the preface on, read at `now` (the
+  // caller's clock: the session reads none, and a stream's body timeout
+  // counts from it). False: read no more (a connection error, an attack
+  // shape, or a GOAWAY with every stream done); what produce() still gives
+  // (a GOAWAY) goes out, then the socket closes. Some errors only queue a
+  // GOAWAY that ends the session once it is sent: done() after produce()
+  // says so.
+  bool receive(std::string_view bytes, Clock::time_point now);
   // Appends the frames that may go now (flow control permitting) to
   // `out`, stopping once it holds `max` bytes or more.
   void produce(std::string& out, std::size_t max = SIZE_MAX);

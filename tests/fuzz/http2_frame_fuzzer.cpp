@@ -62,12 +62,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
   const std::size_t split = size > 1 ? data[0] % input.size() : 0;
   std::string out;
-  bool alive = session.receive(http2::kClientPreface) && session.receive(input.substr(0, split));
+  bool alive = session.receive(http2::kClientPreface, {}) && session.receive(input.substr(0, split), {});
   session.produce(out);
-  if (alive) alive = session.receive(input.substr(split));
+  if (alive) alive = session.receive(input.substr(split), {});
   for (const auto s : handler.later) session.resume(s);
   session.produce(out);
-  if (!alive) session.receive("\x00\x00\x00\x04\x00\x00\x00\x00\x00");  // refused, not crashed
+  if (!alive) session.receive("\x00\x00\x00\x04\x00\x00\x00\x00\x00", {});  // refused, not crashed
   (void)session.done();
   return 0;
 }

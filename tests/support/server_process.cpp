@@ -79,10 +79,6 @@ std::string temp_file(const char* stem) {
   return path;
 }
 
-}  // namespace
-
-namespace {
-
 // The build EDRI_TEST_SERVER_BUILD names, or nothing (this suite's own).
 std::string server_build() {
   const char* dir = std::getenv("EDRI_TEST_SERVER_BUILD");
@@ -103,12 +99,14 @@ std::string plugin_path(const std::string& name) { return from_build(EDRI_PLUGIN
 std::string test_plugin_path(const std::string& name) { return test_plugin_dir() + "/" + name + ".so"; }
 
 bool servers_under_asan() {
+  // Another build's own record of its options, or this one's.
+  const std::string dir = server_build();
+  if (!dir.empty()) return read_file(dir + "/CMakeCache.txt").find("EDRI_SANITIZE:BOOL=ON") != std::string::npos;
 #ifdef EDRI_SERVERS_UNDER_ASAN
-  if (server_build().empty()) return true;
+  return true;
+#else
+  return false;
 #endif
-  if (server_build().empty()) return false;
-  // The build's own record of its options.
-  return read_file(server_build() + "/CMakeCache.txt").find("EDRI_SANITIZE:BOOL=ON") != std::string::npos;
 }
 
 std::vector<ProcessInfo> children_of(pid_t parent) {

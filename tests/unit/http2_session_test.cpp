@@ -389,7 +389,7 @@ TEST_CASE("HTTP/2: rapid reset ends the connection with a GOAWAY", "[http2]") {
   for (int round = 0; round < 40 && !p.client.goaway; ++round) {
     std::vector<std::int32_t> ids;
     for (int i = 0; i < 100; ++i) ids.push_back(p.client.request("GET", "/r"));
-    p.server.receive(p.client.produce());
+    p.server.receive(p.client.produce(), {});
     for (const auto id : ids) p.client.reset(id);
     p.pump();
   }
@@ -406,7 +406,7 @@ TEST_CASE("HTTP/2: a SETTINGS flood the client never acknowledges ends the conne
   // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
   const std::string settings("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
   for (int i = 0; i < 5000; ++i) flood += settings;
-  CHECK_FALSE(server.receive(flood));
+  CHECK_FALSE(server.receive(flood, {}));
 }
 
 TEST_CASE("HTTP/2: a PING flood the client never reads ends the connection", "[http2]") {
@@ -420,7 +420,7 @@ TEST_CASE("HTTP/2: a PING flood the client never reads ends the connection", "[h
       "12345678",
       17);
   for (int i = 0; i < 5000; ++i) flood += ping;
-  CHECK_FALSE(server.receive(flood));
+  CHECK_FALSE(server.receive(flood, {}));
 }
 
 TEST_CASE("HTTP/2: a header block in more than 8 CONTINUATION frames ends the connection", "[http2]") {
@@ -438,7 +438,7 @@ TEST_CASE("HTTP/2: a header block in more than 8 CONTINUATION frames ends the co
     bytes += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);          // the client's SETTINGS
     bytes += frame('\x01', '\x01', std::string("\x82\x86\x84\x41\x01h", 6));  // HEADERS, END_STREAM
     for (int i = 0; i < continuations; ++i) bytes += frame('\x09', i + 1 == continuations ? '\x04' : '\x00', field);
-    const bool alive = server.receive(bytes);
+    const bool alive = server.receive(bytes, {});
     return std::pair{alive, rec.requests.size()};
   };
   CHECK(run(8) == std::pair<bool, std::size_t>{true, 1});  // at the limit: served
@@ -448,14 +448,15 @@ TEST_CASE("HTTP/2: a header block in more than 8 CONTINUATION frames ends the co
 TEST_CASE("HTTP/2: a client that is not speaking HTTP/2 is refused", "[http2]") {
   Recorder rec;
   http2::ServerSession server(rec, small_limits());
-  CHECK_FALSE(server.receive("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+  CHECK_FALSE(server.receive("GET / HTTP/1.1\r\nHost: a\r\n\r\n", {}));
   Recorder rec2;
   http2::ServerSession no_settings(rec2, small_limits());
   // The preface, then a PING where the SETTINGS must come: a GOAWAY, and
   // the session is done once it is out.
   (void)(no_settings.receive(std::string(http2::kClientPreface) + std::string("\x00\x00\x08\x06\x00\x00\x00\x00\x00"
                                                                               "12345678",
-                                                                              17)));
+                                                                              17),
+                             {}));
   std::string out;
   no_settings.produce(out);
   CHECK(out.find(std::string("\x07\x00\x00\x00\x00\x00", 6)) != std::string::npos);  // a GOAWAY frame's type
