@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <edri/json_members.hpp>
 #include <edri/status.hpp>
 
 namespace edri {
@@ -70,6 +72,12 @@ struct Response {
   static Response json(const nlohmann::json& value, Status status = Status::Ok) {
     return with_bytes(status, "application/json", value.dump());
   }
+  // A JSON object from a braced list of members, `json({{"id", 1}, {"ok",
+  // true}})`: C++ picks this overload for such a list, and it writes the
+  // text nlohmann would have without building a DOM (json_members.hpp).
+  static Response json(std::initializer_list<JsonMember> members, Status status = Status::Ok) {
+    return with_bytes(status, "application/json", json_object_text(members));
+  }
   // A body that is already serialized JSON (no parsing, no copy of a DOM).
   static Response raw_json(std::string body, Status status = Status::Ok) {
     return with_bytes(status, "application/json", std::move(body));
@@ -108,8 +116,9 @@ struct Response {
   }
   // RFC 9457 problem details.
   static Response problem(Status status, std::string_view title, std::string_view detail) {
-    nlohmann::json j{{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
-    return with_bytes(status, "application/problem+json", j.dump());
+    return with_bytes(
+        status, "application/problem+json",
+        json_object_text({{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}}));
   }
 
   // The body's bytes; empty for a file or a stream.
