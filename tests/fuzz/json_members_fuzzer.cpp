@@ -25,7 +25,7 @@ std::string_view next_piece(std::string_view& rest) {
 std::int64_t number_from(std::string_view in) {
   std::int64_t n = 0;
   std::memcpy(&n, in.data(), std::min(in.size(), sizeof n));
-  return in.size() % 2 ? n : -n / 3;
+  return in.size() % 2 ? n : n / -3;  // not -n: that overflows at the minimum
 }
 
 // The text, or the error's message behind a marker no JSON text starts with.
