@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <edri/status.hpp>
+
 namespace edri {
 
 namespace json_text {
@@ -50,9 +52,11 @@ struct Key {
 }  // namespace json_text
 
 // One `{"name", value}` of the braced list. Numbers without a fraction,
-// booleans, null and strings are written here; anything else (a double,
-// an enum, a nested list, a type with to_json) becomes an nlohmann::json
-// of that one value, as before.
+// an edri::Status (its code, as its to_json writes it), booleans, null and
+// strings are written here; anything else (a double, an enum, a nested
+// list, a type with to_json) becomes an nlohmann::json of that one value,
+// as before. Every constructor but the last is a template, so that a
+// braced value (`{"list", {1, 2}}`) can only mean an nlohmann::json.
 class JsonMember {
  public:
   using Value = std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, std::string_view, nlohmann::json>;
@@ -63,6 +67,8 @@ class JsonMember {
   JsonMember(json_text::Key key, N) : key_(key.text), value_(nullptr) {}
   template <json_text::Integer I>
   JsonMember(json_text::Key key, I value) : key_(key.text), value_(widen(value)) {}
+  template <std::same_as<Status> S>
+  JsonMember(json_text::Key key, S status) : key_(key.text), value_(std::int64_t{status.code}) {}
   template <json_text::Text S>
   JsonMember(json_text::Key key, const S& value) : key_(key.text), value_(std::string_view(value)) {}
   JsonMember(json_text::Key key, nlohmann::json value) : key_(key.text), value_(std::move(value)) {}
@@ -92,9 +98,9 @@ inline bool plain(std::string_view s) {
   return true;
 }
 
-// Anything else goes through nlohmann: the same escapes, and the same
-// type_error 316 for bytes that are not UTF-8.
-inline void append_string(std::string& out, std::string_view s) {
+// A string, key or value. Anything not plain goes through nlohmann: the
+// same escapes, and the same type_error 316 for bytes that are not UTF-8.
+inline void append(std::string& out, std::string_view s) {
   if (!plain(s)) {
     out += nlohmann::json(s).dump();
     return;
@@ -115,11 +121,10 @@ inline void append(std::string& out, std::nullptr_t) { out += "null"; }
 inline void append(std::string& out, bool b) { out += b ? "true" : "false"; }
 inline void append(std::string& out, std::int64_t n) { append_number(out, n); }
 inline void append(std::string& out, std::uint64_t n) { append_number(out, n); }
-inline void append(std::string& out, std::string_view s) { append_string(out, s); }
 inline void append(std::string& out, const nlohmann::json& j) { out += j.dump(); }
 
 inline void append_member(std::string& out, const JsonMember& m) {
-  append_string(out, m.key());
+  append(out, m.key());
   out += ':';
   std::visit([&out](const auto& v) { append(out, v); }, m.value());
 }

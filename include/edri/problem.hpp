@@ -1,6 +1,7 @@
 // RFC 9457 problem details as JSON text, written without a JSON library:
-// what the listener answers an HTTP error with, what a hop puts in the
-// envelope of a request it cannot pass on, what Response::problem makes.
+// what the listener answers an HTTP error with, and what a hop puts in the
+// envelope of a request it cannot pass on. (A handler's Response::problem
+// has a title of its own and keeps nlohmann's key order: json_members.hpp.)
 #pragma once
 
 #include <string>

@@ -65,6 +65,7 @@ TEST_CASE("a braced list of members is written as nlohmann wrote its DOM", "[jso
       {{"char", 'a'}, {"uchar", static_cast<unsigned char>(200)}, {"schar", static_cast<signed char>(-3)}});
   CHECK_SAME_AS_DOM({{"d", 1.0}, {"f", 0.1}, {"big", 1e300}, {"nan", std::nan("")}});
   CHECK_SAME_AS_DOM({{"colour", Colour::green}, {"point", Point{1, 2}}, {"status", edri::Status::NotFound}});
+  CHECK_SAME_AS_DOM({{"status", edri::Status(404)}, {"one", {edri::Status(201)}}});
   CHECK_SAME_AS_DOM({{"list", {1, 2, 3}}, {"object", {{"x", 1}}}, {"nested", nested}, {"empty", {}}});
   CHECK_SAME_AS_DOM({{"vector", std::vector<int>{1, 2}}, {"strings", std::vector<std::string>{"a", "b"}}});
   CHECK_SAME_AS_DOM({{"only", 1}});
@@ -130,6 +131,7 @@ TEST_CASE("the status and content type of a braced list's answer", "[json]") {
 static_assert(std::is_same_v<decltype(pick({{"id", 1}, {"ok", true}})), Members>);
 static_assert(std::is_same_v<decltype(pick({{"id", 1}}, edri::Status::Created)), Members>);
 static_assert(std::is_same_v<decltype(pick({{"list", {1, 2}}, {"n", nullptr}})), Members>);
+static_assert(std::is_same_v<decltype(pick({{"status", edri::Status(404)}, {"one", {404}}})), Members>);
 static_assert(std::is_same_v<decltype(pick({1, 2, 3})), Dom>);
 static_assert(std::is_same_v<decltype(pick({"a", "b"})), Dom>);
 static_assert(std::is_same_v<decltype(pick({{"a", 1}, {2, 3}})), Dom>);
