@@ -19,6 +19,10 @@ using transport::Topology;
 
 namespace {
 
+std::chrono::nanoseconds learn_period(std::chrono::nanoseconds timeout) {
+  return std::clamp<std::chrono::nanoseconds>(timeout / 2, std::chrono::milliseconds(10), std::chrono::seconds(1));
+}
+
 std::vector<transport::Outbox*> listener_outboxes(ProcessLoop& loop) {
   std::vector<transport::Outbox*> out;
   for (std::uint32_t i = 0; i < loop.topology().listeners(); ++i)
@@ -40,6 +44,8 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
                expire();
                arm_deadline_timer();
              }),
+      learn_every_(learn_period(timeout_)),
+      learn_timer_(loop.events(), [this] { learn(); }),
       lost_watch_(loop,
                   [this] {
                     drain_listeners();
@@ -61,9 +67,17 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
   loop.on_peer_death([this](std::uint32_t slot) {
     if (slot != Topology::kRouter) return;
     left_for_successor_.clear();
-    for_each_untaken_envelope(to_router_, [&](const env::EnvelopeHeader& h) {
+    auto untaken = [&](const env::EnvelopeHeader& h) {
       if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) left_for_successor_.insert(h.request_id);
-    });
+    };
+    for_each_untaken_envelope(to_router_, untaken);
+    // And what the listeners sent it themselves (0026).
+    for (std::uint32_t i = 0; i < loop_.topology().listeners(); ++i)
+      loop_.for_each_untaken_on(loop_.topology().listener_slot(i), Topology::kRouter,
+                                [&](std::span<const std::byte> rec) {
+                                  env::EnvelopeHeader h;
+                                  if (env::peek_header(rec, h) == env::DecodeError::None) untaken(h);
+                                });
     lost_watch_.died(slot);
   });
   pending_.reserve(4096);
@@ -73,6 +87,12 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
   };
   streams_.start_recovery();
   recovery_timer_.expires_after(std::chrono::seconds(2));
+  learn_timer_.expires_after(learn_every_);
+}
+
+void Broker::learn() {
+  drain_listeners();
+  learn_timer_.expires_after(learn_every_);
 }
 
 void Broker::on_stream_control(std::int32_t listener, const env::EnvelopeHeader& h, std::span<const std::byte> record) {
@@ -104,6 +124,7 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
       return;
     }
     if (h.event_type == env::kControlAnswered) return forget_answered(record);
+    if (h.event_type == env::kControlSent) return learn_sent(listener, record);
     if (env::is_stream_control(h.event_type)) return on_stream_control(listener, h, record);
     return on_control(h, record);
   }
@@ -121,11 +142,32 @@ void Broker::on_request(std::uint16_t listener, std::span<const std::byte> recor
       spdlog::error("listener {} channel full: a 503 was lost", listener);
     return;
   }
-  pending_.insert_or_assign(h.request_id, Pending{h, now});
+  track(h, now);
+}
+
+void Broker::learn_sent(std::uint16_t listener, std::span<const std::byte> record) {
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None) return;
+  env::for_each_item<env::EnvelopeHeader>(v.section(env::SectionType::Control), [&](const env::EnvelopeHeader& h) {
+    if (h.origin_listener != listener) return;
+    // Its deadline counts from when the listener sent it.
+    const auto sent = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(h.t0_ns));
+    track(h, h.t0_ns ? sent : std::chrono::steady_clock::now());
+  });
+}
+
+void Broker::track(const env::EnvelopeHeader& h, std::chrono::steady_clock::time_point sent) {
+  pending_.insert_or_assign(h.request_id, Pending{h, sent});
   // Skip the ids already answered before queueing this one.
   while (!deadlines_.empty() && !pending_.count(deadlines_.front().second)) deadlines_.pop_front();
-  deadlines_.emplace_back(now + timeout_, h.request_id);
-  if (!timer_armed_) arm_deadline_timer();
+  // In deadline order: requests learned from several listeners' notices
+  // may come a little out of order, and then only from the back.
+  const auto deadline = sent + timeout_;
+  auto at = deadlines_.end();
+  while (at != deadlines_.begin() && std::prev(at)->first > deadline) --at;
+  const bool earliest = at == deadlines_.begin();
+  deadlines_.emplace(at, deadline, h.request_id);
+  if (!timer_armed_ || earliest) arm_deadline_timer();
 }
 
 void Broker::on_response(std::span<const std::byte> record) {
@@ -152,12 +194,19 @@ void Broker::on_response(std::span<const std::byte> record) {
   // A response whose request this broker does not know (it was answered 504
   // already, or it was sent before this broker restarted) still goes to its
   // listener, which drops it if the slot is no longer waiting.
-  if (!(h.flags & env::kFlagStreamPiece))
-    if (auto it = pending_.find(h.request_id); it != pending_.end()) pending_.erase(it);
   const auto listener = h.origin_listener;
   if (listener >= to_listener_.size()) {
     spdlog::error("dropping a response for unknown listener {}", listener);
     return;
+  }
+  if (!(h.flags & env::kFlagStreamPiece)) {
+    auto it = pending_.find(h.request_id);
+    if (it == pending_.end()) {
+      // Sent straight to the router, its notice may be unread yet.
+      loop_.catch_up_with(loop_.topology().listener_slot(listener));
+      it = pending_.find(h.request_id);
+    }
+    if (it != pending_.end()) pending_.erase(it);
   }
   const bool sent = to_listener_[listener]->emplace(
       record.size(),

@@ -9,7 +9,11 @@
 // A client's answer may also come from its manager straight to the
 // listener (docs/decisions/0016): the listener then says so
 // (kControlAnswered), and the broker reads what its listeners sent before
-// it decides that a request is late or lost.
+// it decides that a request is late or lost. A client's HTTP request goes
+// from its listener straight to the router (docs/decisions/0026): the
+// listener says so first (kControlSent), and the broker keeps it as if it
+// had passed it on, reading those notices at least every half timeout
+// (learn_period) so that every deadline is armed before it passes.
 // Live streams are ordered here too (StreamBook, docs/decisions/0018).
 // Answers are never refused for room; a push that cannot be queued closes
 // the connections that would miss it (kControlPushClose), never a silent
@@ -52,6 +56,10 @@ class Broker {
   };
 
   void on_request(std::uint16_t listener, std::span<const std::byte> record);
+  // kControlSent from a listener: these requests went to the router.
+  void learn_sent(std::uint16_t listener, std::span<const std::byte> record);
+  // Keeps request `h`, passed on at `sent`, until its answer or deadline.
+  void track(const envelope::EnvelopeHeader& h, std::chrono::steady_clock::time_point sent);
   void on_response(std::span<const std::byte> record);
   void on_control(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   // A live-stream control (codes 32..39) from listener `listener`, or from
@@ -75,6 +83,9 @@ class Broker {
   // come without a wake-up).
   void drain_listeners();
   void arm_deadline_timer();
+  // Reads the listeners' notices: requests they sent the router, answers
+  // they took, whether or not anything woke this broker.
+  void learn();
   void expire();
   // The router died: what was sent before and is still unanswered once its
   // successor has served for kLostAnswerGrace died with it (or with its
@@ -94,6 +105,10 @@ class Broker {
   std::vector<std::uint64_t> announced_;                                   // what the router was told
   EventLoop::Timer timer_;
   bool timer_armed_ = false;
+  // Half the timeout, between 10 ms and 1 s: a request is known before its
+  // deadline, and an idle broker wakes at most once a second for this.
+  std::chrono::nanoseconds learn_every_;
+  EventLoop::Timer learn_timer_;
   SuccessorWatch lost_watch_;
   std::unordered_set<std::uint64_t> left_for_successor_;    // request ids the dead router never took
   std::vector<std::vector<envelope::PushTarget>> targets_;  // scratch of push(), by listener

@@ -100,8 +100,11 @@ void StreamBook::apply(const env::StreamRecord& r) {
     }
     return;
   }
-  // A gap (revisions this broker never saw): followers start again from
-  // the state, as after a broker restart.
+  // A gap (revisions this broker never saw: the bucket keeps only the
+  // newest, and the watch fell behind it): followers start again from the
+  // state, as after a broker restart.
+  spdlog::info("stream {}: revisions {} to {} came as one state (a gap after {}): followers get a snapshot", r.name,
+               r.from + 1, r.revision, s.revision);
   s.state = std::move(value["state"]);
   s.revision = r.revision;
   s.ts = r.ts;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <utility>
 
 namespace edri::envelope {
 
@@ -59,6 +60,14 @@ inline constexpr std::uint64_t kControlPushClose = 23;
 // so the router and the broker drop them from their books. Sent without
 // a wake-up: read when the receiver next runs. Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
+// listener -> broker: these requests of clients went straight to the
+// router (docs/decisions/0026), so the broker keeps them as pending (their
+// deadlines, their 503 should the router die) as if it had passed them on.
+// Sent without a wake-up, like kControlAnswered, and before the request
+// itself, so that the broker can know it before anything the router
+// answers for it reaches the broker. Payload: the requests'
+// EnvelopeHeaders, as sent.
+inline constexpr std::uint64_t kControlSent = 25;
 
 // Live streams (docs/decisions/0018). Every payload is a StreamRecord
 // (stream_record.hpp); what its fields mean is said per code.
@@ -112,14 +121,21 @@ inline constexpr bool is_stream_control(std::uint64_t code) {
   return code >= kControlStreamPublish && code <= kControlStreamReplay;
 }
 
+// Calls f(item) for each T of a payload that is an array of them (the
+// request ids of kControlAnswered, the headers of kControlSent).
+template <class T, class F>
+void for_each_item(std::span<const std::byte> payload, F&& f) {
+  for (std::size_t at = 0; at + sizeof(T) <= payload.size(); at += sizeof(T)) {
+    T item;
+    std::memcpy(&item, payload.data() + at, sizeof item);
+    f(item);
+  }
+}
+
 // Calls f(id) for each request id of a kControlAnswered payload.
 template <class F>
 void for_each_answered(std::span<const std::byte> payload, F&& f) {
-  for (std::size_t at = 0; at + sizeof(std::uint64_t) <= payload.size(); at += sizeof(std::uint64_t)) {
-    std::uint64_t id;
-    std::memcpy(&id, payload.data() + at, sizeof id);
-    f(id);
-  }
+  for_each_item<std::uint64_t>(payload, std::forward<F>(f));
 }
 
 // origin_stream of a control that expects no answer.

@@ -222,6 +222,7 @@ class EnvelopeWriter {
   EnvelopeWriter& key_values(SectionType type, const Range& range, Key key, Value value);
 
   std::size_t size() const { return size_; }
+  const EnvelopeHeader& header() const { return header_; }
   // Writes exactly size() bytes to out.
   void write(std::byte* out) const;
 

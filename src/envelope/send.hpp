@@ -21,22 +21,35 @@ namespace edri::envelope {
       w.size(), [&](std::byte* p) { w.write(p); }, admission);
 }
 
-// Queues kControlAnswered notices for `ids` into `out` without waking its
-// consumer (Outbox::emplace_quiet), as many ids per record as fit.
-// `reply_to`: who asked them (0: clients, through the broker).
-inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t> ids, std::uint16_t origin_listener,
-                          std::uint16_t reply_to = 0) {
-  auto h = make_header(Kind::Control, kControlAnswered, 0);
+// Queues the control `code` about `items` into `out` without waking its
+// consumer (Outbox::emplace_quiet), as many items per record as fit.
+template <class T>
+void send_quietly(transport::Outbox& out, std::uint64_t code, std::span<const T> items, std::uint16_t origin_listener,
+                  std::uint16_t reply_to = 0) {
+  auto h = make_header(Kind::Control, code, 0);
   h.origin_listener = origin_listener;
   h.reply_to = reply_to;
-  const std::size_t per_record = std::max<std::size_t>(1, (out.max_record() - 512) / sizeof(std::uint64_t));
-  while (!ids.empty()) {
-    const auto batch = ids.first(std::min(per_record, ids.size()));
-    ids = ids.subspan(batch.size());
+  const std::size_t per_record = std::max<std::size_t>(1, (out.max_record() - 512) / sizeof(T));
+  while (!items.empty()) {
+    const auto batch = items.first(std::min(per_record, items.size()));
+    items = items.subspan(batch.size());
     EnvelopeWriter w(h);
     w.raw(SectionType::Control, std::as_bytes(batch));
     (void)out.emplace_quiet(w.size(), [&](std::byte* p) { w.write(p); });
   }
+}
+
+// Queues kControlAnswered notices for `ids` into `out` without waking its
+// consumer. `reply_to`: who asked them (0: clients, through the broker).
+inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t> ids, std::uint16_t origin_listener,
+                          std::uint16_t reply_to = 0) {
+  send_quietly(out, kControlAnswered, ids, origin_listener, reply_to);
+}
+
+// Queues kControlSent notices for `requests`, sent straight to the router,
+// into the broker's `out` without waking it.
+inline void send_sent(transport::Outbox& out, std::span<const EnvelopeHeader> requests, std::uint16_t origin_listener) {
+  send_quietly(out, kControlSent, requests, origin_listener);
 }
 
 }  // namespace edri::envelope

@@ -9,8 +9,11 @@ namespace edri::listener {
 
 namespace env = edri::envelope;
 
-EventSender::EventSender(transport::Outbox& to_broker, std::uint16_t listener_index)
-    : to_broker_(to_broker), index_(listener_index), next_request_(std::uint64_t{listener_index} << 48) {}
+EventSender::EventSender(transport::Outbox& to_broker, transport::Outbox& to_router, std::uint16_t listener_index)
+    : to_broker_(to_broker),
+      to_router_(to_router),
+      index_(listener_index),
+      next_request_(std::uint64_t{listener_index} << 48) {}
 
 env::EnvelopeHeader EventSender::origin_header(const Connection& c, env::Kind kind, std::uint64_t type,
                                                std::uint32_t seq) {
@@ -27,6 +30,14 @@ env::EnvelopeHeader EventSender::origin_header(const Connection& c, env::Kind ki
 
 bool EventSender::send(const env::EnvelopeWriter& w, transport::Admission admission) {
   return env::send(to_broker_, w, admission);
+}
+
+bool EventSender::send_request(const env::EnvelopeWriter& w) {
+  const auto& h = w.header();
+  env::send_sent(to_broker_, std::span(&h, 1), index_);
+  if (env::send(to_router_, w)) return true;
+  env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
+  return false;
 }
 
 bool EventSender::send_control(const Connection& c, std::uint64_t code, std::uint32_t seq,

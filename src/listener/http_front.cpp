@@ -304,7 +304,7 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
   transport::BlobLease blob;
   std::string upload_section;
   if (!add_body(w, ex, seq, req, blob, upload_section)) return;
-  if (sender_.send(w))
+  if (sender_.send_request(w))
     (void)blob.take();  // the manager frees it
   else
     answers_.problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");

@@ -49,7 +49,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                    int listen_fd, int unix_fd)
     : loop_(loop),
       config_(config),
-      sender_(loop.outbox_to(transport::Topology::kBroker), index),
+      sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter), index),
       tls_(config.ssl_certificate.empty() ? nullptr
                                           : std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key)),
       cors_(make_cors(config)),

@@ -31,6 +31,10 @@ Router::Router(ProcessLoop& loop, const Config& config)
     loop.on_records_from(slot, [this, j](std::span<const std::byte> rec) { on_manager(j, rec); });
   }
   loop.on_records_from(Topology::kBroker, [this](std::span<const std::byte> rec) { on_broker(rec); });
+  // Clients' requests straight from the listeners (0026), read after the
+  // broker's ring in every batch.
+  for (std::uint32_t i = 0; i < topo.listeners(); ++i)
+    loop.on_records_from(topo.listener_slot(i), [this](std::span<const std::byte> rec) { on_listener(rec); });
   loop.on_peer_death([this](std::uint32_t slot) {
     const auto& t = loop_.topology();
     if (t.is_destination(slot)) on_manager_death(slot - t.manager_slot(0));
@@ -86,6 +90,16 @@ void Router::on_broker(std::span<const std::byte> record) {
   const auto body = v.section(env::SectionType::Control);
   push_events_.resize(body.size() / sizeof(std::uint64_t));
   if (!push_events_.empty()) std::memcpy(push_events_.data(), body.data(), push_events_.size() * sizeof(std::uint64_t));
+}
+
+void Router::on_listener(std::span<const std::byte> record) {
+  env::EnvelopeHeader h;
+  if (env::peek_header(record, h) != env::DecodeError::None ||
+      h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.reply_to != 0) {
+    spdlog::error("dropping an envelope from a listener that is not a client's request");
+    return;
+  }
+  on_request(record);
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {

@@ -6,7 +6,8 @@
 // notifications other instances want; what it brings from them comes in
 // like what a manager sends.
 // Managers subscribe when they start (a control envelope listing their
-// event type ids). Requests go to a subscriber; responses go back to the
+// event type ids). Requests (from the broker, and clients' HTTP requests
+// straight from the listeners, docs/decisions/0026) go to a subscriber; responses go back to the
 // broker, or, for clients' requests, straight from the manager to the
 // listener, the router told afterwards (kControlAnswered, 0016). Until every manager has subscribed once, requests for
 // events nobody handles yet are held (bounded), so the first requests after start do not fail. Requests for a domain
@@ -41,6 +42,10 @@ class Router {
   };
 
   void on_broker(std::span<const std::byte> record);
+  // A client's request that a listener sent here itself (0026): routed as
+  // the broker's are; what the router answers for it goes through the
+  // broker, which was told of it.
+  void on_listener(std::span<const std::byte> record);
   void on_request(std::span<const std::byte> record);
   void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   // A notification of `type` that WebSocket clients want did not reach the

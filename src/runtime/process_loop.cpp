@@ -76,16 +76,18 @@ transport::Outbox& ProcessLoop::outbox_to(std::uint32_t consumer_slot) {
   return *outboxes_[consumer_slot];
 }
 
+std::size_t ProcessLoop::drain_batch(Inbound& in) {
+  auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); }, kBatchRecords);
+  if (r.corrupt) spdlog::error("corrupt record in channel from slot {}: rest of the batch dropped", in.producer_slot);
+  // The producer may be between setting its flag and sleeping: ring it
+  // whatever its flag says (rare path).
+  if (r.wake_producer) in.producer.ring();
+  return r.records;
+}
+
 std::size_t ProcessLoop::drain_inbound() {
   std::size_t total = 0;
-  for (auto& in : inbound_) {
-    auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); }, 1024);
-    total += r.records;
-    if (r.corrupt) spdlog::error("corrupt record in channel from slot {}: rest of the batch dropped", in.producer_slot);
-    // The producer may be between setting its flag and sleeping: ring it
-    // whatever its flag says (rare path).
-    if (r.wake_producer) in.producer.ring();
-  }
+  for (auto& in : inbound_) total += drain_batch(in);
   return total;
 }
 
@@ -118,6 +120,13 @@ void ProcessLoop::drain_from(std::uint32_t producer_slot) {
       if (r.records == 0) break;
     }
   }
+}
+
+void ProcessLoop::catch_up_with(std::uint32_t producer_slot) {
+  for (auto& in : inbound_)
+    if (in.producer_slot == producer_slot)
+      while (drain_batch(in) == kBatchRecords) {
+      }
 }
 
 bool ProcessLoop::inbound_empty() const {

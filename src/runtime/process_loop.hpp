@@ -9,6 +9,7 @@
 // per message.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -62,6 +63,18 @@ class ProcessLoop {
   // Handles every record waiting from `producer_slot` now (a dead
   // producer's last words, before deciding what it left unanswered).
   void drain_from(std::uint32_t producer_slot);
+  // Handles what `producer_slot` has sent so far, one batch, out of turn
+  // (a notice it wrote before a record that just came from elsewhere).
+  void catch_up_with(std::uint32_t producer_slot);
+  // Calls f(record) for each record on the channel from `producer_slot` to
+  // `consumer_slot` that the consumer, dead, never took: on a channel this
+  // process only watches, those its successor will take.
+  template <class F>
+  void for_each_untaken_on(std::uint32_t producer_slot, std::uint32_t consumer_slot, F&& f) const {
+    const auto producer = segment_.producer(topology_.channel(producer_slot, consumer_slot));
+    std::atomic_thread_fence(std::memory_order_acquire);  // what the producer wrote before its tail
+    producer.for_each_untaken(f);
+  }
 
   void run();
   void stop() { stopped_ = true; }
@@ -78,6 +91,10 @@ class ProcessLoop {
     std::uint32_t producer_slot;
   };
 
+  // At most this many records from one channel per turn, so that one busy
+  // producer cannot starve the others.
+  static constexpr std::size_t kBatchRecords = 1024;
+  std::size_t drain_batch(Inbound& in);
   std::size_t drain_inbound();
   void check_deaths();
   bool inbound_empty() const;

@@ -30,6 +30,7 @@ class ChannelProducer {
   bool try_push(std::span<const std::byte> payload, std::uint32_t tag = 0);
 
   std::size_t max_record() const { return max_record_bytes(ring_bytes_); }
+  std::size_t ring_bytes() const { return ring_bytes_; }
   // Bytes written and not yet consumed, as last seen (for metrics).
   std::uint64_t depth() const;
 

@@ -11,6 +11,7 @@
 // sleeps.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -69,12 +70,17 @@ class Outbox {
 
   // An answer its consumer needs only when it next runs (a notice that
   // keeps its books, never a reason to wake it): queued like any answer,
-  // without ringing the consumer's doorbell for it.
+  // without ringing the consumer's doorbell for it, until kQuietBytes (or a
+  // quarter of a smaller ring) are unread. A consumer that nothing else
+  // wakes would otherwise let notices fill its ring; past that it is woken
+  // to read them: one wake-up per few hundred notices, each batch short.
+  static constexpr std::size_t kQuietBytes = 64 * 1024;
   template <class Fill>
   [[nodiscard]] bool emplace_quiet(std::size_t n, Fill&& fill) {
     const bool dirty = dirty_;
     const bool queued = emplace(n, std::forward<Fill>(fill), Admission::Answer);
-    dirty_ = dirty;
+    const std::size_t quiet_bytes = std::min(kQuietBytes, producer_.ring_bytes() / 4);
+    dirty_ = dirty || !overflow_.empty() || producer_.depth() > quiet_bytes;
     return queued;
   }
 

@@ -13,9 +13,12 @@
 //
 // Channels: listener <-> broker, broker <-> router, router <-> manager,
 // router <-> switch, one ring per direction; manager -> switch for the
-// answers to other instances; and, where listeners x managers is at most
+// answers to other instances; where listeners x managers is at most
 // kMaxAnswerChannels, manager (and switch) -> listener for answers that
-// skip the router and broker on their way back (docs/decisions/0016).
+// skip the router and broker on their way back (docs/decisions/0016); and
+// listener -> router for clients' requests that skip the broker on their
+// way there, the broker told without a wake-up (docs/decisions/0026).
+// Each kind is appended after the ones before, so their numbers never move.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +80,7 @@ class Topology {
     // A manager answers what another instance asked straight to the switch.
     if (has_switch)
       for (std::uint32_t j = 0; j < managers; ++j) channels_.push_back({manager_slot(j), switch_slot()});
+    for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({listener_slot(i), kRouter});
   }
 
   // Whether managers (and the switch) answer listeners on channels of

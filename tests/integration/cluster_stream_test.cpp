@@ -151,8 +151,15 @@ TEST_CASE("a live stream published through two instances has one order, and ever
   read_until(on_b, held_b, {{"room:1", kTotal}});
   CHECK(held_a.views["room:1"].state == on_a_now["state"]);
   CHECK(held_b.views["room:1"].state == on_a_now["state"]);
-  CHECK(held_a.views["room:1"].snapshots == 1);
-  CHECK(held_b.views["room:1"].snapshots == 1);
+  // Contiguous from the first snapshot, or (a subscriber further behind
+  // than the server keeps, streams.md) from a fresh one: here only where
+  // that instance's broker saw revisions come as one state, its watch of
+  // the bucket (which keeps the newest revision only) having fallen behind.
+  for (auto [held, instance] : {std::pair{&held_a, &a}, std::pair{&held_b, &b}}) {
+    const bool gap = instance->log().find("came as one state") != std::string::npos;
+    INFO("the broker saw a gap: " << gap);
+    CHECK(held->views["room:1"].snapshots == (gap ? 2 : 1));
+  }
 }
 
 TEST_CASE("a broker restarted on one instance learns every stream again, followed or not", "[cluster][streams]") {

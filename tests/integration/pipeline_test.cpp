@@ -75,6 +75,51 @@ TEST_CASE("answers go from the manager straight to the listener while the broker
 }
 
 namespace {
+// How often `pid` has gone to sleep so far (voluntary context switches).
+long sleeps(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(line.find(':') + 1));
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a client's request goes straight to the router: the broker is not woken for it, yet keeps its deadline",
+          "[pipeline][alone]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.6"}});
+  HttpClient c(server.port(), 10000);
+  REQUIRE(c.get("/hello/warm").status == 200);
+  const pid_t broker = server.child("broker");
+  const long before = sleeps(broker);
+  REQUIRE(before >= 0);
+  constexpr int kRequests = 300;
+  for (int i = 0; i < kRequests; ++i) REQUIRE(c.get("/hello/n" + std::to_string(i)).status == 200);
+  // Through the broker each request woke it; now it wakes to read the
+  // listener's notices: every 0.3 s, and per 64 KiB of them.
+  const long woken = sleeps(broker) - before;
+  INFO("broker woken " << woken << " times for " << kRequests << " requests");
+  CHECK(woken < kRequests / 5);
+  // It knew of each: none of them is called late, and a handler that
+  // outlives the timeout is answered 504 by the broker at its deadline.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = c.get("/sleep/1200");
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(r.status == 504);
+  CHECK(waited >= std::chrono::milliseconds(550));
+  CHECK(waited < std::chrono::milliseconds(1500));
+  CHECK(server.log().find("got no answer in time: 504") != std::string::npos);
+  // The handler's own answer comes later and is dropped: one 504 only.
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  const auto log = server.log();
+  std::size_t late = 0;
+  for (auto at = log.find("got no answer in time"); at != std::string::npos;
+       at = log.find("got no answer in time", at + 1))
+    ++late;
+  CHECK(late == 1);
+}
+
+namespace {
 // CPU time (user + system) of `pid` so far, in clock ticks.
 long cpu_ticks(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");

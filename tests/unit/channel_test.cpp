@@ -195,12 +195,17 @@ TEST_CASE("managers answer listeners on rings of their own while the pairs are f
   using edri::transport::Topology;
   const Topology small(2, 3);
   CHECK(small.direct_answers());
-  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3);
+  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3 + 2);
   for (std::uint32_t j = 0; j < 3; ++j)
     for (std::uint32_t i = 0; i < 2; ++i) CHECK_NOTHROW(small.channel(small.manager_slot(j), small.listener_slot(i)));
-  CHECK_THROWS(small.channel(small.listener_slot(0), small.manager_slot(0)));  // requests still go through the broker
+  CHECK_THROWS(small.channel(small.listener_slot(0), small.manager_slot(0)));  // requests still go through the router
+  // A listener sends clients' requests to the router on a ring of its own,
+  // numbered after every channel that existed before (0026).
+  for (std::uint32_t i = 0; i < 2; ++i)
+    CHECK(small.channel(small.listener_slot(i), Topology::kRouter) == small.channels().size() - 2 + i);
   // Past kMaxAnswerChannels pairs, answers go back through the router.
   const Topology large(16, Topology::kMaxAnswerChannels / 16 + 1);
   CHECK_FALSE(large.direct_answers());
   CHECK_THROWS(large.channel(large.manager_slot(0), large.listener_slot(0)));
+  CHECK_NOTHROW(large.channel(large.listener_slot(15), Topology::kRouter));
 }

@@ -58,24 +58,55 @@ TEST_CASE("a record larger than a ring allows is refused at once", "[outbox]") {
   CHECK_FALSE(out.has_overflow());
 }
 
+namespace {
+// A 4096-byte ring whose consumer sleeps, its doorbell an eventfd.
+struct SleepingConsumer {
+  SegmentFixture f{4096};
+  int efd = ::eventfd(0, EFD_NONBLOCK);
+  Outbox out{f.segment.producer(0), Doorbell(&f.segment.doorbell(1), efd), 1000};
+  ChannelConsumer consumer = f.segment.consumer(0);
+  SleepingConsumer() { f.segment.doorbell(1).sleeping.store(1); }
+  ~SleepingConsumer() { ::close(efd); }
+  bool quiet(const std::vector<std::byte>& notice) {
+    return out.emplace_quiet(notice.size(), [&](std::byte* p) { std::memcpy(p, notice.data(), notice.size()); });
+  }
+  bool rung() {
+    std::uint64_t n = 0;
+    return ::read(efd, &n, sizeof n) == sizeof n;
+  }
+  std::size_t drain() {
+    std::size_t records = 0;
+    consumer.drain([&](std::span<const std::byte>, std::uint32_t) { ++records; });
+    return records;
+  }
+};
+}  // namespace
+
 TEST_CASE("a quiet record waits for its sleeping consumer without waking it and a later record wakes it for both",
           "[outbox]") {
-  SegmentFixture f(4096);
-  const int efd = ::eventfd(0, EFD_NONBLOCK);
-  Outbox out(f.segment.producer(0), Doorbell(&f.segment.doorbell(1), efd), 1000);
-  auto c = f.segment.consumer(0);
-  f.segment.doorbell(1).sleeping.store(1);
-  const std::vector<std::byte> notice(16, std::byte{7});
-  CHECK(out.emplace_quiet(notice.size(), [&](std::byte* p) { std::memcpy(p, notice.data(), notice.size()); }));
-  CHECK_FALSE(out.notify());
-  std::uint64_t rung = 0;
-  CHECK(::read(efd, &rung, sizeof rung) == -1);  // nothing rang
-  CHECK_FALSE(c.empty());
-  CHECK(out.push(std::vector<std::byte>(8)));
-  CHECK(out.notify());
-  CHECK(::read(efd, &rung, sizeof rung) == sizeof rung);
-  std::size_t records = 0;
-  c.drain([&](std::span<const std::byte>, std::uint32_t) { ++records; });
-  CHECK(records == 2);
-  ::close(efd);
+  SleepingConsumer s;
+  CHECK(s.quiet(std::vector<std::byte>(16, std::byte{7})));
+  CHECK_FALSE(s.out.notify());
+  CHECK_FALSE(s.rung());  // nothing rang
+  CHECK_FALSE(s.consumer.empty());
+  CHECK(s.out.push(std::vector<std::byte>(8)));
+  CHECK(s.out.notify());
+  CHECK(s.rung());
+  CHECK(s.drain() == 2);
+}
+
+TEST_CASE("quiet records wake their sleeping consumer once a quarter of the ring is unread", "[outbox]") {
+  SleepingConsumer s;
+  const std::vector<std::byte> notice(100, std::byte{7});
+  // A record of 100 bytes takes 112 of the ring: nine stay under 1024.
+  for (int i = 0; i < 9; ++i) REQUIRE(s.quiet(notice));
+  CHECK_FALSE(s.out.notify());
+  CHECK_FALSE(s.rung());
+  REQUIRE(s.quiet(notice));  // the tenth passes a quarter of 4096
+  CHECK(s.out.notify());
+  CHECK(s.rung());
+  // Read, the ring is shallow again: quiet once more.
+  CHECK(s.drain() == 10);
+  REQUIRE(s.quiet(notice));
+  CHECK_FALSE(s.out.notify());
 }
