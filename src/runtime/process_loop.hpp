@@ -63,8 +63,9 @@ class ProcessLoop {
   // Handles every record waiting from `producer_slot` now (a dead
   // producer's last words, before deciding what it left unanswered).
   void drain_from(std::uint32_t producer_slot);
-  // Handles what `producer_slot` has sent so far, one batch, out of turn
-  // (a notice it wrote before a record that just came from elsewhere).
+  // Handles what `producer_slot` has sent so far, out of turn (a notice it
+  // wrote before a record that just came from elsewhere), batch after
+  // batch until a batch is not full.
   void catch_up_with(std::uint32_t producer_slot);
   // Calls f(record) for each record on the channel from `producer_slot` to
   // `consumer_slot` that the consumer, dead, never took: on a channel this
