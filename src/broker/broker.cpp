@@ -73,11 +73,7 @@ Broker::Broker(ProcessLoop& loop, const Config& config)
     for_each_untaken_envelope(to_router_, untaken);
     // And what the listeners sent it themselves (0026).
     for (std::uint32_t i = 0; i < loop_.topology().listeners(); ++i)
-      loop_.for_each_untaken_on(loop_.topology().listener_slot(i), Topology::kRouter,
-                                [&](std::span<const std::byte> rec) {
-                                  env::EnvelopeHeader h;
-                                  if (env::peek_header(rec, h) == env::DecodeError::None) untaken(h);
-                                });
+      for_each_untaken_envelope(loop_.watched_channel(loop_.topology().listener_slot(i), Topology::kRouter), untaken);
     lost_watch_.died(slot);
   });
   pending_.reserve(4096);
@@ -203,7 +199,7 @@ void Broker::on_response(std::span<const std::byte> record) {
     auto it = pending_.find(h.request_id);
     if (it == pending_.end()) {
       // Sent straight to the router, its notice may be unread yet.
-      loop_.catch_up_with(loop_.topology().listener_slot(listener));
+      loop_.drain_from(loop_.topology().listener_slot(listener));
       it = pending_.find(h.request_id);
     }
     if (it != pending_.end()) pending_.erase(it);

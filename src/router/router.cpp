@@ -65,7 +65,7 @@ void Router::on_broker(std::span<const std::byte> record) {
       spdlog::error("a stream answer for slot {} was lost", h.reply_to);
     return;
   }
-  if (h.kind != static_cast<std::uint8_t>(env::Kind::Control)) return on_request(record);
+  if (h.kind != static_cast<std::uint8_t>(env::Kind::Control)) return on_request(h, record);
   if (h.event_type == env::kControlStreamCredit || h.event_type == env::kControlStreamCancel) {
     // To the manager that streams the answer (its slot is in reply_to).
     const auto& topo = loop_.topology();
@@ -99,7 +99,7 @@ void Router::on_listener(std::span<const std::byte> record) {
     spdlog::error("dropping an envelope from a listener that is not a client's request");
     return;
   }
-  on_request(record);
+  on_request(h, record);
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
@@ -110,12 +110,7 @@ transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
   return to_broker_;
 }
 
-void Router::on_request(std::span<const std::byte> record) {
-  env::EnvelopeHeader h;
-  if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
-    spdlog::error("dropping a malformed envelope: {}", env::to_string(e));
-    return;
-  }
+void Router::on_request(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
   auto it = routes_.find(h.event_type);
   if (it == routes_.end() || it->second.managers.empty()) {
     if (subscribed_count_ < subscribed_.size() && held_bytes_ + record.size() <= held_limit_) {
@@ -296,7 +291,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       }
       return;
     }
-    case env::Kind::Request: return on_request(record);
+    case env::Kind::Request: return on_request(h, record);
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
       // A streamed answer's pieces after its head are not answers.
@@ -350,7 +345,10 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
     auto held = std::move(held_);
     held_.clear();
     held_bytes_ = 0;
-    for (const auto& rec : held) on_request(rec);
+    for (const auto& rec : held) {
+      env::EnvelopeHeader h;
+      if (env::peek_header(rec, h) == env::DecodeError::None) on_request(h, rec);
+    }
   }
 }
 

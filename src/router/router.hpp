@@ -46,7 +46,8 @@ class Router {
   // the broker's are; what the router answers for it goes through the
   // broker, which was told of it.
   void on_listener(std::span<const std::byte> record);
-  void on_request(std::span<const std::byte> record);
+  // A request whose header the caller has read already.
+  void on_request(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   // A notification of `type` that WebSocket clients want did not reach the
   // broker: it closes their connections (kControlPushesLost).

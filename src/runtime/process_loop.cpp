@@ -113,16 +113,6 @@ void ProcessLoop::check_deaths() {
 }
 
 void ProcessLoop::drain_from(std::uint32_t producer_slot) {
-  for (auto& in : inbound_) {
-    if (in.producer_slot != producer_slot) continue;
-    while (!in.consumer.empty()) {
-      const auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); });
-      if (r.records == 0) break;
-    }
-  }
-}
-
-void ProcessLoop::catch_up_with(std::uint32_t producer_slot) {
   for (auto& in : inbound_)
     if (in.producer_slot == producer_slot)
       while (drain_batch(in) == kBatchRecords) {

@@ -60,21 +60,18 @@ class ProcessLoop {
   // counted it and rang our doorbell), before anything it handled is
   // answered by its successor: the caller answers for what died with it.
   void on_peer_death(std::function<void(std::uint32_t slot)> hook);
-  // Handles every record waiting from `producer_slot` now (a dead
-  // producer's last words, before deciding what it left unanswered).
+  // Handles what `producer_slot` has sent so far, out of turn, batch after
+  // batch until a batch is not full: a dead producer's last words before
+  // deciding what it left unanswered, or the notices a live one wrote
+  // before a record that just came from elsewhere.
   void drain_from(std::uint32_t producer_slot);
-  // Handles what `producer_slot` has sent so far, out of turn (a notice it
-  // wrote before a record that just came from elsewhere), batch after
-  // batch until a batch is not full.
-  void catch_up_with(std::uint32_t producer_slot);
-  // Calls f(record) for each record on the channel from `producer_slot` to
-  // `consumer_slot` that the consumer, dead, never took: on a channel this
-  // process only watches, those its successor will take.
-  template <class F>
-  void for_each_untaken_on(std::uint32_t producer_slot, std::uint32_t consumer_slot, F&& f) const {
-    const auto producer = segment_.producer(topology_.channel(producer_slot, consumer_slot));
+  // The channel from `producer_slot` to `consumer_slot`, which this
+  // process only watches, as its producer last published it: to read what
+  // its dead consumer never took (for_each_untaken), never to write.
+  transport::ChannelProducer watched_channel(std::uint32_t producer_slot, std::uint32_t consumer_slot) const {
+    auto producer = segment_.producer(topology_.channel(producer_slot, consumer_slot));
     std::atomic_thread_fence(std::memory_order_acquire);  // what the producer wrote before its tail
-    producer.for_each_untaken(f);
+    return producer;
   }
 
   void run();

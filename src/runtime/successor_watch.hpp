@@ -75,10 +75,12 @@ class SuccessorWatch {
 inline constexpr std::string_view kLostWithProcess =
     "a process this request went through stopped; it is being restarted, retry";
 
-// Calls f(header) for each envelope in `out` that its dead consumer never
-// took: its successor handles those, so they are not lost with it.
-template <class F>
-void for_each_untaken_envelope(const transport::Outbox& out, F&& f) {
+// Calls f(header) for each envelope in `out` (an Outbox, or a channel this
+// process only watches: ProcessLoop::watched_channel) that its dead
+// consumer never took: its successor handles those, so they are not lost
+// with it.
+template <class Producer, class F>
+void for_each_untaken_envelope(const Producer& out, F&& f) {
   out.for_each_untaken([&](std::span<const std::byte> rec) {
     envelope::EnvelopeHeader h;
     if (envelope::peek_header(rec, h) == envelope::DecodeError::None) f(h);

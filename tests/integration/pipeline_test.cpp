@@ -74,17 +74,6 @@ TEST_CASE("answers go from the manager straight to the listener while the broker
   CHECK(eventually([&] { return http_get(server.port(), "/hello/again").status == 200; }));
 }
 
-namespace {
-// How often `pid` has gone to sleep so far (voluntary context switches).
-long sleeps(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(line.find(':') + 1));
-  return -1;
-}
-}  // namespace
-
 TEST_CASE("a client's request goes straight to the router: the broker is not woken for it, yet keeps its deadline",
           "[pipeline][alone]") {
   ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.6"}});

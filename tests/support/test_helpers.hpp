@@ -40,25 +40,28 @@ inline bool has_shape(std::string_view s, std::string_view pattern) {
   return true;
 }
 
-// Threads of a process, from /proc/<pid>/status (-1 if it is gone).
-inline int thread_count(int pid) {
+// The number after `field` (with its colon) in /proc/<pid>/status (-1 if
+// the process is gone).
+inline long status_field(int pid, std::string_view field) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    if (line.size() > field.size() && line.compare(0, field.size(), field) == 0 && line[field.size()] == ':')
+      return std::stol(line.substr(field.size() + 1));
   return -1;
 }
+
+// Threads of a process (-1 if it is gone).
+inline int thread_count(int pid) { return static_cast<int>(status_field(pid, "Threads")); }
+
+// How often a process has gone to sleep so far: its voluntary context
+// switches (-1 if it is gone).
+inline long sleeps(int pid) { return status_field(pid, "voluntary_ctxt_switches"); }
+
+// Resident memory of a process in kB (-1 if it is gone).
+inline long rss_kb(int pid) { return status_field(pid, "VmRSS"); }
 
 // A temporary folder, removed with everything in it when the test ends.
-// Resident memory of a process in kB (-1 if it is gone).
-inline long rss_kb(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
