@@ -261,8 +261,12 @@ TEST_CASE("gRPC: grpc-timeout is the event's deadline, seen by its handler, and 
   const json r = run_scenario(server.port(), "budget");
   INFO(r.dump(2));
   CHECK(r["with"]["body"]["deadline"] == true);
-  CHECK(r["with"]["body"]["left_ms"].get<int>() > 0);
-  CHECK(r["with"]["body"]["left_ms"].get<int>() <= 5000);
+  // The client's timeout was 5 s. grpcio may send a little more: gRPC core
+  // counts it from a cached clock and rounds it up to three significant
+  // figures, so 5.001 s goes as "5010m" and a handler has seen 5009 ms left.
+  // What is checked is that the handler sees the client's timeout.
+  CHECK(r["with"]["body"]["left_ms"].get<int>() > 4000);
+  CHECK(r["with"]["body"]["left_ms"].get<int>() <= 5100);
   CHECK(r["without"]["body"]["deadline"] == false);
   // The create waited behind an 800 ms handler, past its 200 ms: the
   // client got DEADLINE_EXCEEDED, and the manager did not run it.
