@@ -198,7 +198,8 @@ void Broker::on_response(std::span<const std::byte> record) {
   if (!(h.flags & env::kFlagStreamPiece)) {
     auto it = pending_.find(h.request_id);
     if (it == pending_.end()) {
-      // Sent straight to the router, its notice may be unread yet.
+      // Sent straight to the router or its manager, its notice may be
+      // unread yet.
       loop_.drain_from(loop_.topology().listener_slot(listener));
       it = pending_.find(h.request_id);
     }
@@ -435,7 +436,10 @@ void Broker::arm_deadline_timer() {
 void Broker::answer_lost() {
   std::size_t lost = 0;
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.sent > lost_watch_.died_at() || left_for_successor_.count(it->first)) {
+    // One its listener sent straight to its manager (0027) never was the
+    // router's: its answer comes as if the router had not died.
+    if (it->second.sent > lost_watch_.died_at() || left_for_successor_.count(it->first) ||
+        (it->second.request.flags & env::kFlagDirect)) {
       ++it;
       continue;
     }

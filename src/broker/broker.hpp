@@ -10,10 +10,11 @@
 // listener (docs/decisions/0016): the listener then says so
 // (kControlAnswered), and the broker reads what its listeners sent before
 // it decides that a request is late or lost. A client's HTTP request goes
-// from its listener straight to the router (docs/decisions/0026): the
-// listener says so first (kControlSent), and the broker keeps it as if it
-// had passed it on, reading those notices at least every half timeout
-// (learn_period) so that every deadline is armed before it passes.
+// from its listener straight to the router (docs/decisions/0026), or to
+// its manager (0027): the listener says so first (kControlSent), and the
+// broker keeps it as if it had passed it on, reading those notices at
+// least every half timeout (learn_period) so that every deadline is armed
+// before it passes.
 // Live streams are ordered here too (StreamBook, docs/decisions/0018).
 // Answers are never refused for room; a push that cannot be queued closes
 // the connections that would miss it (kControlPushClose), never a silent
@@ -89,7 +90,7 @@ class Broker {
   void expire();
   // The router died: what was sent before and is still unanswered once its
   // successor has served for kLostAnswerGrace died with it (or with its
-  // overflow): 503.
+  // overflow): 503. Not what went straight to its manager (kFlagDirect).
   void answer_lost();
 
   ProcessLoop& loop_;

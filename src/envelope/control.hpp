@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <utility>
+
+#include "envelope/envelope.hpp"
 
 namespace edri::envelope {
 
@@ -61,13 +64,27 @@ inline constexpr std::uint64_t kControlPushClose = 23;
 // a wake-up: read when the receiver next runs. Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
 // listener -> broker: these requests of clients went straight to the
-// router (docs/decisions/0026), so the broker keeps them as pending (their
-// deadlines, their 503 should the router die) as if it had passed them on.
-// Sent without a wake-up, like kControlAnswered, and before the request
-// itself, so that the broker can know it before anything the router
-// answers for it reaches the broker. Payload: the requests'
-// EnvelopeHeaders, as sent.
+// router (docs/decisions/0026) or to their managers (0027, kFlagDirect),
+// so the broker keeps them as pending (their deadlines, their 503 should
+// the router die) as if it had passed them on. Sent without a wake-up,
+// like kControlAnswered, and before the request itself, so that the broker
+// can know it before anything answered for it reaches the broker.
+// Payload: the requests' EnvelopeHeaders, as sent.
 inline constexpr std::uint64_t kControlSent = 25;
+// listener -> router: these requests of clients went straight to their
+// managers (docs/decisions/0027), so the router keeps them as in flight
+// there, for their 503 should the manager die with them. Sent without a
+// wake-up and before the request itself. Payload: RoutedRequests.
+inline constexpr std::uint64_t kControlRouted = 26;
+
+// An item of kControlRouted: a request, as sent, and the manager (its
+// index among the managers) it was sent to.
+struct RoutedRequest {
+  EnvelopeHeader request;
+  std::uint32_t manager;
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(RoutedRequest) == 96 && std::is_trivially_copyable_v<RoutedRequest>);
 
 // Live streams (docs/decisions/0018). Every payload is a StreamRecord
 // (stream_record.hpp); what its fields mean is said per code.

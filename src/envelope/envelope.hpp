@@ -54,6 +54,11 @@ enum Flags : std::uint16_t {
   // On a response: a hop's problem (send_problem), not a handler's answer.
   // A gRPC Call ends with a gRPC status for these (docs/grpc.md).
   kFlagProblem = 1u << 7,
+  // On a client's request: its listener sent it straight to its manager
+  // (docs/decisions/0027), telling the router by a notice (kControlRouted).
+  // The router's death loses nothing of it: its answer and the books of
+  // its crash answer do not pass there.
+  kFlagDirect = 1u << 8,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.
@@ -223,6 +228,7 @@ class EnvelopeWriter {
 
   std::size_t size() const { return size_; }
   const EnvelopeHeader& header() const { return header_; }
+  EnvelopeHeader& header() { return header_; }  // its flags may change until written
   // Writes exactly size() bytes to out.
   void write(std::byte* out) const;
 

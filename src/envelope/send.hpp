@@ -46,10 +46,17 @@ inline void send_answered(transport::Outbox& out, std::span<const std::uint64_t>
   send_quietly(out, kControlAnswered, ids, origin_listener, reply_to);
 }
 
-// Queues kControlSent notices for `requests`, sent straight to the router,
-// into the broker's `out` without waking it.
+// Queues kControlSent notices for `requests`, sent straight to the router
+// or to their managers, into the broker's `out` without waking it.
 inline void send_sent(transport::Outbox& out, std::span<const EnvelopeHeader> requests, std::uint16_t origin_listener) {
   send_quietly(out, kControlSent, requests, origin_listener);
+}
+
+// Queues kControlRouted notices for `requests`, sent straight to their
+// managers, into the router's `out` without waking it.
+inline void send_routed(transport::Outbox& out, std::span<const RoutedRequest> requests,
+                        std::uint16_t origin_listener) {
+  send_quietly(out, kControlRouted, requests, origin_listener);
 }
 
 }  // namespace edri::envelope

@@ -9,9 +9,12 @@ namespace edri::listener {
 
 namespace env = edri::envelope;
 
-EventSender::EventSender(transport::Outbox& to_broker, transport::Outbox& to_router, std::uint16_t listener_index)
+EventSender::EventSender(transport::Outbox& to_broker, transport::Outbox& to_router,
+                         std::vector<transport::Outbox*> to_managers, DirectRoutes direct, std::uint16_t listener_index)
     : to_broker_(to_broker),
       to_router_(to_router),
+      to_managers_(std::move(to_managers)),
+      direct_(to_managers_.empty() ? DirectRoutes{} : std::move(direct)),
       index_(listener_index),
       next_request_(std::uint64_t{listener_index} << 48) {}
 
@@ -32,11 +35,26 @@ bool EventSender::send(const env::EnvelopeWriter& w, transport::Admission admiss
   return env::send(to_broker_, w, admission);
 }
 
-bool EventSender::send_request(const env::EnvelopeWriter& w) {
+bool EventSender::send_request(env::EnvelopeWriter& w) {
+  if (const auto manager = direct_.manager_for(w.header().event_type)) {
+    w.header().flags |= env::kFlagDirect;
+    return send_to_manager(w, *manager);
+  }
   const auto& h = w.header();
   env::send_sent(to_broker_, std::span(&h, 1), index_);
   if (env::send(to_router_, w)) return true;
   env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
+  return false;
+}
+
+bool EventSender::send_to_manager(const env::EnvelopeWriter& w, std::uint32_t manager) {
+  const auto& h = w.header();
+  const env::RoutedRequest routed{h, manager};
+  env::send_sent(to_broker_, std::span(&h, 1), index_);
+  env::send_routed(to_router_, std::span(&routed, 1), index_);
+  if (env::send(*to_managers_[manager], w)) return true;
+  env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
+  env::send_answered(to_router_, std::span(&h.request_id, 1), index_);
   return false;
 }
 

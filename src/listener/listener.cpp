@@ -43,13 +43,25 @@ UniqueFd duplicate(int fd, const char* what) {
   return own;
 }
 
+// This listener's channels to the managers, by index (0027); none where
+// requests do not go to managers straight.
+std::vector<transport::Outbox*> manager_outboxes(ProcessLoop& loop) {
+  const auto& topo = loop.topology();
+  std::vector<transport::Outbox*> out;
+  if (topo.direct_requests())
+    for (std::uint32_t j = 0; j < topo.managers(); ++j) out.push_back(&loop.outbox_to(topo.manager_slot(j)));
+  return out;
+}
+
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
                    int listen_fd, int unix_fd)
     : loop_(loop),
       config_(config),
-      sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter), index),
+      sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter),
+              manager_outboxes(loop),
+              DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains)), index),
       tls_(config.ssl_certificate.empty() ? nullptr
                                           : std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key)),
       cors_(make_cors(config)),

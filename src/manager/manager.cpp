@@ -80,6 +80,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
   next_request_ = (std::uint64_t{1} << 63) | (static_cast<std::uint64_t>(loop.slot()) << 48);
   loop.on_records_from(Topology::kRouter, [this](std::span<const std::byte> rec) { on_record(rec); });
   const auto& topo = loop.topology();
+  // Clients' requests straight from their listeners (0027).
+  if (topo.direct_requests())
+    for (std::uint32_t i = 0; i < topo.listeners(); ++i)
+      loop.on_records_from(topo.listener_slot(i), [this](std::span<const std::byte> rec) { on_record(rec); });
   if (topo.direct_answers())
     for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
   if (topo.has_switch()) {

@@ -94,12 +94,51 @@ void Router::on_broker(std::span<const std::byte> record) {
 
 void Router::on_listener(std::span<const std::byte> record) {
   env::EnvelopeHeader h;
-  if (env::peek_header(record, h) != env::DecodeError::None ||
-      h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.reply_to != 0) {
+  const bool read = env::peek_header(record, h) == env::DecodeError::None;
+  if (read && h.kind == static_cast<std::uint8_t>(env::Kind::Control)) return on_listener_control(record);
+  if (!read || h.kind != static_cast<std::uint8_t>(env::Kind::Request) || h.reply_to != 0) {
     spdlog::error("dropping an envelope from a listener that is not a client's request");
     return;
   }
   on_request(h, record);
+}
+
+void Router::on_listener_control(std::span<const std::byte> record) {
+  env::EnvelopeView v;
+  if (env::decode(record, v) != env::DecodeError::None) {
+    spdlog::error("dropping a malformed control envelope from a listener");
+  } else if (v.header.event_type == env::kControlRouted) {
+    env::for_each_item<env::RoutedRequest>(v.section(env::SectionType::Control),
+                                           [&](const env::RoutedRequest& r) { track_routed(r); });
+  } else if (v.header.event_type == env::kControlAnswered) {
+    // Its manager's channel refused it; its notice came first on this ring.
+    forget_answered(v.section(env::SectionType::Control), 0, false);
+  } else {
+    spdlog::error("dropping an unknown control envelope from a listener");
+  }
+}
+
+void Router::track_routed(const env::RoutedRequest& r) {
+  if (r.manager >= managers_) {
+    spdlog::error("dropping the notice of a request sent to manager {}, which does not exist", r.manager);
+    return;
+  }
+  Taken taken{r.manager, r.request, 0};
+  taken.direct = true;
+  auto [it, fresh] = unanswered_.try_emplace(key_of(r.request), taken);
+  if (!fresh) {  // the same id again: the newer one counts
+    --in_flight_[it->second.manager];
+    it->second = taken;
+  }
+  ++in_flight_[r.manager];
+}
+
+void Router::learn_routed() {
+  const auto& topo = loop_.topology();
+  if (!topo.direct_requests() || learning_) return;  // never a ring read inside its own reading
+  learning_ = true;
+  for (std::uint32_t i = 0; i < topo.listeners(); ++i) loop_.drain_from(topo.listener_slot(i));
+  learning_ = false;
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
@@ -152,22 +191,37 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
   return unanswered_.erase(it);
 }
 
-void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to) {
+void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn) {
+  bool learned = !learn;
   env::for_each_answered(ids, [&](std::uint64_t id) {
-    if (const auto it = unanswered_.find(RequestKey{id, reply_to}); it != unanswered_.end()) forget(it);
+    auto it = unanswered_.find(RequestKey{id, reply_to});
+    if (it == unanswered_.end() && reply_to == 0 && !learned) {
+      // Perhaps one its listener sent straight, its notice unread yet.
+      learned = true;
+      learn_routed();
+      it = unanswered_.find(RequestKey{id, reply_to});
+    }
+    if (it != unanswered_.end()) forget(it);
   });
 }
 
 void Router::on_manager_death(std::uint32_t manager) {
-  const auto slot = loop_.topology().manager_slot(manager);
-  // Its answers already sent count: take them first.
+  const auto& topo = loop_.topology();
+  const auto slot = topo.manager_slot(manager);
+  // Every request the listeners sent it straight is known, then its
+  // answers already sent count: take them first.
+  learn_routed();
   loop_.drain_from(slot);
-  // Requests still in its channel were never taken: its successor handles
+  // Requests still in its channels were never taken: its successor handles
   // them. The others it took, and their answers died with it.
   std::unordered_set<RequestKey, RequestKeyHash> untaken;
-  for_each_untaken_envelope(*to_manager_[manager], [&](const env::EnvelopeHeader& h) {
+  auto note_untaken = [&](const env::EnvelopeHeader& h) {
     if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) untaken.insert(key_of(h));
-  });
+  };
+  for_each_untaken_envelope(*to_manager_[manager], note_untaken);
+  if (topo.direct_requests() && manager < managers_)
+    for (std::uint32_t i = 0; i < topo.listeners(); ++i)
+      for_each_untaken_envelope(loop_.watched_channel(topo.listener_slot(i), slot), note_untaken);
   auto& out = *to_manager_[manager];
   std::size_t answered = 0;
   // Answers 503 for the request at `it`, which no process holds any more.
@@ -184,7 +238,7 @@ void Router::on_manager_death(std::uint32_t manager) {
     const Taken& t = it->second;
     if (t.manager != manager || untaken.count(it->first)) {
       ++it;
-    } else if ((t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
+    } else if (!t.direct && (t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
       replays.emplace_back(t.position, it->first);
       ++it;
     } else {

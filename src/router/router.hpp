@@ -44,8 +44,15 @@ class Router {
   void on_broker(std::span<const std::byte> record);
   // A client's request that a listener sent here itself (0026): routed as
   // the broker's are; what the router answers for it goes through the
-  // broker, which was told of it.
+  // broker, which was told of it. Or a listener's notices of the requests
+  // it sent straight to their managers (0027): kept as in flight there.
   void on_listener(std::span<const std::byte> record);
+  void on_listener_control(std::span<const std::byte> record);
+  // kControlRouted: `r` went from its listener straight to its manager.
+  void track_routed(const envelope::RoutedRequest& r);
+  // Reads every listener's notices now (0027): a manager may report a
+  // request answered before its notice is read.
+  void learn_routed();
   // A request whose header the caller has read already.
   void on_request(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void fan_out(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
@@ -63,8 +70,10 @@ class Router {
   void on_stream_control(std::uint32_t manager, const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
   // kControlAnswered: a manager answered these requests straight to their
-  // listeners (reply_to 0) or to the switch (its slot).
-  void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to);
+  // listeners (reply_to 0) or to the switch (its slot). One not known may
+  // be a request sent straight whose notice is unread: with `learn`, the
+  // listeners' notices are read first.
+  void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn = true);
   // A manager died: every request it took and did not answer is answered
   // 503 now, or, if its event is replayed (kFlagReplay) and this is its
   // first death, handed to the successor; those still waiting in its
@@ -87,6 +96,7 @@ class Router {
     envelope::EnvelopeHeader request;  // to answer it, should the manager die
     std::uint64_t position;            // of its record in the manager's channel (Outbox::last_position)
     bool replayed = false;             // handed to a successor once already
+    bool direct = false;               // sent by its listener on a channel of its own (0027)
   };
   using Unanswered = std::unordered_map<RequestKey, Taken, RequestKeyHash>;
   // Drops an answered (or given up) request; the next one.
@@ -105,6 +115,7 @@ class Router {
   std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)
+  bool learning_ = false;                   // learn_routed is reading the listeners' rings
   std::vector<bool> subscribed_;
   std::uint32_t subscribed_count_ = 0;
   std::vector<std::vector<std::byte>> held_;

@@ -17,8 +17,11 @@
 // kMaxAnswerChannels, manager (and switch) -> listener for answers that
 // skip the router and broker on their way back (docs/decisions/0016); and
 // listener -> router for clients' requests that skip the broker on their
-// way there, the broker told without a wake-up (docs/decisions/0026).
-// Each kind is appended after the ones before, so their numbers never move.
+// way there, the broker told without a wake-up (docs/decisions/0026); and,
+// where answers have their rings and no switch is, listener -> manager for
+// clients' requests that skip the router too, the router told without a
+// wake-up (docs/decisions/0027). Each kind is appended after the ones
+// before, so their numbers never move.
 #pragma once
 
 #include <cstdint>
@@ -81,11 +84,19 @@ class Topology {
     if (has_switch)
       for (std::uint32_t j = 0; j < managers; ++j) channels_.push_back({manager_slot(j), switch_slot()});
     for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({listener_slot(i), kRouter});
+    // A client's request from its listener straight to its manager (0027).
+    if (direct_requests())
+      for (std::uint32_t j = 0; j < managers; ++j)
+        for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({listener_slot(i), manager_slot(j)});
   }
 
   // Whether managers (and the switch) answer listeners on channels of
   // their own.
   bool direct_answers() const { return listeners_ * destinations() <= kMaxAnswerChannels; }
+  // Whether listeners send clients' requests to managers on channels of
+  // their own (0027): as many pairs as answers, and not where instances
+  // are joined (the switch may take any event there).
+  bool direct_requests() const { return direct_answers() && !has_switch_; }
 
   std::uint32_t listeners() const { return listeners_; }
   std::uint32_t managers() const { return managers_; }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -20,7 +21,8 @@
 
 using namespace edri::test;
 
-TEST_CASE("a routed request crosses listener, broker, router and manager", "[pipeline]") {
+TEST_CASE("a request is answered by the pipeline's processes, one thread each, its hops in Server-Timing",
+          "[pipeline]") {
   ServerProcess server({plugin_path("bench_app")}, {{"EDRI_SERVER_TIMING", "1"}});
   const auto r = http_get(server.port(), "/noop");
   CHECK(r.status == 200);
@@ -76,7 +78,9 @@ TEST_CASE("answers go from the manager straight to the listener while the broker
 
 TEST_CASE("a client's request goes straight to the router: the broker is not woken for it, yet keeps its deadline",
           "[pipeline][alone]") {
-  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_API_RESPONSE_TIMEOUT", "0.6"}});
+  // Replicas: the router balances them, so requests go to the router (0026).
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_API_RESPONSE_TIMEOUT", "0.6"}, {"EDRI_MANAGER_REPLICAS", "2"}});
   HttpClient c(server.port(), 10000);
   REQUIRE(c.get("/hello/warm").status == 200);
   const pid_t broker = server.child("broker");
@@ -106,6 +110,44 @@ TEST_CASE("a client's request goes straight to the router: the broker is not wok
        at = log.find("got no answer in time", at + 1))
     ++late;
   CHECK(late == 1);
+}
+
+TEST_CASE(
+    "a client's request goes straight to its manager: neither broker nor router is woken for it, yet the router "
+    "answers it should the manager die with it",
+    "[pipeline][alone]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port(), 10000);
+  REQUIRE(c.get("/hello/warm").status == 200);
+  const pid_t broker = server.child("broker");
+  const pid_t router = server.child("router");
+  const long broker_before = sleeps(broker);
+  const long router_before = sleeps(router);
+  REQUIRE(broker_before >= 0);
+  REQUIRE(router_before >= 0);
+  constexpr int kRequests = 300;
+  for (int i = 0; i < kRequests; ++i) REQUIRE(c.get("/hello/n" + std::to_string(i)).status == 200);
+  // Through the router each request woke it; now it reads the listener's
+  // notices when something else wakes it, or per 64 KiB of them.
+  const long router_woken = sleeps(router) - router_before;
+  const long broker_woken = sleeps(broker) - broker_before;
+  INFO("router woken " << router_woken << ", broker " << broker_woken << " times for " << kRequests << " requests");
+  CHECK(router_woken < kRequests / 5);
+  CHECK(broker_woken < kRequests / 5);
+  // The router knew of each, and of each answer: a manager killed with one
+  // request in its hands has exactly that one answered 503, at once.
+  const pid_t manager = server.child("manager test");
+  auto lost = std::async(std::launch::async, [&] { return HttpClient(server.port(), 10000).get("/sleep/3000"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(manager, SIGKILL) == 0);
+  const auto r = lost.get();
+  CHECK(r.status == 503);
+  CHECK(r.body.find("stopped; it is being restarted") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - killed_at < std::chrono::milliseconds(2000));
+  CHECK(
+      eventually([&] { return server.log().find("died: 1 requests it had taken answered 503") != std::string::npos; }));
+  CHECK(eventually([&] { return c.get("/hello/again").status == 200; }));
 }
 
 namespace {

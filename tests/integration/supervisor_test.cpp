@@ -120,6 +120,21 @@ TEST_CASE("a request passing through a router or broker that dies is still answe
   }
 }
 
+TEST_CASE("a request sent straight to its manager outlives the router's death, however long its handler takes",
+          "[supervisor][crash][alone]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port(), 10000);
+  // Well past the grace after which the broker answers 503 what the dead
+  // router had taken: this one the router never took (0027).
+  c.send_raw("GET /sleep/2500 HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(::kill(server.child("router"), SIGKILL) == 0);
+  const auto r = c.read_response();
+  CHECK(r.status == 200);
+  CHECK(server.log().find("the router died: ") == std::string::npos);
+  CHECK(eventually([&] { return http_get(server.port(), "/hello/back").status == 200; }, 2000ms));
+}
+
 TEST_CASE("a crash loop backs off, is logged as one and shows in /health", "[supervisor][crash]") {
   ServerProcess server({test_plugin_path("test_app")});
   // Four deaths, each soon after its start.

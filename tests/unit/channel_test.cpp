@@ -195,17 +195,29 @@ TEST_CASE("managers answer listeners on rings of their own while the pairs are f
   using edri::transport::Topology;
   const Topology small(2, 3);
   CHECK(small.direct_answers());
-  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3 + 2);
+  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3 + 2 + 2 * 3);
   for (std::uint32_t j = 0; j < 3; ++j)
     for (std::uint32_t i = 0; i < 2; ++i) CHECK_NOTHROW(small.channel(small.manager_slot(j), small.listener_slot(i)));
-  CHECK_THROWS(small.channel(small.listener_slot(0), small.manager_slot(0)));  // requests still go through the router
-  // A listener sends clients' requests to the router on a ring of its own,
-  // numbered after every channel that existed before (0026).
-  for (std::uint32_t i = 0; i < 2; ++i)
-    CHECK(small.channel(small.listener_slot(i), Topology::kRouter) == small.channels().size() - 2 + i);
+  // A listener sends clients' requests to the router on a ring of its own
+  // (0026), then to every manager (0027), numbered after every channel
+  // that existed before.
+  const auto before = 2 * 2 + 2 + 2 * 3 + 2 * 3;
+  for (std::uint32_t i = 0; i < 2; ++i) CHECK(small.channel(small.listener_slot(i), Topology::kRouter) == before + i);
+  CHECK(small.direct_requests());
+  for (std::uint32_t j = 0; j < 3; ++j)
+    for (std::uint32_t i = 0; i < 2; ++i)
+      CHECK(small.channel(small.listener_slot(i), small.manager_slot(j)) == before + 2 + j * 2 + i);
+  // Where instances are joined, requests keep the router (the switch may
+  // take any event).
+  const Topology joined(2, 3, true);
+  CHECK(joined.direct_answers());
+  CHECK_FALSE(joined.direct_requests());
+  CHECK_THROWS(joined.channel(joined.listener_slot(0), joined.manager_slot(0)));
   // Past kMaxAnswerChannels pairs, answers go back through the router.
   const Topology large(16, Topology::kMaxAnswerChannels / 16 + 1);
   CHECK_FALSE(large.direct_answers());
   CHECK_THROWS(large.channel(large.manager_slot(0), large.listener_slot(0)));
+  CHECK_FALSE(large.direct_requests());
+  CHECK_THROWS(large.channel(large.listener_slot(0), large.manager_slot(0)));
   CHECK_NOTHROW(large.channel(large.listener_slot(15), Topology::kRouter));
 }

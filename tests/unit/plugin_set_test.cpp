@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include "envelope/envelope.hpp"
+#include "listener/direct_routes.hpp"
 #include "plugin/plugin_set.hpp"
 
+using edri::envelope::event_type_id;
+using edri::listener::DirectRoutes;
 using edri::plugin::PluginError;
 using edri::plugin::PluginSet;
 
@@ -74,4 +77,29 @@ TEST_CASE("manager processes: every domain, each repeated for its replicas", "[p
   CHECK(three == std::vector<std::string>{"notes", "notes", "notes", "audit", "audit", "audit"});
   CHECK(edri::plugin::manager_titles(three) ==
         std::vector<std::string>{"notes", "notes 2", "notes 3", "audit", "audit 2", "audit 3"});
+}
+
+TEST_CASE("a request goes straight to the one manager that handles its event, else through the router", "[listener]") {
+  const auto set = PluginSet::load({test_plugin("test_app")});
+  REQUIRE(set.manager_domains() == std::vector<std::string>{"test", "other"});
+  const DirectRoutes routes(set, set.manager_domains());
+  CHECK(routes.manager_for(event_type_id("test.hello")) == 0u);
+  CHECK(routes.manager_for(event_type_id("other.pid")) == 1u);
+  // A replayed event is the router's to hand to a dead manager's successor.
+  CHECK_FALSE(routes.manager_for(event_type_id("test.replayed_sleep")));
+  // A notification is published, never a client's request.
+  CHECK_FALSE(routes.manager_for(event_type_id("test.happened")));
+  CHECK_FALSE(routes.manager_for(event_type_id("no.such.event")));
+  // Every event with a handler goes straight but the replayed ones.
+  std::size_t straight = 0;
+  for (const auto& e : set.events()) straight += e.handler >= 0 && !e.replay;
+  CHECK(routes.size() == straight);
+
+  // Replicas: the router balances them, so nothing goes straight.
+  CHECK(DirectRoutes(set, set.manager_domains(2)).size() == 0);
+  // EDRI_DOMAINS: the managers run here are the ones counted.
+  const DirectRoutes only_other(set, set.manager_domains(0, {"other"}));
+  CHECK(only_other.manager_for(event_type_id("other.pid")) == 0u);
+  CHECK_FALSE(only_other.manager_for(event_type_id("test.hello")));
+  CHECK(DirectRoutes().size() == 0);
 }
