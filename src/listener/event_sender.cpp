@@ -36,25 +36,21 @@ bool EventSender::send(const env::EnvelopeWriter& w, transport::Admission admiss
 }
 
 bool EventSender::send_request(env::EnvelopeWriter& w) {
-  if (const auto manager = direct_.manager_for(w.header().event_type)) {
-    w.header().flags |= env::kFlagDirect;
-    return send_to_manager(w, *manager);
+  const auto manager = direct_.manager_for(w.header().event_type);
+  if (manager) {
+    const env::RoutedRequest routed{w.header(), *manager};
+    env::send_routed(to_router_, std::span(&routed, 1), index_);
+    // A notice held in this listener's overflow could reach the router
+    // after the answer: then the request follows it on the same ring (the
+    // router routes it to the same manager, its notice replaced).
+    if (!to_router_.has_overflow()) w.header().flags |= env::kFlagDirect;
   }
   const auto& h = w.header();
   env::send_sent(to_broker_, std::span(&h, 1), index_);
-  if (env::send(to_router_, w)) return true;
+  auto& out = (h.flags & env::kFlagDirect) ? *to_managers_[*manager] : to_router_;
+  if (env::send(out, w)) return true;
   env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
-  return false;
-}
-
-bool EventSender::send_to_manager(const env::EnvelopeWriter& w, std::uint32_t manager) {
-  const auto& h = w.header();
-  const env::RoutedRequest routed{h, manager};
-  env::send_sent(to_broker_, std::span(&h, 1), index_);
-  env::send_routed(to_router_, std::span(&routed, 1), index_);
-  if (env::send(*to_managers_[manager], w)) return true;
-  env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
-  env::send_answered(to_router_, std::span(&h.request_id, 1), index_);
+  if (manager) env::send_answered(to_router_, std::span(&h.request_id, 1), index_);
   return false;
 }
 

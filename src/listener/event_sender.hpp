@@ -55,7 +55,6 @@ class EventSender {
 
  private:
   void stream_control(const StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
-  bool send_to_manager(const envelope::EnvelopeWriter& w, std::uint32_t manager);
 
   transport::Outbox& to_broker_;
   transport::Outbox& to_router_;
