@@ -14,7 +14,7 @@ EventSender::EventSender(transport::Outbox& to_broker, transport::Outbox& to_rou
     : to_broker_(to_broker),
       to_router_(to_router),
       to_managers_(std::move(to_managers)),
-      direct_(to_managers_.empty() ? DirectRoutes{} : std::move(direct)),
+      direct_(std::move(direct)),
       index_(listener_index),
       next_request_(std::uint64_t{listener_index} << 48) {}
 

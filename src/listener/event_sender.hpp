@@ -24,7 +24,7 @@ namespace edri::listener {
 class EventSender {
  public:
   // `to_managers`: by manager index, for the requests `direct` sends
-  // straight (empty where there are no such channels).
+  // straight (both empty where there are no such channels).
   EventSender(transport::Outbox& to_broker, transport::Outbox& to_router, std::vector<transport::Outbox*> to_managers,
               DirectRoutes direct, std::uint16_t listener_index);
 

@@ -53,6 +53,12 @@ std::vector<transport::Outbox*> manager_outboxes(ProcessLoop& loop) {
   return out;
 }
 
+// Which requests go to those channels: none where there are none.
+DirectRoutes direct_routes(const ProcessLoop& loop, const plugin::PluginSet& plugins, const Config& config) {
+  if (!loop.topology().direct_requests()) return {};
+  return DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains));
+}
+
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
@@ -60,8 +66,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
     : loop_(loop),
       config_(config),
       sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter),
-              manager_outboxes(loop),
-              DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains)), index),
+              manager_outboxes(loop), direct_routes(loop, plugins, config), index),
       tls_(config.ssl_certificate.empty() ? nullptr
                                           : std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key)),
       cors_(make_cors(config)),

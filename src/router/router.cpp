@@ -125,12 +125,16 @@ void Router::track_routed(const env::RoutedRequest& r) {
   }
   Taken taken{r.manager, r.request, 0};
   taken.direct = true;
-  auto [it, fresh] = unanswered_.try_emplace(key_of(r.request), taken);
+  keep(taken);
+}
+
+void Router::keep(const Taken& taken) {
+  auto [it, fresh] = unanswered_.try_emplace(key_of(taken.request), taken);
   if (!fresh) {  // the same id again: the newer one counts
     --in_flight_[it->second.manager];
     it->second = taken;
   }
-  ++in_flight_[r.manager];
+  ++in_flight_[taken.manager];
 }
 
 void Router::learn_routed() {
@@ -172,16 +176,7 @@ void Router::on_request(const env::EnvelopeHeader& h, std::span<const std::byte>
     std::memcpy(p, record.data(), record.size());
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
-  if (sent) {
-    const Taken taken{manager, h, to_manager_[manager]->last_position()};
-    auto [it, fresh] = unanswered_.try_emplace(key_of(h), taken);
-    if (!fresh) {  // the same id again: the newer one counts
-      --in_flight_[it->second.manager];
-      it->second = taken;
-    }
-    ++in_flight_[manager];
-    return;
-  }
+  if (sent) return keep(Taken{manager, h, to_manager_[manager]->last_position()});
   if (!env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
     spdlog::error("reply channel full: a 503 was lost");
 }

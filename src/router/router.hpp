@@ -99,6 +99,8 @@ class Router {
     bool direct = false;               // sent by its listener on a channel of its own (0027)
   };
   using Unanswered = std::unordered_map<RequestKey, Taken, RequestKeyHash>;
+  // Counts `taken` as in flight to its manager until answered.
+  void keep(const Taken& taken);
   // Drops an answered (or given up) request; the next one.
   Unanswered::iterator forget(Unanswered::iterator it);
 
