@@ -25,8 +25,15 @@ PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowe
   c.cpus = cpus_allowed;
   c.processes = processes;
   // Whether the CPUs the processes get leave each a core of its own.
-  const bool roomy = cores_to_spare(cpus_given(config, cpus_allowed), processes);
-  c.spread = config.placement == P::All || (config.placement != P::One && roomy);
+  const auto cpus = cpus_given(config, cpus_allowed);
+  const bool roomy = cores_to_spare(cpus, processes);
+  c.roomy = roomy;
+  // Several listeners exist to run side by side: on one CPU together they
+  // only take turns (8 listeners on 12 CPUs: 0.17x of spreading them,
+  // docs/decisions/0017), so from kSpreadMinCpus they spread even where
+  // the processes leave no cores to spare.
+  const bool parallel_listeners = config.listener_workers > 1 && cpus >= kSpreadMinCpus;
+  c.spread = config.placement == P::All || (config.placement != P::One && (roomy || parallel_listeners));
   // Spinning pays only where the processes do not wait for each other's
   // CPU; on shared cores it delays the very process it waits for
   // (docs/decisions/0003).
@@ -37,7 +44,7 @@ PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowe
 std::uint32_t auto_listener_workers(const Config& config, std::uint32_t cpus_allowed, std::uint32_t others) {
   const auto cpus = cpus_given(config, cpus_allowed);
   if (config.placement == Config::Placement::One || !cores_to_spare(cpus, others + 1)) return 1;
-  return std::clamp<std::uint32_t>((cpus - kSpareCpus - others) / 2, 1, kMaxListenerWorkers);
+  return std::clamp<std::uint32_t>((cpus - kListenerSpareCpus - others) / 2, 1, kMaxListenerWorkers);
 }
 
 std::string PlacementChoice::describe(const Config& config) const {
@@ -45,8 +52,9 @@ std::string PlacementChoice::describe(const Config& config) const {
   using P = Config::Placement;
   switch (config.placement) {
     case P::Auto:
-      s += spread ? "EDRI_CPUS=auto spreads them (cores to spare)"
-                  : "EDRI_CPUS=auto keeps listeners, broker and router on one CPU (few cores)";
+      s += !spread ? "EDRI_CPUS=auto keeps listeners, broker and router on one CPU (few cores)"
+           : roomy ? "EDRI_CPUS=auto spreads them (cores to spare)"
+                   : "EDRI_CPUS=auto spreads them (several listeners; no cores to spare)";
       break;
     case P::One: s += "EDRI_CPUS=one: every process on one CPU"; break;
     case P::All: s += "EDRI_CPUS=all: wherever the scheduler puts them"; break;

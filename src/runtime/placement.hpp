@@ -14,17 +14,26 @@
 namespace edri {
 
 // Processes have cores of their own when the server may use at least this
-// many CPUs, and two more than it has pipeline processes.
+// many CPUs, and one more than it has processes (for the kernel's network
+// work). On 6 of a 16-core machine's CPUs with 5 processes, spreading and
+// spinning beat keeping them together 1.69x at c=1 and 1.22x at c=8; with
+// 12 processes on 12 CPUs spinning lost 7 % (docs/decisions/0017).
 inline constexpr std::uint32_t kSpreadMinCpus = 6;
-inline constexpr std::uint32_t kSpareCpus = 2;
+inline constexpr std::uint32_t kSpareCpus = 1;
+// EDRI_LISTENER_WORKERS=auto leaves two CPUs beside the other processes:
+// each listener's connections bring kernel work of about its own size.
+inline constexpr std::uint32_t kListenerSpareCpus = 2;
 // EDRI_SPIN=auto where processes have cores of their own: the most idle
 // polls before sleeping (the best of the 16-core sweep in issue 16).
 inline constexpr std::uint32_t kAutoSpinPolls = 2000;
 
 struct PlacementChoice {
   // EDRI_CPUS=auto: listeners, broker and router on one CPU together
-  // (false), or every process where the scheduler puts it (true).
+  // (false), or every process where the scheduler puts it (true): where
+  // cores are to spare, and from kSpreadMinCpus wherever several listeners
+  // run (together they would take turns on one CPU).
   bool spread = false;
+  bool roomy = false;      // every process a core of its own, and one to spare
   std::uint32_t spin = 0;  // most idle polls before sleeping; 0: sleep at once
   std::uint32_t cpus = 0;  // CPUs the server may use
   std::uint32_t processes = 0;
@@ -37,8 +46,7 @@ PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowe
 // besides the listeners (broker, router, managers, switch): 1 unless
 // EDRI_CPUS leaves cores to spare, where a second listener would only take
 // turns with the pipeline on its CPU; else half of the CPUs that the other
-// processes and the two spare leave, since a listener's connections bring
-// kernel network work of about its own size (docs/decisions/0017).
+// processes and kListenerSpareCpus leave (docs/decisions/0017).
 std::uint32_t auto_listener_workers(const Config& config, std::uint32_t cpus_allowed, std::uint32_t others);
 
 // The CPUs this process may use now, in order (sched_getaffinity).

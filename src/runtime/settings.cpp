@@ -129,11 +129,12 @@ std::vector<Setting> make_settings() {
       {"EDRI_SPIN", "`auto`", parse::count_or_auto(&Config::spin, &Config::spin_auto, 0, 100000000),
        "the most idle loop turns a process polls its channels before sleeping on its doorbell; it polls that many only "
        "while wake-ups come close together, and none after a long sleep. `auto`: 2000 where the processes have cores "
-       "of their own, else 0 (docs/decisions/0003, 0017)"},
+       "of their own and one to spare, else 0 (docs/decisions/0003, 0017)"},
       {"EDRI_CPUS", "`auto`", parse::cpu_placement(),
-       "where the processes run: `auto` decides by the CPUs allowed: with at least 6, and 2 more than the server has "
-       "processes, wherever the scheduler puts them; else listeners, broker and router on one CPU (the last one "
-       "allowed) and managers wherever the scheduler puts them (docs/decisions/0006, 0017); `one` every process on "
+       "where the processes run: `auto` decides by the CPUs allowed: with at least 6, and 1 more than the server has "
+       "processes, or at least 6 and several listeners, wherever the scheduler puts them; else listeners, broker and "
+       "router on one CPU (the last one allowed) and managers wherever the scheduler puts them (docs/decisions/0006, "
+       "0017); `one` every process on "
        "that CPU; `all` wherever the scheduler puts them; or a CPU list (`1`, `0-3`, `0,2`) every child is pinned to"},
       {"EDRI_SCHED", "`batch`", parse::choice(&Config::sched_batch, {{"batch", true}, {"other", false}}),
        "`batch`: SCHED_BATCH, a woken process does not preempt the running one; `other`: the default policy"},

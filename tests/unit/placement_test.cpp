@@ -14,13 +14,33 @@ TEST_CASE("EDRI_CPUS=auto: together on few cores, spread with a spin where cores
   CHECK_FALSE(small.spread);
   CHECK(small.spin == 0);
   CHECK(small.describe(config).find("one CPU") != std::string::npos);
-  CHECK_FALSE(choose_placement(config, 6, 5).spread);  // one short of two to spare
+  CHECK(choose_placement(config, 6, 5).spread);        // one to spare
+  CHECK_FALSE(choose_placement(config, 6, 6).spread);  // none to spare
   const auto large = choose_placement(config, 16, 5);
   CHECK(large.spread);
   CHECK(large.spin == kAutoSpinPolls);
   CHECK(large.describe(config).find("spreads") != std::string::npos);
-  CHECK(choose_placement(config, 7, 5).spread);
+  CHECK(choose_placement(config, 7, 6).spread);
   CHECK_FALSE(choose_placement(config, 5, 2).spread);  // never below kSpreadMinCpus
+}
+
+TEST_CASE("EDRI_CPUS=auto spreads several listeners without cores to spare, and spins only with them", "[placement]") {
+  Config config;
+  config.listener_workers = 8;
+  config.listener_workers_auto = false;
+  // 8 listeners, broker, router, 2 managers on 12 CPUs: together they
+  // would take turns on one CPU.
+  const auto many = choose_placement(config, 12, 12);
+  CHECK(many.spread);
+  CHECK_FALSE(many.roomy);
+  CHECK(many.spin == 0);
+  CHECK(many.describe(config).find("several listeners") != std::string::npos);
+  CHECK_FALSE(choose_placement(config, 5, 12).spread);  // never below kSpreadMinCpus
+  config.listener_workers = 1;
+  CHECK_FALSE(choose_placement(config, 12, 12).spread);  // one listener: the pipeline stays together
+  config.listener_workers = 2;
+  config.placement = Config::Placement::One;
+  CHECK_FALSE(choose_placement(config, 12, 12).spread);
 }
 
 TEST_CASE("explicit EDRI_CPUS and EDRI_SPIN are obeyed", "[placement]") {
@@ -54,7 +74,7 @@ TEST_CASE("EDRI_LISTENER_WORKERS=auto: one on few cores, half of what the others
   for (std::uint32_t cpus : {6u, 7u, 12u, 16u, 64u}) {
     const auto l = auto_listener_workers(config, cpus, 4);
     INFO(cpus << " CPUs, " << l << " listeners");
-    CHECK(choose_placement(config, cpus, 4 + l).spread == (cpus >= kSpreadMinCpus + 1));
+    CHECK(choose_placement(config, cpus, 4 + l).spread == (cpus >= kSpreadMinCpus));
   }
   config.placement = Config::Placement::One;
   CHECK(auto_listener_workers(config, 16, 5) == 1);
