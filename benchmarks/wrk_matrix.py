@@ -61,6 +61,9 @@ STEAL_LIMIT = 0.02
 
 
 def cpu_list(text):
+    """"0-3", "0,2", or "all": the CPUs this process may use."""
+    if text == "all":
+        return sorted(os.sched_getaffinity(0))
     out = []
     for item in text.split(","):
         first, _, last = item.partition("-")
@@ -349,8 +352,10 @@ def main():
     p.add_argument("--plugin", required=True, help="bench_app.so")
     p.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     p.add_argument("--wrk", default=shutil.which("wrk") or "wrk")
-    p.add_argument("--client-cpus", type=cpu_list, required=True)
-    p.add_argument("--server-cpus", type=cpu_list, required=True)
+    p.add_argument("--client-cpus", type=cpu_list, default=sorted(os.sched_getaffinity(0))[:1],
+                   help="wrk's CPUs (default: the first allowed)")
+    p.add_argument("--server-cpus", type=cpu_list, default=sorted(os.sched_getaffinity(0)),
+                   help="the servers' CPUs, or all (the default: every CPU allowed)")
     p.add_argument("--wrk-threads", type=int, default=0, help="wrk's threads (default: one per client CPU)")
     p.add_argument("--edri", action="append", default=[], help="NAME:VAR=VALUE,... (repeatable; 'defaults:' if none)")
     p.add_argument("--concurrency", type=lambda t: [int(x) for x in t.split(",")], default=[1, 8, 32, 128])
