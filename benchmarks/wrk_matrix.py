@@ -148,12 +148,17 @@ class Server:
         self.proc = None
 
     def start(self):
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [a.replace("@PORT@", str(self.port)) for a in self.argv],
-            env={**os.environ, **{k: v.replace("@PORT@", str(self.port)) for k, v in self.env.items()}},
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=lambda: os.sched_setaffinity(0, self.cpus))
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [a.replace("@PORT@", str(self.port)) for a in self.argv],
+                    env={**os.environ, **{k: v.replace("@PORT@", str(self.port)) for k, v in self.env.items()}},
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    preexec_fn=lambda: os.sched_setaffinity(0, self.cpus))
+        except (OSError, subprocess.SubprocessError) as e:
+            with open(self.log_path, "a") as log:
+                log.write(f"not started: {e}\n")
+            return False
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -206,17 +211,12 @@ def run_wrk(args, port, connections, seconds):
 
 def nginx_server(args, workers, workdir):
     prefix = tempfile.mkdtemp(prefix=f"nginx{workers}-", dir=workdir)
-    user = "user root root;" if os.geteuid() == 0 else ""
-    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(workers=workers, prefix=prefix, port="@PORT@", user=user))
-    # nginx reads its config before @PORT@ could be replaced in argv: write it per port at start.
     server = Server(f"nginx workers={workers}", [args.nginx, "-p", prefix + "/", "-c", prefix + "/nginx.conf"],
                     {}, args.server_cpus, workdir)
-    conf = os.path.join(prefix, "nginx.conf")
-    with open(conf) as f:
-        text = f.read()
-    with open(conf, "w") as f:
-        f.write(text.replace("@PORT@", str(server.port)))
+    # As root nginx's workers would switch to a user that may not exist.
+    user = "user root root;" if os.geteuid() == 0 else ""
+    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF.format(workers=workers, prefix=prefix, port=server.port, user=user))
     return server
 
 
@@ -371,6 +371,9 @@ def main():
     p.add_argument("--out", default=".")
     args = p.parse_args()
     args.duration, args.warmup = int(round(args.duration)), max(1, int(round(args.warmup)))
+    for program in (args.wrk, args.edri_server):
+        if not shutil.which(program):
+            p.error(f"{program} is not an executable (install wrk, or build edri-server)")
     settings = [parse_setting(t) for t in (args.edri or ["defaults:"])]
     results = []
     workdir = tempfile.mkdtemp(prefix="wrk-matrix-")
