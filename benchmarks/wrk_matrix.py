@@ -34,28 +34,8 @@ import sys
 import tempfile
 import time
 
-NGINX_CONF = """daemon off;
-master_process on;
-worker_processes {workers};
-{user}
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/client_body_temp;
-    proxy_temp_path {prefix}/proxy_temp;
-    fastcgi_temp_path {prefix}/fastcgi_temp;
-    uwsgi_temp_path {prefix}/uwsgi_temp;
-    scgi_temp_path {prefix}/scgi_temp;
-    keepalive_requests 1000000;
-    keepalive_timeout 75s;
-    server {{
-        listen 127.0.0.1:{port};
-        location = /noop {{ default_type application/json; return 200 '{{"ok":true}}'; }}
-    }}
-}}
-"""
+# bench's nginx reference, the same file `bench compare` serves from.
+NGINX_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "nginx.conf.in")
 
 STEAL_LIMIT = 0.02
 
@@ -151,8 +131,8 @@ class Server:
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [a.replace("@PORT@", str(self.port)) for a in self.argv],
-                    env={**os.environ, **{k: v.replace("@PORT@", str(self.port)) for k, v in self.env.items()}},
+                    self.argv,
+                    env={**os.environ, **self.env},
                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     preexec_fn=lambda: os.sched_setaffinity(0, self.cpus))
         except (OSError, subprocess.SubprocessError) as e:
@@ -213,17 +193,20 @@ def nginx_server(args, workers, workdir):
     prefix = tempfile.mkdtemp(prefix=f"nginx{workers}-", dir=workdir)
     server = Server(f"nginx workers={workers}", [args.nginx, "-p", prefix + "/", "-c", prefix + "/nginx.conf"],
                     {}, args.server_cpus, workdir)
-    # As root nginx's workers would switch to a user that may not exist.
-    user = "user root root;" if os.geteuid() == 0 else ""
+    with open(NGINX_TEMPLATE) as f:
+        conf = f.read()
+    for key, value in (("@PREFIX@", prefix), ("@LISTEN@", f"127.0.0.1:{server.port}"), ("@WORKERS@", str(workers))):
+        conf = conf.replace(key, value)
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(workers=workers, prefix=prefix, port=server.port, user=user))
+        f.write(conf)
     return server
 
 
 def edri_server(args, name, env, workdir):
-    return Server(f"edri {name}", [args.edri_server],
-                  {"EDRI_HOST": "127.0.0.1", "EDRI_PORT": "@PORT@", "EDRI_PLUGINS": args.plugin, **env},
-                  args.server_cpus, workdir)
+    server = Server(f"edri {name}", [args.edri_server], {"EDRI_HOST": "127.0.0.1", "EDRI_PLUGINS": args.plugin, **env},
+                    args.server_cpus, workdir)
+    server.env["EDRI_PORT"] = str(server.port)
+    return server
 
 
 def parse_setting(text):

@@ -26,18 +26,17 @@ PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowe
   c.processes = processes;
   // Whether the CPUs the processes get leave each a core of its own.
   const auto cpus = cpus_given(config, cpus_allowed);
-  const bool roomy = cores_to_spare(cpus, processes);
-  c.roomy = roomy;
+  c.roomy = cores_to_spare(cpus, processes);
   // Several listeners exist to run side by side: on one CPU together they
   // only take turns (8 listeners on 12 CPUs: 0.17x of spreading them,
   // docs/decisions/0017), so from kSpreadMinCpus they spread even where
   // the processes leave no cores to spare.
   const bool parallel_listeners = config.listener_workers > 1 && cpus >= kSpreadMinCpus;
-  c.spread = config.placement == P::All || (config.placement != P::One && (roomy || parallel_listeners));
+  c.spread = config.placement == P::All || (config.placement != P::One && (c.roomy || parallel_listeners));
   // Spinning pays only where the processes do not wait for each other's
   // CPU; on shared cores it delays the very process it waits for
   // (docs/decisions/0003).
-  c.spin = config.spin_auto ? (c.spread && roomy ? kAutoSpinPolls : 0) : config.spin;
+  c.spin = config.spin_auto ? (c.spread && c.roomy ? kAutoSpinPolls : 0) : config.spin;
   return c;
 }
 

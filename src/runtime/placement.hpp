@@ -16,7 +16,7 @@ namespace edri {
 // Processes have cores of their own when the server may use at least this
 // many CPUs, and one more than it has processes (for the kernel's network
 // work). On 6 of a 16-core machine's CPUs with 5 processes, spreading and
-// spinning beat keeping them together 1.69x at c=1 and 1.22x at c=8; with
+// spinning beat keeping them together 1.68x at c=1 and 1.22x at c=8; with
 // 12 processes on 12 CPUs spinning lost 7 % (docs/decisions/0017).
 inline constexpr std::uint32_t kSpreadMinCpus = 6;
 inline constexpr std::uint32_t kSpareCpus = 1;
