@@ -47,7 +47,7 @@ constexpr Scenario kScenarios[] = {
     {"managers", "edri: GET /busy/{k}/2 over 1, 2, 4 managers (EDRI_CPUS one, auto, all) and replicas, c=32",
      run_managers_scenario},
     {"listener", "edri: GET /noop and WebSocket noop with 1 and 2 listener processes", run_listener_scenario},
-    {"route", "edri: GET /route/{n}, n=1000,10000,100000 round trips through the router, window 1 and 64",
+    {"route", "edri: GET /route/{n}, n=1000,10000,100000 round trips between two managers, window 1 and 64",
      run_route_scenario},
     {"payload", "edri vs nginx: GET /payload/{bytes} of 1 KB, 100 KB, 1 MB, 16 MB at c=8", run_payload_scenario},
     {"slow", "edri: GET /noop at c=8 alone and beside 50 clients that never read /payload/16777216; RSS per process",

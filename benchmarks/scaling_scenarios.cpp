@@ -1,6 +1,6 @@
 // Scenarios that use more than one core: worker threads (`worker`), CPU
 // work spread over managers (`managers`), listener processes (`listener`),
-// and round trips through the router between managers (`route`).
+// and request/response round trips between managers (`route`).
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -199,8 +199,9 @@ ScenarioOutcome run_route_scenario(const ScenarioContext& context) {
     }
   }
   print_report_header(context,
-                      "GET /route/{n}: n request/response round trips, manager bench -> router -> manager "
-                      "pong -> router -> bench, at most BENCH_ROUTE_WINDOW in flight");
+                      "GET /route/{n}: n request/response round trips, manager bench -> manager pong -> "
+                      "bench (straight, the router told; docs/decisions/0028), at most BENCH_ROUTE_WINDOW in "
+                      "flight");
   std::printf("| window | n | round trips/s | seconds | vs upstream (12k-18k/s) |\n|---:|---:|---:|---:|---:|\n");
   for (const auto& r : results) {
     char line[200];

@@ -62,8 +62,9 @@ void burn_ms(std::int64_t ms) { spin(static_cast<std::uint64_t>(ms) * iterations
 
 edri::Response ok() { return edri::Response::raw_json(R"({"ok":true})"); }
 
-// /route/{n}: n request/response round trips through the router to the
-// pong domain, at most `window` in flight (BENCH_ROUTE_WINDOW, default 1:
+// /route/{n}: n request/response round trips to the pong domain, through
+// the server's routing (straight between the two managers, the router
+// told: docs/decisions/0028), at most `window` in flight (BENCH_ROUTE_WINDOW, default 1:
 // each waits for the previous answer).
 struct RouteRun : std::enable_shared_from_this<RouteRun> {
   edri::Context& ctx;
@@ -279,7 +280,7 @@ void register_bench(edri::Registry& r) {
           });
   }
 
-  // /route/{n}: round trips through the real router, to a manager of its own.
+  // /route/{n}: round trips through the real server, to a manager of its own.
   r.domain("bench");
   const int window = env_int("BENCH_ROUTE_WINDOW", 1, 1, 4096);
   r.get("/route/{n:int}", "bench.route", [window](const edri::Request& req, edri::Context& ctx) -> edri::Reply {

@@ -58,9 +58,11 @@ inline constexpr std::uint64_t kControlPushesLost = 22;
 // (it could not be queued for the listener): close them (1013), never
 // leave a silent gap. Payload: PushTarget array.
 inline constexpr std::uint64_t kControlPushClose = 23;
-// manager -> router, and listener -> broker: these requests of clients
-// were answered on a manager -> listener channel (docs/decisions/0016),
-// so the router and the broker drop them from their books. Sent without
+// manager -> router, and listener -> broker: these requests were answered
+// on a channel of their own to who asked, a client's listener
+// (docs/decisions/0016), the switch or another manager (0028; reply_to
+// names the asker), so the router and the broker drop them from their
+// books. Sent without
 // a wake-up: read when the receiver next runs. Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
 // listener -> broker: these requests of clients went straight to the
@@ -72,9 +74,11 @@ inline constexpr std::uint64_t kControlAnswered = 24;
 // Payload: the requests' EnvelopeHeaders, as sent.
 inline constexpr std::uint64_t kControlSent = 25;
 // listener -> router: these requests of clients went straight to their
-// managers (docs/decisions/0027), so the router keeps them as in flight
-// there, for their 503 should the manager die with them. Sent without a
-// wake-up and before the request itself. Payload: RoutedRequests.
+// managers (docs/decisions/0027), and manager -> router: these requests of
+// a handler's went straight to another manager (0028), so the router
+// keeps them as in flight there, for their 503 should the manager die
+// with them. Sent without a wake-up and before the request itself.
+// Payload: RoutedRequests.
 inline constexpr std::uint64_t kControlRouted = 26;
 
 // An item of kControlRouted: a request, as sent, and the manager (its

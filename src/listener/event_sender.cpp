@@ -10,7 +10,8 @@ namespace edri::listener {
 namespace env = edri::envelope;
 
 EventSender::EventSender(transport::Outbox& to_broker, transport::Outbox& to_router,
-                         std::vector<transport::Outbox*> to_managers, DirectRoutes direct, std::uint16_t listener_index)
+                         std::vector<transport::Outbox*> to_managers, plugin::DirectRoutes direct,
+                         std::uint16_t listener_index)
     : to_broker_(to_broker),
       to_router_(to_router),
       to_managers_(std::move(to_managers)),

@@ -15,8 +15,8 @@
 
 #include "envelope/envelope.hpp"
 #include "listener/connection.hpp"
-#include "listener/direct_routes.hpp"
 #include "listener/request_validator.hpp"
+#include "plugin/direct_routes.hpp"
 #include "transport/outbox.hpp"
 
 namespace edri::listener {
@@ -26,7 +26,7 @@ class EventSender {
   // `to_managers`: by manager index, for the requests `direct` sends
   // straight (both empty where there are no such channels).
   EventSender(transport::Outbox& to_broker, transport::Outbox& to_router, std::vector<transport::Outbox*> to_managers,
-              DirectRoutes direct, std::uint16_t listener_index);
+              plugin::DirectRoutes direct, std::uint16_t listener_index);
 
   // A header addressed back to slot `seq` of connection `c`; a request's
   // carries the time it leaves (Request::id, Server-Timing).
@@ -59,7 +59,7 @@ class EventSender {
   transport::Outbox& to_broker_;
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_managers_;
-  DirectRoutes direct_;
+  plugin::DirectRoutes direct_;
   std::uint16_t index_;
   std::uint64_t next_request_;
 };

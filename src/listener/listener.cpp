@@ -54,9 +54,9 @@ std::vector<transport::Outbox*> manager_outboxes(ProcessLoop& loop) {
 }
 
 // Which requests go to those channels: none where there are none.
-DirectRoutes direct_routes(const ProcessLoop& loop, const plugin::PluginSet& plugins, const Config& config) {
+plugin::DirectRoutes direct_routes(const ProcessLoop& loop, const plugin::PluginSet& plugins, const Config& config) {
   if (!loop.topology().direct_requests()) return {};
-  return DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains));
+  return plugin::DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains));
 }
 
 }  // namespace

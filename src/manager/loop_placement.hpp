@@ -26,7 +26,8 @@ class LoopPlacement {
   std::vector<int> home_;
   std::vector<int> allowed_;
   BusyFloat busy_;
-  std::chrono::nanoseconds last_cpu_{};
+  std::chrono::nanoseconds last_ran_{};
+  std::chrono::nanoseconds last_waited_{};
   std::chrono::steady_clock::time_point last_wall_;
 };
 

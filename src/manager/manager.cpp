@@ -86,6 +86,15 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
       loop.on_records_from(topo.listener_slot(i), [this](std::span<const std::byte> rec) { on_record(rec); });
   if (topo.direct_answers())
     for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
+  // Other managers' requests and answers straight from them (0028).
+  if (topo.direct_between_managers()) {
+    for (std::uint32_t j = 0; j < topo.managers(); ++j) {
+      const auto slot = topo.manager_slot(j);
+      to_manager_.push_back(slot == loop.slot() ? nullptr : &loop.outbox_to(slot));
+      if (slot != loop.slot()) loop.on_records_from(slot, [this](std::span<const std::byte> rec) { on_record(rec); });
+    }
+    direct_ = plugin::DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains));
+  }
   if (topo.has_switch()) {
     switch_slot_ = static_cast<std::uint16_t>(topo.switch_slot());
     to_switch_ = &loop.outbox_to(switch_slot_);
@@ -99,15 +108,45 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
 
 transport::Outbox& Manager::answer_channel(const env::EnvelopeHeader& request) {
   if (to_switch_ && request.reply_to == switch_slot_) return *to_switch_;
-  if (request.reply_to != 0 || request.origin_listener >= to_listener_.size()) return to_router_;
+  if (request.reply_to != 0) {
+    const auto& topo = loop_.topology();
+    if (to_manager_.empty() || !topo.is_manager(request.reply_to)) return to_router_;
+    auto* out = to_manager_[topo.index_of(request.reply_to)];
+    return out ? *out : to_router_;
+  }
+  if (request.origin_listener >= to_listener_.size()) return to_router_;
   return *to_listener_[request.origin_listener];
 }
 
 void Manager::report_answered() {
-  if (!answered_.empty()) env::send_answered(to_router_, answered_, 0);
-  if (!answered_to_switch_.empty()) env::send_answered(to_router_, answered_to_switch_, 0, switch_slot_);
-  answered_.clear();
-  answered_to_switch_.clear();
+  // One notice per asker: the router keeps its books by (id, reply_to).
+  while (!answered_.empty()) {
+    const auto asker = answered_.front().first;
+    report_ids_.clear();
+    std::erase_if(answered_, [&](const auto& a) {
+      if (a.first != asker) return false;
+      report_ids_.push_back(a.second);
+      return true;
+    });
+    env::send_answered(to_router_, report_ids_, 0, asker);
+  }
+}
+
+bool Manager::send_request(env::EnvelopeWriter& w) {
+  const auto target = direct_.manager_for(w.header().event_type);
+  transport::Outbox* straight = target ? to_manager_[*target] : nullptr;  // none to itself
+  if (straight) {
+    const env::RoutedRequest routed{w.header(), *target};
+    env::send_routed(to_router_, std::span(&routed, 1), 0);
+    // A notice held in the overflow could reach the router after the
+    // answer: then the request follows it (as a listener's do, 0027).
+    if (to_router_.has_overflow()) straight = nullptr;
+  }
+  if (straight) w.header().flags |= env::kFlagDirect;
+  if (env::send(straight ? *straight : to_router_, w)) return true;
+  const auto& h = w.header();
+  if (target && to_manager_[*target]) env::send_answered(to_router_, std::span(&h.request_id, 1), 0, h.reply_to);
+  return false;
 }
 
 void Manager::start() {
@@ -315,10 +354,7 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
   // The router learns after the listener has it: should this process die
   // in between, the router answers 503 for a request the listener no
   // longer waits for, and the listener drops that.
-  if (&out == to_switch_)
-    answered_to_switch_.push_back(request.request_id);
-  else if (&out != &to_router_)
-    answered_.push_back(request.request_id);
+  if (&out != &to_router_) answered_.emplace_back(request.reply_to, request.request_id);
 }
 
 // A body for the blob area, which has no room for it, nor a record.
@@ -402,8 +438,8 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   const std::string text = body.dump();
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::Body, text);
-  if (!env::send(to_router_, w)) {
-    on_response(Response::problem(503, "Service Unavailable", "the router channel is full"));
+  if (!send_request(w)) {
+    on_response(Response::problem(503, "Service Unavailable", "the channel to the pipeline is full"));
     return true;
   }
   outstanding_.emplace(id, std::move(on_response));

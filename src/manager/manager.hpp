@@ -25,6 +25,7 @@
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
+#include "plugin/direct_routes.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "runtime/process_loop.hpp"
@@ -75,13 +76,18 @@ class Manager final : public Context {
   bool within_deadline(const envelope::EnvelopeView& v);
   Reply call_handler(const Entry& entry);
   void refuse_large_answer(const envelope::EnvelopeHeader& request, std::size_t size);
-  // Where the answer to `request` goes: its listener's own channel when it
-  // came from a client and one exists (docs/decisions/0016), else the
-  // router.
+  // Where the answer to `request` goes: the channel of its own to who
+  // asked, a client's listener (docs/decisions/0016), the switch or
+  // another manager (0028), where one exists, else the router.
   transport::Outbox& answer_channel(const envelope::EnvelopeHeader& request);
   // Tells the router, without waking it, which answers went straight to
-  // their listeners this turn.
+  // who asked this turn.
   void report_answered();
+  // A request of a handler's, straight to the manager that alone handles
+  // its event (0028), the router told first without a wake-up, or to the
+  // router. False when the channel refused it (new work past
+  // EDRI_OUTBOX_LIMIT); the router, if told, is then told it is answered.
+  bool send_request(envelope::EnvelopeWriter& w);
   struct PoolSize {
     std::size_t workers, queue;
   };
@@ -121,12 +127,19 @@ class Manager final : public Context {
   std::string domain_;
   transport::Outbox& to_router_;
   std::vector<transport::Outbox*> to_listener_;  // by listener index; empty: answers go through the router
-  std::vector<std::uint64_t> answered_;          // request ids answered straight to a listener, not yet reported
+  // By manager index (none to itself): requests this manager sends
+  // straight, where `direct_` says so, and answers to what others asked
+  // (0028); empty: both through the router.
+  std::vector<transport::Outbox*> to_manager_;
+  plugin::DirectRoutes direct_;
   // Where the instance is joined to others: answers to what they asked go
-  // straight to the switch (reported to the router like the above).
+  // straight to the switch.
   transport::Outbox* to_switch_ = nullptr;
   std::uint16_t switch_slot_ = 0;
-  std::vector<std::uint64_t> answered_to_switch_;
+  // Requests answered straight to who asked, not yet reported to the
+  // router: (reply_to: 0 for a client's listener, else the asker's slot, id).
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> answered_;
+  std::vector<std::uint64_t> report_ids_;  // scratch of report_answered
   std::unordered_map<std::uint64_t, Entry> handlers_;
   struct Subscribers {
     std::string_view event;

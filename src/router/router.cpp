@@ -39,6 +39,12 @@ Router::Router(ProcessLoop& loop, const Config& config)
     const auto& t = loop_.topology();
     if (t.is_destination(slot)) on_manager_death(slot - t.manager_slot(0));
   });
+  // A request a manager sent straight to another may be reported answered
+  // before its notice is read (0028): settled once every ring was read.
+  loop.after_drain([this] {
+    settle_unmatched();
+    return false;
+  });
   unanswered_.reserve(4096);
   // Nobody is subscribed to this (possibly restarted) router yet.
   loop_.segment().header().managers_subscribed.store(0, std::memory_order_release);
@@ -145,6 +151,14 @@ void Router::learn_routed() {
   learning_ = false;
 }
 
+void Router::learn_routed_by_managers(std::uint32_t except) {
+  const auto& topo = loop_.topology();
+  if (!topo.direct_between_managers()) return;
+  for (std::uint32_t j = 0; j < managers_; ++j)
+    if (j != except) loop_.drain_from(topo.manager_slot(j));
+  settle_unmatched();
+}
+
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
   // reply_to names the manager (or the switch) that asked; 0 is the
   // broker (a client).
@@ -188,25 +202,52 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
 
 void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn) {
   bool learned = !learn;
-  env::for_each_answered(ids, [&](std::uint64_t id) {
-    auto it = unanswered_.find(RequestKey{id, reply_to});
-    if (it == unanswered_.end() && reply_to == 0 && !learned) {
-      // Perhaps one its listener sent straight, its notice unread yet.
-      learned = true;
-      learn_routed();
-      it = unanswered_.find(RequestKey{id, reply_to});
+  env::for_each_answered(ids, [&](std::uint64_t id) { answered(RequestKey{id, reply_to}, learned); });
+}
+
+void Router::answered(const RequestKey& key, bool& learned) {
+  auto it = unanswered_.find(key);
+  if (it == unanswered_.end() && key.reply_to == 0 && !learned) {
+    // Perhaps one its listener sent straight, its notice unread yet.
+    learned = true;
+    learn_routed();
+    it = unanswered_.find(key);
+  }
+  if (it != unanswered_.end())
+    forget(it);
+  else if (!learned && loop_.topology().direct_between_managers() && loop_.topology().is_manager(key.reply_to))
+    unmatched_.push_back(key);  // perhaps one a manager sent straight: settle_unmatched
+}
+
+void Router::settle_unmatched() {
+  // Each asker's ring is read at most once here: its notice was written
+  // before its request, so before the answer that was read, and what its
+  // reading brings up is settled in the next round.
+  std::vector<std::uint32_t> read;
+  while (!unmatched_.empty()) {
+    const auto keys = std::move(unmatched_);
+    unmatched_.clear();
+    for (const auto& key : keys) {
+      auto it = unanswered_.find(key);
+      if (it == unanswered_.end() && std::find(read.begin(), read.end(), key.reply_to) == read.end()) {
+        read.push_back(key.reply_to);
+        loop_.drain_from(key.reply_to);
+        it = unanswered_.find(key);
+      }
+      if (it != unanswered_.end()) forget(it);  // else not known: sent before this router started
     }
-    if (it != unanswered_.end()) forget(it);
-  });
+  }
 }
 
 void Router::on_manager_death(std::uint32_t manager) {
   const auto& topo = loop_.topology();
   const auto slot = topo.manager_slot(manager);
-  // Every request the listeners sent it straight is known, then its
-  // answers already sent count: take them first.
+  // Every request the listeners and the other managers sent it straight
+  // is known, then its answers already sent count: take them first.
   learn_routed();
+  learn_routed_by_managers(manager);
   loop_.drain_from(slot);
+  settle_unmatched();
   // Requests still in its channels were never taken: its successor handles
   // them. The others it took, and their answers died with it.
   std::unordered_set<RequestKey, RequestKeyHash> untaken;
@@ -217,6 +258,9 @@ void Router::on_manager_death(std::uint32_t manager) {
   if (topo.direct_requests() && manager < managers_)
     for (std::uint32_t i = 0; i < topo.listeners(); ++i)
       for_each_untaken_envelope(loop_.watched_channel(topo.listener_slot(i), slot), note_untaken);
+  if (topo.direct_between_managers())
+    for (std::uint32_t j = 0; j < managers_; ++j)
+      if (j != manager) for_each_untaken_envelope(loop_.watched_channel(topo.manager_slot(j), slot), note_untaken);
   auto& out = *to_manager_[manager];
   std::size_t answered = 0;
   // Answers 503 for the request at `it`, which no process holds any more.
@@ -326,6 +370,9 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
         spdlog::error("dropping a malformed control envelope from manager {}", manager);
       } else if (h.event_type == env::kControlAnswered) {
         forget_answered(v.section(env::SectionType::Control), h.reply_to);
+      } else if (h.event_type == env::kControlRouted) {
+        env::for_each_item<env::RoutedRequest>(v.section(env::SectionType::Control),
+                                               [&](const env::RoutedRequest& r) { track_routed(r); });
       } else if (env::is_stream_control(h.event_type)) {
         on_stream_control(manager, h, record);
       } else if (h.event_type == env::kControlSubscribe) {
@@ -344,8 +391,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
       // A streamed answer's pieces after its head are not answers.
-      if (!(h.flags & env::kFlagStreamPiece))
-        if (const auto it = unanswered_.find(key_of(h)); it != unanswered_.end()) forget(it);
+      bool learned = false;
+      if (!(h.flags & env::kFlagStreamPiece)) answered(key_of(h), learned);
       const bool sent = reply_channel(h).emplace(
           record.size(),
           [&](std::byte* p) {

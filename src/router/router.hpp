@@ -74,6 +74,8 @@ class Router {
   // be a request sent straight whose notice is unread: with `learn`, the
   // listeners' notices are read first.
   void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn = true);
+  // Reads every other manager's notices now (0028), then settles.
+  void learn_routed_by_managers(std::uint32_t except);
   // A manager died: every request it took and did not answer is answered
   // 503 now, or, if its event is replayed (kFlagReplay) and this is its
   // first death, handed to the successor; those still waiting in its
@@ -103,6 +105,13 @@ class Router {
   void keep(const Taken& taken);
   // Drops an answered (or given up) request; the next one.
   Unanswered::iterator forget(Unanswered::iterator it);
+  // `key` was answered: forgotten, once its notice is read if it went
+  // straight (`learned`: the listeners' notices were read already).
+  void answered(const RequestKey& key, bool& learned);
+  // Forgets what managers answered to requests another manager sent
+  // straight (0028) whose notices were unread then, reading the askers'
+  // rings; called once every ring was read, never inside a reading.
+  void settle_unmatched();
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
@@ -118,6 +127,7 @@ class Router {
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)
   bool learning_ = false;                   // learn_routed is reading the listeners' rings
+  std::vector<RequestKey> unmatched_;       // answered before their notices were read (settle_unmatched)
   std::vector<bool> subscribed_;
   std::uint32_t subscribed_count_ = 0;
   std::vector<std::vector<std::byte>> held_;

@@ -20,7 +20,10 @@
 // way there, the broker told without a wake-up (docs/decisions/0026); and,
 // where answers have their rings and no switch is, listener -> manager for
 // clients' requests that skip the router too, the router told without a
-// wake-up (docs/decisions/0027). Each kind is appended after the ones
+// wake-up (docs/decisions/0027); and, where those exist and managers x
+// (managers - 1) is at most kMaxAnswerChannels, manager -> manager for a
+// handler's requests to another manager and their answers, the router
+// told without a wake-up (0028). Each kind is appended after the ones
 // before, so their numbers never move.
 #pragma once
 
@@ -88,6 +91,11 @@ class Topology {
     if (direct_requests())
       for (std::uint32_t j = 0; j < managers; ++j)
         for (std::uint32_t i = 0; i < listeners; ++i) channels_.push_back({listener_slot(i), manager_slot(j)});
+    // A manager's request straight to another, and its answer back (0028).
+    if (direct_between_managers())
+      for (std::uint32_t a = 0; a < managers; ++a)
+        for (std::uint32_t b = 0; b < managers; ++b)
+          if (a != b) channels_.push_back({manager_slot(a), manager_slot(b)});
   }
 
   // Whether managers (and the switch) answer listeners on channels of
@@ -97,6 +105,11 @@ class Topology {
   // their own (0027): as many pairs as answers, and not where instances
   // are joined (the switch may take any event there).
   bool direct_requests() const { return direct_answers() && !has_switch_; }
+  // Whether managers send each other requests and answers on channels of
+  // their own (0028): where listeners do, and the pairs are few enough.
+  bool direct_between_managers() const {
+    return direct_requests() && managers_ > 1 && managers_ * (managers_ - 1) <= kMaxAnswerChannels;
+  }
 
   std::uint32_t listeners() const { return listeners_; }
   std::uint32_t managers() const { return managers_; }

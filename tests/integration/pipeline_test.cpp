@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -22,10 +23,10 @@
 using namespace edri::test;
 
 namespace {
-// Kills manager "test" and returns how many requests the router says it had
+// Kills `manager` and returns how many requests the router says it had
 // taken and answered 503 ("" when it says nothing).
-std::string taken_by_killed_manager(ServerProcess& server) {
-  if (::kill(server.child("manager test"), SIGKILL) != 0) return "kill failed";
+std::string taken_by_killed_manager(ServerProcess& server, const std::string& manager = "manager test") {
+  if (::kill(server.child(manager), SIGKILL) != 0) return "kill failed";
   std::smatch m;
   std::string log;
   const std::regex died(R"(died: (\d+) requests it had taken answered 503)");
@@ -35,6 +36,45 @@ std::string taken_by_killed_manager(ServerProcess& server) {
       }))
     return "";
   return m[1].str();
+}
+
+// GET `path` of test_app, whose handler asks manager "other" (/ask,
+// /ask-sleep/{ms}): the status that manager's answer had, -1 if none.
+int asked_status(HttpClient& c, const std::string& path) {
+  const auto r = c.get(path);
+  if (r.status != 200) return -1;
+  return nlohmann::json::parse(r.body).at("status").get<int>();
+}
+
+// Stops the router and sends 3,000 requests one after another
+// (`request(client, i)`: whether the i-th was answered as it should be).
+// Answers come until a request's notice cannot enter the router's ring:
+// that request waits behind it, for the router, which then goes on; every
+// request is answered as it should be.
+void run_with_router_stopped(ServerProcess& server, const std::function<bool(HttpClient&, int)>& request) {
+  const pid_t router = server.child("router");
+  REQUIRE(::kill(router, SIGSTOP) == 0);
+  constexpr int kRequests = 3000;
+  std::atomic<int> answered{0};
+  std::atomic<int> ok{0};
+  auto client = std::async(std::launch::async, [&] {
+    HttpClient c(server.port(), 20000);
+    for (int i = 0; i < kRequests; ++i) {
+      ok += request(c, i);
+      ++answered;
+    }
+  });
+  int seen = -1;
+  while (seen != answered.load()) {
+    seen = answered.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  INFO(seen << " answered with the router stopped");
+  CHECK(seen > 500);
+  CHECK(seen < kRequests);
+  REQUIRE(::kill(router, SIGCONT) == 0);
+  client.get();
+  CHECK(ok.load() == kRequests);
 }
 }  // namespace
 
@@ -168,34 +208,68 @@ TEST_CASE(
                        {{"EDRI_RING_BYTES", "262144"}, {"EDRI_WEBSOCKET_MAX_MESSAGE", "16384"}});
   HttpClient warm(server.port());
   REQUIRE(warm.get("/hello/warm").status == 200);
-  const pid_t router = server.child("router");
-  REQUIRE(::kill(router, SIGSTOP) == 0);
-  constexpr int kRequests = 3000;
-  std::atomic<int> answered{0};
-  std::atomic<int> ok{0};
-  auto client = std::async(std::launch::async, [&] {
-    HttpClient c(server.port(), 20000);
-    for (int i = 0; i < kRequests; ++i) {
-      ok += c.get("/hello/n" + std::to_string(i)).status == 200;
-      ++answered;
-    }
-  });
-  // Answers come until a request's notice cannot enter the router's ring:
-  // that request waits behind it, for the router.
-  int seen = -1;
-  while (seen != answered.load()) {
-    seen = answered.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  INFO(seen << " answered with the router stopped");
-  CHECK(seen > 500);
-  CHECK(seen < kRequests);
-  REQUIRE(::kill(router, SIGCONT) == 0);
-  client.get();
-  CHECK(ok.load() == kRequests);
+  run_with_router_stopped(server,
+                          [](HttpClient& c, int i) { return c.get("/hello/n" + std::to_string(i)).status == 200; });
   // Every notice the router read late met its answer: a manager killed
   // now had nothing the router counts as taken.
   CHECK(taken_by_killed_manager(server) == "0");
+}
+
+TEST_CASE(
+    "a handler's request goes straight to the manager that handles it: the router is not woken for it, yet answers "
+    "it should that manager die with it, and leaves what it never took to its successor",
+    "[pipeline][alone]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port(), 10000);
+  REQUIRE(asked_status(c, "/ask") == 200);
+  const pid_t router = server.child("router");
+  const long before = sleeps(router);
+  REQUIRE(before >= 0);
+  // Client -> manager test -> manager other and back: every hop straight.
+  constexpr int kRequests = 300;
+  for (int i = 0; i < kRequests; ++i) REQUIRE(asked_status(c, "/ask") == 200);
+  const long woken = sleeps(router) - before;
+  INFO("router woken " << woken << " times for " << kRequests << " requests");
+  CHECK(woken < kRequests / 5);
+  // The router knew of each and of its answer, though it read many answers
+  // before their notices: killed with one request in its hands, manager
+  // other had exactly that one taken, answered 503 to manager test at once;
+  // the one queued behind it went to its successor.
+  auto taken = std::async(std::launch::async, [&] { return HttpClient(server.port(), 10000).get("/ask-sleep/3000"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto queued = std::async(std::launch::async, [&] { return HttpClient(server.port(), 10000).get("/ask-sleep/1"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(server.child("manager other"), SIGKILL) == 0);
+  const auto lost = taken.get();
+  REQUIRE(lost.status == 200);
+  const auto answer = nlohmann::json::parse(lost.body);
+  CHECK(answer.at("status") == 503);
+  CHECK(answer.at("body").get<std::string>().find("stopped; it is being restarted") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - killed_at < std::chrono::milliseconds(2000));
+  const auto successor = queued.get();
+  REQUIRE(successor.status == 200);
+  CHECK(nlohmann::json::parse(successor.body).at("status") == 200);
+  CHECK(eventually([&] {
+    return server.log().find(
+               "died: 1 requests it had taken answered 503, 0 handed to its successor again, 1 it never "
+               "took left for it") != std::string::npos;
+  }));
+  CHECK(asked_status(c, "/ask") == 200);
+}
+
+TEST_CASE(
+    "with the router stopped a handler's requests still go straight, one whose notice must wait goes behind it, and "
+    "the router's books come out exact",
+    "[pipeline][alone]") {
+  ServerProcess server({test_plugin_path("test_app")},
+                       {{"EDRI_RING_BYTES", "262144"}, {"EDRI_WEBSOCKET_MAX_MESSAGE", "16384"}});
+  HttpClient warm(server.port());
+  REQUIRE(asked_status(warm, "/ask") == 200);
+  // The listener's notices and manager test's fill the stopped router's
+  // rings alike: whichever is full first, its next request waits.
+  run_with_router_stopped(server, [](HttpClient& c, int) { return asked_status(c, "/ask") == 200; });
+  CHECK(taken_by_killed_manager(server, "manager other") == "0");
 }
 
 namespace {

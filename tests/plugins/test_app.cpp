@@ -302,6 +302,15 @@ void reg(edri::Registry& r) {
     });
     return edri::Deferred{};
   });
+  // Asks the other domain's manager to sleep `ms`, straight there
+  // (docs/decisions/0028); says how it was answered.
+  r.get("/ask-sleep/{ms:int}", "test.ask_sleep", [](const edri::Request& req, edri::Context& ctx) {
+    auto responder = ctx.defer();
+    ctx.request("other.sleep", {{"ms", req.int_param("ms")}}, [responder](const edri::Response& r) {
+      responder.send(edri::Response::json({{"status", r.status}, {"body", std::string(r.body_bytes())}}));
+    });
+    return edri::Deferred{};
+  });
   r.get("/ask-nobody", "test.ask_nobody", [](const edri::Request&, edri::Context& ctx) {
     if (!ctx.request("no.such.event", {}, [](const edri::Response&) {}))
       return edri::Response::problem(500, "Internal Server Error", "unknown event");
@@ -322,6 +331,12 @@ void reg(edri::Registry& r) {
   r.domain("other");
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
     return edri::Response::json({{"pid", ::getpid()}, {"domain", ctx.domain()}});
+  });
+  r.event("other.sleep");
+  r.handle("other.sleep", [](const edri::Request& req, edri::Context&) {
+    const int ms = req.json().at("ms").get<int>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return edri::Response::json({{"slept", ms}, {"pid", ::getpid()}});
   });
   r.notification("test.happened");
   r.push("test.happened", "watch", "unwatch");

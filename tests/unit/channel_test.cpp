@@ -195,7 +195,7 @@ TEST_CASE("managers answer listeners on rings of their own while the pairs are f
   using edri::transport::Topology;
   const Topology small(2, 3);
   CHECK(small.direct_answers());
-  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3 + 2 + 2 * 3);
+  CHECK(small.channels().size() == 2 * 2 + 2 + 2 * 3 + 2 * 3 + 2 + 2 * 3 + 3 * 2);
   for (std::uint32_t j = 0; j < 3; ++j)
     for (std::uint32_t i = 0; i < 2; ++i) CHECK_NOTHROW(small.channel(small.manager_slot(j), small.listener_slot(i)));
   // A listener sends clients' requests to the router on a ring of its own
@@ -207,12 +207,29 @@ TEST_CASE("managers answer listeners on rings of their own while the pairs are f
   for (std::uint32_t j = 0; j < 3; ++j)
     for (std::uint32_t i = 0; i < 2; ++i)
       CHECK(small.channel(small.listener_slot(i), small.manager_slot(j)) == before + 2 + j * 2 + i);
+  // Then every ordered pair of managers (0028), after all of those.
+  CHECK(small.direct_between_managers());
+  std::uint32_t next = before + 2 + 3 * 2;
+  for (std::uint32_t a = 0; a < 3; ++a)
+    for (std::uint32_t b = 0; b < 3; ++b)
+      if (a == b)
+        CHECK_THROWS(small.channel(small.manager_slot(a), small.manager_slot(b)));
+      else
+        CHECK(small.channel(small.manager_slot(a), small.manager_slot(b)) == next++);
+  CHECK(next == small.channels().size());
+  // One manager has no other to ask; past kMaxAnswerChannels ordered
+  // pairs, managers' requests keep the router.
+  CHECK_FALSE(Topology(1, 1).direct_between_managers());
+  CHECK(Topology(1, 16).direct_between_managers());
+  CHECK_FALSE(Topology(1, 17).direct_between_managers());
+  CHECK_THROWS(Topology(1, 17).channel(Topology(1, 17).manager_slot(0), Topology(1, 17).manager_slot(1)));
   // Where instances are joined, requests keep the router (the switch may
   // take any event).
   const Topology joined(2, 3, true);
   CHECK(joined.direct_answers());
   CHECK_FALSE(joined.direct_requests());
   CHECK_THROWS(joined.channel(joined.listener_slot(0), joined.manager_slot(0)));
+  CHECK_FALSE(joined.direct_between_managers());
   // Past kMaxAnswerChannels pairs, answers go back through the router.
   const Topology large(16, Topology::kMaxAnswerChannels / 16 + 1);
   CHECK_FALSE(large.direct_answers());

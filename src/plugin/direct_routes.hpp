@@ -1,5 +1,6 @@
-// DirectRoutes: the manager a client's request goes to straight from its
-// listener (docs/decisions/0027). No I/O: a table built once from the
+// DirectRoutes: the manager a request goes to straight: a client's from
+// its listener (docs/decisions/0027), another manager's from that manager
+// (0028). No I/O: a table built once from the
 // plugins and the managers' domains, the same subscriptions the managers
 // give the router. An event goes straight where exactly one manager
 // subscribes to it and that manager handles it, so that the router would
@@ -15,13 +16,13 @@
 
 #include "plugin/plugin_set.hpp"
 
-namespace edri::listener {
+namespace edri::plugin {
 
 class DirectRoutes {
  public:
   DirectRoutes() = default;  // none: every request through the router
   // `manager_domains`: the domain of each manager, by index.
-  DirectRoutes(const plugin::PluginSet& plugins, const std::vector<std::string>& manager_domains);
+  DirectRoutes(const PluginSet& plugins, const std::vector<std::string>& manager_domains);
 
   // The manager (its index) that event `type` goes straight to, if it does.
   std::optional<std::uint32_t> manager_for(std::uint64_t type) const {
@@ -35,4 +36,4 @@ class DirectRoutes {
   std::unordered_map<std::uint64_t, std::uint32_t> manager_of_;
 };
 
-}  // namespace edri::listener
+}  // namespace edri::plugin

@@ -1,14 +1,14 @@
-#include "listener/direct_routes.hpp"
+#include "plugin/direct_routes.hpp"
 
 #include <set>
 
-namespace edri::listener {
+namespace edri::plugin {
 
 namespace {
 
 // What manager `domain` subscribes to (Manager::subscribe): its handlers'
 // events and its subscribers'.
-std::set<std::uint64_t> subscriptions(const plugin::PluginSet& plugins, const std::string& domain) {
+std::set<std::uint64_t> subscriptions(const PluginSet& plugins, const std::string& domain) {
   std::set<std::uint64_t> ids;
   for (const auto& e : plugins.events())
     if (e.domain == domain && e.handler >= 0) ids.insert(e.type_id);
@@ -17,13 +17,13 @@ std::set<std::uint64_t> subscriptions(const plugin::PluginSet& plugins, const st
   return ids;
 }
 
-bool handled_straight(const plugin::LoadedEvent& e, const std::string& domain) {
+bool handled_straight(const LoadedEvent& e, const std::string& domain) {
   return e.domain == domain && e.handler >= 0 && !e.replay;
 }
 
 }  // namespace
 
-DirectRoutes::DirectRoutes(const plugin::PluginSet& plugins, const std::vector<std::string>& manager_domains) {
+DirectRoutes::DirectRoutes(const PluginSet& plugins, const std::vector<std::string>& manager_domains) {
   std::unordered_map<std::uint64_t, std::uint32_t> subscribed;  // managers per event
   for (const auto& d : manager_domains)
     for (const auto id : subscriptions(plugins, d)) ++subscribed[id];
@@ -32,4 +32,4 @@ DirectRoutes::DirectRoutes(const plugin::PluginSet& plugins, const std::vector<s
       if (handled_straight(e, manager_domains[j]) && subscribed[e.type_id] == 1) manager_of_.emplace(e.type_id, j);
 }
 
-}  // namespace edri::listener
+}  // namespace edri::plugin
