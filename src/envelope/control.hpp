@@ -62,8 +62,8 @@ inline constexpr std::uint64_t kControlPushClose = 23;
 // on a channel of their own to who asked, a client's listener
 // (docs/decisions/0016), the switch or another manager (0028; reply_to
 // names the asker), so the router and the broker drop them from their
-// books. Sent without
-// a wake-up: read when the receiver next runs. Payload: u64 request ids.
+// books. Sent without a wake-up: read when the receiver next runs.
+// Payload: u64 request ids.
 inline constexpr std::uint64_t kControlAnswered = 24;
 // listener -> broker: these requests of clients went straight to the
 // router (docs/decisions/0026) or to their managers (0027, kFlagDirect),

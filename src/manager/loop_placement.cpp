@@ -12,17 +12,12 @@
 
 namespace edri::manager {
 
-namespace {
-
 // What the calling thread (the manager's loop; worker threads have their
 // own placement) asked of a CPU so far: the time it ran and the time it
 // waited to run (/proc/thread-self/schedstat). Two CPU-bound managers
 // sharing a CPU each run half the time and wait the other half.
 // Without schedstat (a kernel built without it), the time it ran alone.
-struct CpuDemand {
-  std::chrono::nanoseconds ran{}, waited{};
-};
-CpuDemand loop_cpu_demand() {
+LoopPlacement::CpuDemand LoopPlacement::loop_cpu_demand() {
   unsigned long long ran = 0, waited = 0;
   std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
   const bool read = f && std::fscanf(f, "%llu %llu", &ran, &waited) == 2;
@@ -34,14 +29,11 @@ CpuDemand loop_cpu_demand() {
   return {std::chrono::seconds(ts.tv_sec) + ns(ts.tv_nsec), ns(0)};
 }
 
-}  // namespace
-
 LoopPlacement::LoopPlacement(EventLoop& events, int home, std::vector<int> allowed)
     : timer_(events, [this] { sample(); }),
       home_{home},
       allowed_(std::move(allowed)),
-      last_ran_(loop_cpu_demand().ran),
-      last_waited_(loop_cpu_demand().waited),
+      last_(loop_cpu_demand()),
       last_wall_(std::chrono::steady_clock::now()) {
   move_to(home_);
   timer_.expires_after(kWindow);
@@ -50,7 +42,7 @@ LoopPlacement::LoopPlacement(EventLoop& events, int home, std::vector<int> allow
 void LoopPlacement::sample() {
   const auto cpu = loop_cpu_demand();
   const auto wall = std::chrono::steady_clock::now();
-  switch (busy_.sample(cpu.ran - last_ran_, cpu.waited - last_waited_, wall - last_wall_)) {
+  switch (busy_.sample(cpu.ran - last_.ran, cpu.waited - last_.waited, wall - last_wall_)) {
     case BusyFloat::Move::Float:
       spdlog::info("busy: the manager's loop may run on any of {} CPUs now", allowed_.size());
       move_to(allowed_);
@@ -61,8 +53,7 @@ void LoopPlacement::sample() {
       break;
     case BusyFloat::Move::Stay: break;
   }
-  last_ran_ = cpu.ran;
-  last_waited_ = cpu.waited;
+  last_ = cpu;
   last_wall_ = wall;
   timer_.expires_after(kWindow);
 }

@@ -26,8 +26,12 @@ class LoopPlacement {
   std::vector<int> home_;
   std::vector<int> allowed_;
   BusyFloat busy_;
-  std::chrono::nanoseconds last_ran_{};
-  std::chrono::nanoseconds last_waited_{};
+  // What the loop's thread asked of a CPU so far.
+  struct CpuDemand {
+    std::chrono::nanoseconds ran{}, waited{};
+  };
+  static CpuDemand loop_cpu_demand();
+  CpuDemand last_;
   std::chrono::steady_clock::time_point last_wall_;
 };
 

@@ -135,17 +135,24 @@ void Manager::report_answered() {
 bool Manager::send_request(env::EnvelopeWriter& w) {
   const auto target = direct_.manager_for(w.header().event_type);
   transport::Outbox* straight = target ? to_manager_[*target] : nullptr;  // none to itself
-  if (straight) {
+  const bool router_told = straight != nullptr;
+  if (router_told) {
     const env::RoutedRequest routed{w.header(), *target};
     env::send_routed(to_router_, std::span(&routed, 1), 0);
-    // A notice held in the overflow could reach the router after the
-    // answer: then the request follows it (as a listener's do, 0027).
-    if (to_router_.has_overflow()) straight = nullptr;
   }
-  if (straight) w.header().flags |= env::kFlagDirect;
-  if (env::send(straight ? *straight : to_router_, w)) return true;
+  // Straight only where the router will see it: a notice held in the
+  // overflow could reach the router after the answer, and a request held
+  // in ours would be out of the router's sight should its manager die.
+  // Else the request follows its notice, and the router routes it to the
+  // same manager (as a listener's do, 0027).
+  if (straight && !to_router_.has_overflow()) {
+    w.header().flags |= env::kFlagDirect;
+    if (env::send(*straight, w, transport::Admission::RingOnly)) return true;
+    w.header().flags &= static_cast<std::uint16_t>(~env::kFlagDirect);
+  }
+  if (env::send(to_router_, w)) return true;
   const auto& h = w.header();
-  if (target && to_manager_[*target]) env::send_answered(to_router_, std::span(&h.request_id, 1), 0, h.reply_to);
+  if (router_told) env::send_answered(to_router_, std::span(&h.request_id, 1), 0, h.reply_to);
   return false;
 }
 

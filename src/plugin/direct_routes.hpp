@@ -1,11 +1,11 @@
 // DirectRoutes: the manager a request goes to straight: a client's from
-// its listener (docs/decisions/0027), another manager's from that manager
-// (0028). No I/O: a table built once from the
-// plugins and the managers' domains, the same subscriptions the managers
-// give the router. An event goes straight where exactly one manager
-// subscribes to it and that manager handles it, so that the router would
-// have had no choice to make; every other event (replicas to balance,
-// no manager, a replayed event) goes through the router.
+// its listener (docs/decisions/0027), a handler's from its manager (0028).
+// No I/O: a table built once from the plugins and the managers' domains,
+// the same subscriptions the managers give the router. An event goes
+// straight where exactly one manager subscribes to it and that manager
+// handles it, so that the router would have had no choice to make; every
+// other event (replicas to balance, no manager, a replayed event) goes
+// through the router.
 #pragma once
 
 #include <cstdint>

@@ -175,9 +175,7 @@ void Router::on_request(const env::EnvelopeHeader& h, std::span<const std::byte>
       held_bytes_ += record.size();
       return;
     }
-    if (!env::send_problem(reply_channel(h), h, 503, "no manager handles this event"))
-      spdlog::error("reply channel full: a 503 was lost");
-    return;
+    return refuse(h, "no manager handles this event");
   }
   auto& subs = it->second;
   auto manager = subs.managers[subs.next++ % subs.managers.size()];
@@ -191,8 +189,13 @@ void Router::on_request(const env::EnvelopeHeader& h, std::span<const std::byte>
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
   if (sent) return keep(Taken{manager, h, to_manager_[manager]->last_position()});
-  if (!env::send_problem(reply_channel(h), h, 503, "the manager is overloaded; retry later"))
-    spdlog::error("reply channel full: a 503 was lost");
+  refuse(h, "the manager is overloaded; retry later");
+}
+
+void Router::refuse(const env::EnvelopeHeader& h, const char* detail) {
+  // Its notice, if it followed one that was kept, is answered too.
+  if (const auto it = unanswered_.find(key_of(h)); it != unanswered_.end()) forget(it);
+  if (!env::send_problem(reply_channel(h), h, 503, detail)) spdlog::error("reply channel full: a 503 was lost");
 }
 
 Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
@@ -201,32 +204,39 @@ Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
 }
 
 void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn) {
-  bool learned = !learn;
-  env::for_each_answered(ids, [&](std::uint64_t id) { answered(RequestKey{id, reply_to}, learned); });
+  bool listeners_read = !learn;
+  env::for_each_answered(ids, [&](std::uint64_t id) { forget_answer(RequestKey{id, reply_to}, listeners_read); });
 }
 
-void Router::answered(const RequestKey& key, bool& learned) {
+void Router::forget_answer(const RequestKey& key, bool& listeners_read) {
   auto it = unanswered_.find(key);
-  if (it == unanswered_.end() && key.reply_to == 0 && !learned) {
+  if (it == unanswered_.end() && key.reply_to == 0 && !listeners_read) {
     // Perhaps one its listener sent straight, its notice unread yet.
-    learned = true;
+    listeners_read = true;
     learn_routed();
     it = unanswered_.find(key);
   }
-  if (it != unanswered_.end())
+  if (it != unanswered_.end()) {
     forget(it);
-  else if (!learned && loop_.topology().direct_between_managers() && loop_.topology().is_manager(key.reply_to))
-    unmatched_.push_back(key);  // perhaps one a manager sent straight: settle_unmatched
+    return;
+  }
+  // Perhaps one a manager sent straight (0028): settled once every ring
+  // was read, never from inside a ring's reading.
+  const auto& topo = loop_.topology();
+  if (topo.direct_between_managers() && topo.is_manager(key.reply_to)) unmatched_.push_back(key);
 }
 
 void Router::settle_unmatched() {
-  // Each asker's ring is read at most once here: its notice was written
-  // before its request, so before the answer that was read, and what its
-  // reading brings up is settled in the next round.
-  std::vector<std::uint32_t> read;
-  while (!unmatched_.empty()) {
+  // An asker's notice was written before its request, so before the
+  // answer that was read: reading the asker's ring after the answer finds
+  // it. Answers those readings bring up go to the next round, which reads
+  // their askers again; what is left after kSettleRounds waits for the
+  // next turn. One still unknown after its asker's ring was read was sent
+  // before this router started.
+  for (int round = 0; round < kSettleRounds && !unmatched_.empty(); ++round) {
     const auto keys = std::move(unmatched_);
     unmatched_.clear();
+    std::vector<std::uint16_t> read;  // askers whose rings this round read
     for (const auto& key : keys) {
       auto it = unanswered_.find(key);
       if (it == unanswered_.end() && std::find(read.begin(), read.end(), key.reply_to) == read.end()) {
@@ -234,9 +244,27 @@ void Router::settle_unmatched() {
         loop_.drain_from(key.reply_to);
         it = unanswered_.find(key);
       }
-      if (it != unanswered_.end()) forget(it);  // else not known: sent before this router started
+      if (it != unanswered_.end()) forget(it);
     }
   }
+}
+
+std::unordered_set<Router::RequestKey, Router::RequestKeyHash> Router::untaken_requests_to(
+    std::uint32_t manager) const {
+  const auto& topo = loop_.topology();
+  const auto slot = topo.manager_slot(manager);
+  std::unordered_set<RequestKey, RequestKeyHash> untaken;
+  auto note_untaken = [&](const env::EnvelopeHeader& h) {
+    if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) untaken.insert(key_of(h));
+  };
+  for_each_untaken_envelope(*to_manager_[manager], note_untaken);
+  if (topo.direct_requests() && manager < managers_)
+    for (std::uint32_t i = 0; i < topo.listeners(); ++i)
+      for_each_untaken_envelope(loop_.watched_channel(topo.listener_slot(i), slot), note_untaken);
+  if (topo.direct_between_managers())
+    for (std::uint32_t j = 0; j < managers_; ++j)
+      if (j != manager) for_each_untaken_envelope(loop_.watched_channel(topo.manager_slot(j), slot), note_untaken);
+  return untaken;
 }
 
 void Router::on_manager_death(std::uint32_t manager) {
@@ -250,17 +278,7 @@ void Router::on_manager_death(std::uint32_t manager) {
   settle_unmatched();
   // Requests still in its channels were never taken: its successor handles
   // them. The others it took, and their answers died with it.
-  std::unordered_set<RequestKey, RequestKeyHash> untaken;
-  auto note_untaken = [&](const env::EnvelopeHeader& h) {
-    if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) untaken.insert(key_of(h));
-  };
-  for_each_untaken_envelope(*to_manager_[manager], note_untaken);
-  if (topo.direct_requests() && manager < managers_)
-    for (std::uint32_t i = 0; i < topo.listeners(); ++i)
-      for_each_untaken_envelope(loop_.watched_channel(topo.listener_slot(i), slot), note_untaken);
-  if (topo.direct_between_managers())
-    for (std::uint32_t j = 0; j < managers_; ++j)
-      if (j != manager) for_each_untaken_envelope(loop_.watched_channel(topo.manager_slot(j), slot), note_untaken);
+  const auto untaken = untaken_requests_to(manager);
   auto& out = *to_manager_[manager];
   std::size_t answered = 0;
   // Answers 503 for the request at `it`, which no process holds any more.
@@ -391,8 +409,8 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
     case env::Kind::Notification: return fan_out(h, record);
     case env::Kind::Response: {
       // A streamed answer's pieces after its head are not answers.
-      bool learned = false;
-      if (!(h.flags & env::kFlagStreamPiece)) answered(key_of(h), learned);
+      bool listeners_read = false;
+      if (!(h.flags & env::kFlagStreamPiece)) forget_answer(key_of(h), listeners_read);
       const bool sent = reply_channel(h).emplace(
           record.size(),
           [&](std::byte* p) {

@@ -69,10 +69,11 @@ class Router {
   void deliver_from_cluster(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void on_stream_control(std::uint32_t manager, const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   void subscribe(std::uint32_t manager, std::span<const std::byte> body);
-  // kControlAnswered: a manager answered these requests straight to their
-  // listeners (reply_to 0) or to the switch (its slot). One not known may
-  // be a request sent straight whose notice is unread: with `learn`, the
-  // listeners' notices are read first.
+  // kControlAnswered: a manager answered these requests straight to who
+  // asked: their listeners (reply_to 0), the switch or another manager
+  // (0028; the asker's slot). One not known may be a request sent straight
+  // whose notice is unread: with `learn`, the listeners' notices are read
+  // first, and a manager's is settled at the end of the turn.
   void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn = true);
   // Reads every other manager's notices now (0028), then settles.
   void learn_routed_by_managers(std::uint32_t except);
@@ -98,20 +99,27 @@ class Router {
     envelope::EnvelopeHeader request;  // to answer it, should the manager die
     std::uint64_t position;            // of its record in the manager's channel (Outbox::last_position)
     bool replayed = false;             // handed to a successor once already
-    bool direct = false;               // sent by its listener on a channel of its own (0027)
+    bool direct = false;               // sent by its listener or manager on a channel of its own (0027, 0028)
   };
   using Unanswered = std::unordered_map<RequestKey, Taken, RequestKeyHash>;
   // Counts `taken` as in flight to its manager until answered.
   void keep(const Taken& taken);
   // Drops an answered (or given up) request; the next one.
   Unanswered::iterator forget(Unanswered::iterator it);
-  // `key` was answered: forgotten, once its notice is read if it went
-  // straight (`learned`: the listeners' notices were read already).
-  void answered(const RequestKey& key, bool& learned);
+  // `key` was answered: forgotten now, after reading the listeners' notices
+  // if it is not known and a client's (unless `listeners_read`, which is
+  // set once they are), or at the end of the turn if a manager's.
+  void forget_answer(const RequestKey& key, bool& listeners_read);
+  // Answers 503 a request no manager can take now.
+  void refuse(const envelope::EnvelopeHeader& h, const char* detail);
+  // What no process took of the requests to dead `manager`: in the
+  // router's ring to it and in every listener's and manager's (0027, 0028).
+  std::unordered_set<RequestKey, RequestKeyHash> untaken_requests_to(std::uint32_t manager) const;
   // Forgets what managers answered to requests another manager sent
   // straight (0028) whose notices were unread then, reading the askers'
   // rings; called once every ring was read, never inside a reading.
   void settle_unmatched();
+  static constexpr int kSettleRounds = 4;
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;

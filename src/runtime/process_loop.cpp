@@ -77,7 +77,9 @@ transport::Outbox& ProcessLoop::outbox_to(std::uint32_t consumer_slot) {
 }
 
 std::size_t ProcessLoop::drain_batch(Inbound& in) {
+  in.draining = true;
   auto r = in.consumer.drain([&](std::span<const std::byte> rec, std::uint32_t) { in.handler(rec); }, kBatchRecords);
+  in.draining = false;
   if (r.corrupt) spdlog::error("corrupt record in channel from slot {}: rest of the batch dropped", in.producer_slot);
   // The producer may be between setting its flag and sleeping: ring it
   // whatever its flag says (rare path).
@@ -113,10 +115,16 @@ void ProcessLoop::check_deaths() {
 }
 
 void ProcessLoop::drain_from(std::uint32_t producer_slot) {
-  for (auto& in : inbound_)
-    if (in.producer_slot == producer_slot)
-      while (drain_batch(in) == kBatchRecords) {
-      }
+  for (auto& in : inbound_) {
+    if (in.producer_slot != producer_slot) continue;
+    // Read from inside its own reading, a batch would be handled twice.
+    if (in.draining) {
+      spdlog::error("a ring from slot {} was asked to be read while it is being read", producer_slot);
+      return;
+    }
+    while (drain_batch(in) == kBatchRecords) {
+    }
+  }
 }
 
 bool ProcessLoop::inbound_empty() const {

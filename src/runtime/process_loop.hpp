@@ -63,7 +63,8 @@ class ProcessLoop {
   // Handles what `producer_slot` has sent so far, out of turn, batch after
   // batch until a batch is not full: a dead producer's last words before
   // deciding what it left unanswered, or the notices a live one wrote
-  // before a record that just came from elsewhere.
+  // before a record that just came from elsewhere. Never a ring whose
+  // reading is under way (refused, logged).
   void drain_from(std::uint32_t producer_slot);
   // The channel from `producer_slot` to `consumer_slot`, which this
   // process only watches, as its producer last published it: to read what
@@ -87,6 +88,7 @@ class ProcessLoop {
     transport::Doorbell producer;
     RecordHandler handler;
     std::uint32_t producer_slot;
+    bool draining = false;  // its handler runs now: drain_from must not read it again
   };
 
   // At most this many records from one channel per turn, so that one busy

@@ -28,6 +28,11 @@ namespace edri::transport {
 enum class Admission : std::uint8_t {
   Work,    // refused once the overflow holds EDRI_OUTBOX_LIMIT bytes
   Answer,  // queued whatever the overflow holds
+  // Into the ring now or refused: a request sent straight to its manager,
+  // whose crash answer the router decides from what is unread in the ring
+  // (the overflow is this process's, out of its sight; decisions 0027,
+  // 0028). The caller sends it the long way instead.
+  RingOnly,
 };
 
 class Outbox {
@@ -52,6 +57,7 @@ class Outbox {
       }
     }
     last_position_ = kNotInRing;
+    if (admission == Admission::RingOnly) return false;
     if (admission == Admission::Work && overflow_bytes_ + n > overflow_limit_) return false;
     overflow_.emplace_back(n);
     fill(overflow_.back().data());

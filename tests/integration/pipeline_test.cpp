@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -219,7 +220,8 @@ TEST_CASE(
     "a handler's request goes straight to the manager that handles it: the router is not woken for it, yet answers "
     "it should that manager die with it, and leaves what it never took to its successor",
     "[pipeline][alone]") {
-  ServerProcess server({test_plugin_path("test_app")});
+  TempDir dir;
+  ServerProcess server({test_plugin_path("test_app")}, {{"TEST_APP_FILES", dir.path.string()}});
   HttpClient c(server.port(), 10000);
   REQUIRE(asked_status(c, "/ask") == 200);
   const pid_t router = server.child("router");
@@ -236,9 +238,11 @@ TEST_CASE(
   // other had exactly that one taken, answered 503 to manager test at once;
   // the one queued behind it went to its successor.
   auto taken = std::async(std::launch::async, [&] { return HttpClient(server.port(), 10000).get("/ask-sleep/3000"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  REQUIRE(eventually([&] { return std::filesystem::exists(dir.path / "sleeping-3000"); }));
   auto queued = std::async(std::launch::async, [&] { return HttpClient(server.port(), 10000).get("/ask-sleep/1"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // It waits in the ring, unread, while manager other sleeps.
+  const std::regex waiting(R"(edri_channel_depth_bytes\{from="manager test",to="manager other"\} [1-9])");
+  REQUIRE(eventually([&] { return std::regex_search(http_get(server.port(), "/metrics").body, waiting); }));
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(server.child("manager other"), SIGKILL) == 0);
   const auto lost = taken.get();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -332,9 +333,13 @@ void reg(edri::Registry& r) {
   r.get("/other/pid", "other.pid", [](const edri::Request&, edri::Context& ctx) {
     return edri::Response::json({{"pid", ::getpid()}, {"domain", ctx.domain()}});
   });
+  // Sleeps `ms`; with $TEST_APP_FILES set, first says so in a file there
+  // (sleeping-<ms>), for a test to know it is under way.
   r.event("other.sleep");
   r.handle("other.sleep", [](const edri::Request& req, edri::Context&) {
     const int ms = req.json().at("ms").get<int>();
+    if (const char* dir = std::getenv("TEST_APP_FILES"))
+      std::ofstream(std::string(dir) + "/sleeping-" + std::to_string(ms)) << ::getpid();
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     return edri::Response::json({{"slept", ms}, {"pid", ::getpid()}});
   });

@@ -110,3 +110,23 @@ TEST_CASE("quiet records wake their sleeping consumer once a quarter of the ring
   REQUIRE(s.quiet(notice));
   CHECK_FALSE(s.out.notify());
 }
+
+TEST_CASE("a record that must enter the ring now is refused when the ring is full or others wait before it",
+          "[outbox]") {
+  SegmentFixture f(4096);
+  Outbox out(f.segment.producer(0), Doorbell(&f.segment.doorbell(1), -1), 1 << 20);
+  auto c = f.segment.consumer(0);
+  const std::vector<std::byte> rec(100);
+  int in_ring = 0;
+  while (out.push(rec, Admission::RingOnly)) ++in_ring;
+  CHECK(in_ring == 4096 / 112);  // 100 bytes + 8 header, padded to 112
+  CHECK_FALSE(out.has_overflow());
+  CHECK(out.push(rec));  // new work waits in the overflow
+  c.drain([](std::span<const std::byte>, std::uint32_t) {}, 1);
+  // Room in the ring now, but a record waits before it: refused, in order.
+  CHECK_FALSE(out.push(rec, Admission::RingOnly));
+  out.flush_overflow();
+  CHECK_FALSE(out.has_overflow());
+  c.drain([](std::span<const std::byte>, std::uint32_t) {}, 1);
+  CHECK(out.push(rec, Admission::RingOnly));
+}
