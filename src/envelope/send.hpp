@@ -59,4 +59,20 @@ inline void send_routed(transport::Outbox& out, std::span<const RoutedRequest> r
   send_quietly(out, kControlRouted, requests, origin_listener);
 }
 
+// Sends request `w`, its notice queued on `to_router` already, straight to
+// its manager (kFlagDirect), only where the router will see both: a notice
+// held in the overflow could reach the router after the answer, and a
+// request held in the sender's overflow would be out of the router's sight
+// should its manager die (decisions 0027, 0028). False: nothing was sent;
+// the request follows its notice to the router, which routes it to the
+// same manager.
+[[nodiscard]] inline bool send_straight(transport::Outbox& to_manager, const transport::Outbox& to_router,
+                                        EnvelopeWriter& w) {
+  if (to_router.has_overflow()) return false;
+  w.header().flags |= kFlagDirect;
+  if (send(to_manager, w, transport::Admission::RingOnly)) return true;
+  w.header().flags &= static_cast<std::uint16_t>(~kFlagDirect);
+  return false;
+}
+
 }  // namespace edri::envelope

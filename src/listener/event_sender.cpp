@@ -46,7 +46,7 @@ bool EventSender::send_request(env::EnvelopeWriter& w) {
   // not touch it): after the request where it went straight, whose answer
   // comes here, not there; before it where it goes to the router, which
   // may answer it through the broker.
-  if (manager && send_straight(w, *to_managers_[*manager])) {
+  if (manager && env::send_straight(*to_managers_[*manager], to_router_, w)) {
     env::send_sent(to_broker_, std::span(&w.header(), 1), index_);
     return true;
   }
@@ -55,19 +55,6 @@ bool EventSender::send_request(env::EnvelopeWriter& w) {
   if (env::send(to_router_, w)) return true;
   env::send_answered(to_broker_, std::span(&h.request_id, 1), index_);
   if (manager) env::send_answered(to_router_, std::span(&h.request_id, 1), index_);
-  return false;
-}
-
-bool EventSender::send_straight(env::EnvelopeWriter& w, transport::Outbox& to_manager) {
-  // Straight only where the router will see it: a notice held in this
-  // listener's overflow could reach the router after the answer, and a
-  // request held here would be out of the router's sight should its
-  // manager die. Else the request follows its notice on the router's ring
-  // (the router routes it to the same manager, its notice replaced).
-  if (to_router_.has_overflow()) return false;
-  w.header().flags |= env::kFlagDirect;
-  if (env::send(to_manager, w, transport::Admission::RingOnly)) return true;
-  w.header().flags &= static_cast<std::uint16_t>(~env::kFlagDirect);
   return false;
 }
 

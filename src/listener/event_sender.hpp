@@ -55,9 +55,6 @@ class EventSender {
 
  private:
   void stream_control(const StreamRef& s, std::uint64_t code, std::span<const std::byte> payload);
-  // `w` straight into its manager's ring (kFlagDirect), if it can go there
-  // now; false: it goes through the router.
-  bool send_straight(envelope::EnvelopeWriter& w, transport::Outbox& to_manager);
 
   transport::Outbox& to_broker_;
   transport::Outbox& to_router_;

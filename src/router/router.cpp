@@ -151,12 +151,10 @@ void Router::learn_routed() {
   learning_ = false;
 }
 
-void Router::learn_routed_by_managers(std::uint32_t except) {
+void Router::learn_routed_by_managers() {
   const auto& topo = loop_.topology();
   if (!topo.direct_between_managers()) return;
-  for (std::uint32_t j = 0; j < managers_; ++j)
-    if (j != except) loop_.drain_from(topo.manager_slot(j));
-  settle_unmatched();
+  for (std::uint32_t j = 0; j < managers_; ++j) loop_.drain_from(topo.manager_slot(j));
 }
 
 transport::Outbox& Router::reply_channel(const env::EnvelopeHeader& h) {
@@ -273,9 +271,9 @@ void Router::on_manager_death(std::uint32_t manager) {
   // Every request the listeners and the other managers sent it straight
   // is known, then its answers already sent count: take them first.
   learn_routed();
-  learn_routed_by_managers(manager);
+  learn_routed_by_managers();
   loop_.drain_from(slot);
-  settle_unmatched();
+  settle_unmatched();  // what the dead one answered before its notices were read
   // Requests still in its channels were never taken: its successor handles
   // them. The others it took, and their answers died with it.
   const auto untaken = untaken_requests_to(manager);

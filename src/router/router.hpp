@@ -75,8 +75,9 @@ class Router {
   // whose notice is unread: with `learn`, the listeners' notices are read
   // first, and a manager's is settled at the end of the turn.
   void forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn = true);
-  // Reads every other manager's notices now (0028), then settles.
-  void learn_routed_by_managers(std::uint32_t except);
+  // Reads every manager's notices now (0028); in any order, since
+  // settle_unmatched matches answers read before their notices.
+  void learn_routed_by_managers();
   // A manager died: every request it took and did not answer is answered
   // 503 now, or, if its event is replayed (kFlagReplay) and this is its
   // first death, handed to the successor; those still waiting in its
