@@ -125,7 +125,8 @@ void BM_MiddlewareLayer(benchmark::State& state) {
                          [](int, edri::ResponseHeaders& h) { h.add("X-Seen", "1"); }};
   edri::Request view;
   view.path = "/notes/1";
-  edri::ResponseHeaders req_headers, resp_headers;
+  edri::Admission req_headers;
+  edri::ResponseHeaders resp_headers;
   for (auto _ : state) {
     req_headers.clear();
     resp_headers.clear();

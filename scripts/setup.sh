@@ -17,6 +17,8 @@ packages=(
   # gRPC (docs/grpc.md): protobuf messages compiled at build time, and the
   # Python modules the gRPC tests generate
   libprotobuf-dev protobuf-compiler python3-protobuf
+  # bearer tokens for middleware (edri::jwt, docs/security.md)
+  libjwt-dev
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)

@@ -149,8 +149,10 @@ int run_child(std::uint32_t slot) {
   switch (role) {
     case transport::Role::Listener: {
       const char* unix_fd = std::getenv("EDRI_INTERNAL_UNIX_FD");
+      const char* admin_fd = std::getenv("EDRI_INTERNAL_ADMIN_FD");
       listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
-                           std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")), unix_fd ? std::atoi(unix_fd) : -1);
+                           std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")), unix_fd ? std::atoi(unix_fd) : -1,
+                           admin_fd ? std::atoi(admin_fd) : -1);
       l.set_placement(placement.describe(config), placement.spread, placement.spin);
       l.start();
       loop.run();
@@ -207,10 +209,13 @@ int run_supervisor() {
   Config config = Config::from_env();
   init_logging("supervisor", config.log_level);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
+  // Once, here: the children inherit the supervisor's CPUs.
+  config.check_cpus_allowed(edri::allowed_cpus());
   const auto plugins = plugin::PluginSet::load(config.plugins);
   for (const auto& d : config.domains)
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
+  listener::HttpFront::check_routes(config, plugins);
   try {
     // What protobuf checks of a typed gRPC service (its descriptors, its
     // methods unary and each sending an event) stops start-up here, as

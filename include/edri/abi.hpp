@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 12;
+inline constexpr std::uint32_t kPluginAbiVersion = 13;
 
 }  // namespace edri
 

@@ -4,6 +4,7 @@
 //   edri/context.hpp   what it may ask of its manager (Context, Responder)
 //   edri/fields.hpp    the fields of an event, checked by the listener
 //   edri/registry.hpp  what a plugin declares, and EDRI_PLUGIN
+//   edri/admission.hpp what a middleware adds to a request it lets through
 //   edri/abi.hpp       what a plugin and edri-server must share
 //   edri/status.hpp    status codes by name
 //
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <edri/abi.hpp>
+#include <edri/admission.hpp>
 #include <edri/context.hpp>
 #include <edri/fields.hpp>
 #include <edri/registry.hpp>

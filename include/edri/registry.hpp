@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <edri/abi.hpp>
+#include <edri/admission.hpp>
 #include <edri/context.hpp>
 #include <edri/fields.hpp>
 #include <edri/grpc_service.hpp>
@@ -81,17 +82,33 @@ struct SubscriberDecl {
   Subscriber subscriber;
 };
 
-// Middleware runs in the listener, in a defined order, on every request
-// before it is routed: `on_request` sees the method, path, raw query and
-// every header (not the path parameters), may add response headers, and
-// may answer at once by returning a Response (the request then goes no
-// further). `on_response` sees the final status of every response and may
-// add headers. Middleware never runs in a manager.
+// Middleware runs in the listener, in a defined order, on every call a
+// client makes before it becomes an event, whatever the protocol: an
+// HTTP/1.1 or HTTP/2 request (the WebSocket handshake and a Server-Sent
+// Events subscription included), each WebSocket command, each gRPC call
+// (edri.v1.Edri's Call and each Event on Connect, a typed method) and each
+// live-stream subscription (docs/security.md). `on_request` sees the
+// protocol, the method, path, raw query, every header (a command: its
+// handshake's; gRPC: the call's metadata), the client's address, the event
+// the call becomes and the body; it may add response headers and name the
+// caller (Admission), and may refuse by returning a Response: the call
+// goes no further, and the refusal is answered in the protocol's terms (an
+// HTTP answer, a WebSocket error reply, a gRPC status). `on_response` sees
+// the final status of every HTTP response and may add headers. Middleware
+// never runs in a manager.
 struct MiddlewareDecl {
   std::string name;
   int order = 0;  // lower runs first; equal orders keep declaration order
-  std::function<std::optional<Response>(const Request&, ResponseHeaders&)> on_request;
-  std::function<void(int status, ResponseHeaders&)> on_response;
+  std::function<std::optional<Response>(const Request&, Admission&)> on_request = {};
+  std::function<void(int status, ResponseHeaders&)> on_response = {};
+  // Where `on_request` runs; empty: everywhere. `events`: only for calls
+  // that become one of these events (on every protocol; a live-stream
+  // subscription is the event "stream.subscribe"). `paths`: only where the
+  // request path starts with one of these prefixes (a WebSocket command's
+  // path is its handshake's, a gRPC call's its method's, "/pkg.Svc/M").
+  // An unknown event stops start-up.
+  std::vector<std::string> events = {};
+  std::vector<std::string> paths = {};
 };
 
 // Everything a plugin declared, in declaration order: what edri-server
@@ -113,6 +130,7 @@ struct RegistryDeclarations {
   std::vector<std::string> replayed;                                // events declared with replay()
   std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
   std::vector<GrpcServiceDecl> grpc_services;
+  std::vector<std::string> all_headers;  // events declared with all_headers()
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -251,6 +269,14 @@ class Registry {
   // kills the manager again is answered 503.
   Registry& replay(std::string event_name) {
     d_.replayed.push_back(std::move(event_name));
+    return *this;
+  }
+
+  // Hands the handler of `event_name` every header the client sent (a
+  // command: its handshake's; gRPC: the call's metadata), names in lower
+  // case, not only its declared header fields (Request::header).
+  Registry& all_headers(std::string event_name) {
+    d_.all_headers.push_back(std::move(event_name));
     return *this;
   }
 

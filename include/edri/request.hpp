@@ -92,9 +92,23 @@ class RequestError : public std::runtime_error {
 class Request {
  public:
   // Method and path are set for middleware; a handler knows its route.
+  // For a WebSocket command or a gRPC call, middleware sees the method of
+  // the event's first route (POST when it has none) and the path of the
+  // handshake or of the gRPC method.
   Method method = Method::Get;
   std::string_view path;   // the request path, without the query
-  std::string_view event;  // the event's name (empty in middleware)
+  std::string_view event;  // the event's name (in middleware: the one the call becomes, or empty)
+  // The protocol the client spoke: "http/1.1" (and 1.0), "h2",
+  // "websocket" or "grpc".
+  std::string_view protocol;
+  // The client's IP address, as the listener's socket saw it, or as a
+  // trusted proxy named it (X-Forwarded-For, Forwarded; only from the
+  // addresses of EDRI_TRUSTED_PROXIES). "unix" over a Unix socket.
+  std::string_view client_address;
+  // Who the caller is, as middleware named it (Admission::set_principal);
+  // empty when none did. claims() are what it said of the caller.
+  std::string_view principal;
+  std::string_view claims_json;  // claims() as JSON text; empty: none
   // Unique to this request within the server's life, across process
   // restarts, and the same when the request is replayed (Registry::replay):
   // a key to deduplicate writes on. Empty in middleware.
@@ -168,8 +182,17 @@ class Request {
   }
   std::optional<std::string_view> cookie(std::string_view name) const { return find(cookies, name); }
 
-  // A request header by case-insensitive name (only headers the route asked
-  // the listener to forward are present).
+  // The claims middleware gave the principal: a JSON object, empty when
+  // there are none.
+  nlohmann::json claims() const {
+    if (claims_json.empty()) return nlohmann::json::object();
+    auto j = nlohmann::json::parse(claims_json, nullptr, false);
+    return j.is_discarded() ? nlohmann::json::object() : j;
+  }
+
+  // A request header by case-insensitive name: the event's declared header
+  // fields, or every header the client sent where the event was declared
+  // with Registry::all_headers.
   std::optional<std::string_view> header(std::string_view name) const {
     for (const auto& h : headers) {
       if (h.name.size() != name.size()) continue;

@@ -5,10 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <variant>
 
+#include "cluster/inbound.hpp"
 #include "cluster/wire.hpp"
 #include "envelope/stream_patch.hpp"
 
@@ -26,6 +26,8 @@ constexpr int kAttempts = 16;
 // Each key-value call waits at most this long for JetStream.
 constexpr std::int64_t kWaitMs = 2000;
 constexpr auto kReopenAfter = 500ms;
+const std::string kTooDeep =
+    "a stream's patch nests deeper than " + std::to_string(kStreamJsonMaxDepth) + " levels of arrays and objects";
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -38,20 +40,6 @@ std::string last_error(natsStatus s) {
 }
 
 void on_connected(natsConnection*, void*) {}
-
-// {"revision":N,"from":M,"ts":T,"patches":[N-M objects],"state":{..}}, M < N.
-bool is_revision(const nlohmann::json& v) {
-  if (!v.is_object()) return false;
-  const auto field = [&](const char* key) { return v.contains(key) ? &v[key] : nullptr; };
-  const auto *revision = field("revision"), *from = field("from"), *ts = field("ts");
-  const auto *patches = field("patches"), *state = field("state");
-  if (!revision || !from || !ts || !patches || !state || !revision->is_number_unsigned() ||
-      !from->is_number_unsigned() || !ts->is_number_integer() || !patches->is_array() || !state->is_object())
-    return false;
-  const auto n = revision->get<std::uint64_t>(), m = from->get<std::uint64_t>();
-  if (m >= n || patches->size() != n - m) return false;
-  return std::all_of(patches->begin(), patches->end(), [](const nlohmann::json& p) { return p.is_object(); });
-}
 
 }  // namespace
 
@@ -198,6 +186,8 @@ void StreamLedger::watch() {
       }
       spdlog::info("live streams are ordered in JetStream bucket {}", bucket_);
     }
+    if (const auto n = skipped_log_.overdue())
+      spdlog::error("{} more values in the stream bucket were skipped since the last such line", n);
     kvEntry* e = nullptr;
     const natsStatus s = kvWatcher_Next(&e, watcher_, 250);
     if (s == NATS_OK && e) {
@@ -219,14 +209,13 @@ std::optional<StreamLedger::Revision> StreamLedger::learn(kvEntry* e) {
 std::optional<StreamLedger::Revision> StreamLedger::learn(const std::string& name, std::uint64_t sequence,
                                                           std::string value) {
   // Anyone who can write to the bucket can put anything there: a value is
-  // taken only when it is whole and consistent, or skipped.
-  auto v = nlohmann::json::parse(value, nullptr, false);
-  const bool valid = is_revision(v) && is_valid_stream_name(name);
-  if (!valid) spdlog::error("stream {}: a value in the bucket that is no revision of edri's was skipped", name);
+  // taken only when it is whole, consistent, no larger and no deeper than
+  // this instance would write it (inbound.hpp), or skipped.
+  std::string why;
+  auto stored = is_valid_stream_name(name) ? read_stream_value(value, max_bytes_, why) : std::nullopt;
+  if (!stored) skipped(name, why.empty() ? "a key that names no stream" : why);
   std::optional<Revision> r;
-  if (valid)
-    r = Revision{name, v["from"].get<std::uint64_t>(), v["revision"].get<std::uint64_t>(), v["ts"].get<std::int64_t>(),
-                 std::move(value)};
+  if (stored) r = Revision{name, stored->from, stored->revision, stored->ts, std::move(value)};
   std::lock_guard lock(mutex_);
   auto& k = known_[name];
   if (k.sequence >= sequence) return r;
@@ -235,9 +224,14 @@ std::optional<StreamLedger::Revision> StreamLedger::learn(const std::string& nam
   k.sequence = sequence;
   if (r) {
     k.revision = *r;
-    k.state = std::move(v["state"]);
+    k.state = std::move(stored->state);
   }
   return r;
+}
+
+void StreamLedger::skipped(const std::string& name, const std::string& why) {
+  if (std::uint64_t unlogged = 0; skipped_log_.allow(unlogged))
+    spdlog::error("stream {}: a value in the bucket was skipped: {}{}", name, why, LogLimit::more(unlogged));
 }
 
 // ---- the orderer thread: this instance's publishes and reads ----
@@ -319,6 +313,11 @@ StreamLedger::Merged StreamLedger::merge(const std::vector<Job>& batch, nlohmann
     // rest wait for the next one.
     if (m.patches.size() > 0 && bytes + job.patch->size() > max_bytes_) break;
     ++m.taken;
+    if (json_nests_deeper_than(*job.patch, kStreamJsonMaxDepth)) {
+      // Every instance would skip the value it went into (inbound.hpp).
+      m.answers.push_back(Answer{job.h, 422, {{"detail", kTooDeep}}});
+      continue;
+    }
     auto merged = env::merge_stream_patch(job.name, m.state, *job.patch, max_bytes_);
     if (const auto* refused = std::get_if<env::PatchRefused>(&merged)) {
       m.answers.push_back(Answer{job.h, refused->status, {{"detail", refused->detail}}});

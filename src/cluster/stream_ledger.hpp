@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/inbound.hpp"
 #include "cluster/nats_client.hpp"
 #include "envelope/envelope.hpp"
 #include "transport/unique_fd.hpp"
@@ -106,6 +107,8 @@ class StreamLedger {
   // it is newer than what is known here.
   std::optional<Revision> learn(kvEntry* e);
   std::optional<Revision> learn(const std::string& name, std::uint64_t sequence, std::string value);
+  // Logs a value skipped (a line a second at most: anyone may write many).
+  void skipped(const std::string& name, const std::string& why);
   void finished(std::optional<Revision> revision, std::optional<Answer> answer);
   std::string problem() const;
   std::string unavailable() const;
@@ -128,6 +131,7 @@ class StreamLedger {
   std::unordered_map<std::string, Known> known_;
   std::vector<Revision> revisions_out_;
   std::vector<Answer> answers_out_;
+  LogLimit skipped_log_;  // both threads learn
   std::thread orderer_;
   std::thread watcher_thread_;
 };

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 
+#include "cluster/inbound.hpp"
 #include "cluster/portable.hpp"
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
@@ -28,6 +29,16 @@ constexpr auto kTick = 250ms;
 constexpr unsigned kTicksPerHello = 4;
 // An instance not heard from for this long is gone from /health.
 constexpr auto kInstanceGone = 3s;
+// The most instances known at once. Anyone who can publish a hello can
+// make up instances by the thousand; the table, and the work each hello
+// costs, stay bounded. An app of more instances than this is past what a
+// hello a second from each to each was built for (256 already make 65,536
+// hellos a second across NATS).
+constexpr std::size_t kMaxInstances = 256;
+
+std::string_view text_of(std::span<const std::byte> data) {
+  return {reinterpret_cast<const char*>(data.data()), data.size()};
+}
 
 std::string random_id() {
   std::random_device rd;
@@ -131,6 +142,9 @@ void Switch::learn_plugins(const plugin::PluginSet& plugins) {
 }
 
 bool Switch::end_of_turn() {
+  // Once a turn, however many hellos came in it.
+  if (greet_) say_hello();
+  if (directory_dirty_) directory_changed();
   for (auto& d : remote_domains_) send_requests(*d);
   send_answers();
   if (!answered_.empty()) {
@@ -315,6 +329,12 @@ void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
     // The asker's request, answered: its ids and origin as they were here.
     auto header = env::response_header_for(*request, e.view.header.status);
     header.flags = static_cast<std::uint16_t>(request->flags & env::kFlagTiming);
+    if (request->reply_to != 0 &&
+        json_too_deep(e.view.text(env::SectionType::ContentType), e.view.text(env::SectionType::Body))) {
+      // A handler asked, and parses what comes (inbound.hpp).
+      (void)env::send_problem(to_router_, *request, 502, "the answer from another instance nests too deep");
+      return;
+    }
     auto& out = answer_channel(*request);
     if (!send_local(out, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Answer)) {
       (void)env::send_problem(to_router_, *request, 502, "the answer from another instance does not fit here");
@@ -323,7 +343,9 @@ void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
     // The router learns after the listener has it (as from a manager).
     if (&out != &to_router_) answered_.push_back(request->request_id);
   });
-  if (!ok) spdlog::warn("a malformed answer from the instance serving domain '{}' was dropped", domain.name);
+  if (std::uint64_t unlogged = 0; !ok && answer_log_.allow(unlogged))
+    spdlog::warn("a malformed answer from the instance serving domain '{}' was dropped{}", domain.name,
+                 LogLimit::more(unlogged));
 }
 
 void Switch::serve(const NatsMessage& m) {
@@ -331,11 +353,21 @@ void Switch::serve(const NatsMessage& m) {
   const bool ok = !reply->empty() && for_each_entry(m.data, FrameKind::Request, [&](const WireEntry& e) {
     if (e.view.header.kind == static_cast<std::uint8_t>(env::Kind::Request)) serve_one(reply, e);
   });
-  if (!ok) spdlog::warn("dropping a malformed request from NATS on {}", m.subject);
+  if (std::uint64_t unlogged = 0; !ok && request_log_.allow(unlogged))
+    spdlog::warn("dropping a malformed request from NATS on {}{}", m.subject, LogLimit::more(unlogged));
 }
 
 void Switch::serve_one(const std::shared_ptr<const std::string>& reply, const WireEntry& e) {
   if (e.entry.deadline_ms == 0) return;  // the asker gives up now
+  // The manager measures a body before it parses it, with the limit for
+  // JSON that edri's processes made (kJsonDepthCeiling: a request that
+  // crossed has a reply_to, as another manager's has), but not the claims
+  // (inbound.hpp): they are measured here.
+  if (json_too_deep("json", e.view.text(env::SectionType::Claims))) {
+    auto& out = answers_out_.try_emplace(*reply, FrameKind::Answer).first->second;
+    out.add_problem(e.entry.id, e.view.header, 422, "the request's claims nest too deep");
+    return;
+  }
   const auto id = ++next_served_;
   auto header = e.view.header;
   header.request_id = id;
@@ -398,7 +430,7 @@ void Switch::publish_notification(const env::EnvelopeHeader& h, std::span<const 
 }
 
 void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
-  (void)for_each_entry(m.data, FrameKind::Notification, [&](const WireEntry& e) {
+  const bool ok = for_each_entry(m.data, FrameKind::Notification, [&](const WireEntry& e) {
     if (e.view.header.kind != static_cast<std::uint8_t>(env::Kind::Notification)) return;
     auto header = e.view.header;
     header.flags = static_cast<std::uint16_t>(env::kFlagFromCluster);
@@ -408,6 +440,8 @@ void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
       spdlog::error("router channel full: a notification from another instance was dropped");
     state_.notifications_received.fetch_add(1, std::memory_order_relaxed);
   });
+  if (std::uint64_t unlogged = 0; !ok && notification_log_.allow(unlogged))
+    spdlog::warn("dropping a malformed notification from NATS on {}{}", m.subject, LogLimit::more(unlogged));
 }
 
 Switch::Deadlines::iterator Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
@@ -449,6 +483,17 @@ void Switch::tick() {
   const auto now = Clock::now();
   std::erase_if(instances_, [&](const auto& kv) { return now - kv.second.seen > kInstanceGone; });
   directory_changed();
+  log_unlogged();
+}
+
+void Switch::log_unlogged() {
+  // What a flood left uncounted in the log once it stopped.
+  const std::pair<LogLimit*, const char*> logs[] = {{&hello_log_, "hellos refused"},
+                                                    {&request_log_, "malformed requests dropped"},
+                                                    {&answer_log_, "malformed answers dropped"},
+                                                    {&notification_log_, "malformed notifications dropped"}};
+  for (const auto& [log, what] : logs)
+    if (const auto n = log->overdue()) spdlog::warn("{} more {} since the last such line", n, what);
 }
 
 void Switch::nats_changed(bool up) {
@@ -487,33 +532,57 @@ void Switch::say_hello(bool bye) {
   nlohmann::json hello{{"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}};
   if (bye) hello["bye"] = true;
   const auto text = hello.dump();
+  greet_ = false;
   (void)nats_.publish(hello_subject(config_.cluster), "",
                       std::as_bytes(std::span<const char>(text.data(), text.size())));
 }
 
 void Switch::on_hello(const NatsMessage& m) {
-  const auto j = nlohmann::json::parse(m.data.begin(), m.data.end(), nullptr, false);
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return;
-  const auto id = j["id"].get<std::string>();
-  if (id == instance_) return;
-  if (j.value("bye", false)) {
-    instances_.erase(id);
-    directory_changed();
+  // Measured before it is parsed, and only its known fields kept
+  // (inbound.hpp): a hello is anyone's who can publish on NATS.
+  auto hello = read_hello(text_of(m.data));
+  if (!hello) return hello_refused("it is no hello (malformed, over 64 KiB or nested deeper than 3)");
+  if (hello->id == instance_) return;
+  if (hello->bye) {
+    if (instances_.erase(hello->id)) directory_dirty_ = true;
     return;
   }
-  std::vector<std::string> domains;
-  if (j.contains("domains") && j["domains"].is_array())
-    for (const auto& d : j["domains"])
-      if (d.is_string()) domains.push_back(d.get<std::string>());
-  const bool fresh = !instances_.count(id);
-  instances_[id] = Instance{j.dump(), std::move(domains), Clock::now()};
-  if (fresh) {
-    say_hello();  // so that it knows this one without waiting a second
-    directory_changed();
+  const auto now = Clock::now();
+  if (const auto it = instances_.find(hello->id); it != instances_.end()) {
+    it->second.domains = std::move(hello->domains);
+    it->second.listed = hello->listed();
+    it->second.seen = now;
+    ++it->second.hellos;
+    return;  // the tick sees what changed
   }
+  if (instances_.size() >= kMaxInstances && !make_room())
+    return hello_refused("the table of instances is full (" + std::to_string(kMaxInstances) + ")");
+  auto listed = hello->listed();
+  instances_.emplace(hello->id, Instance{std::move(listed), std::move(hello->domains), now, 1});
+  greet_ = true;  // so that it knows this one without waiting a second
+  directory_dirty_ = true;
+}
+
+bool Switch::make_room() {
+  // A made-up instance is heard once; a real one every second. So the one
+  // heard once that was heard longest ago goes, and the instances this one
+  // works with stay whatever is made up.
+  auto oldest = instances_.end();
+  for (auto it = instances_.begin(); it != instances_.end(); ++it)
+    if (it->second.hellos == 1 && (oldest == instances_.end() || it->second.seen < oldest->second.seen)) oldest = it;
+  if (oldest == instances_.end()) return false;
+  instances_.erase(oldest);
+  directory_dirty_ = true;
+  return true;
+}
+
+void Switch::hello_refused(const std::string& why) {
+  if (std::uint64_t unlogged = 0; hello_log_.allow(unlogged))
+    spdlog::warn("a hello from NATS was refused: {}{}", why, LogLimit::more(unlogged));
 }
 
 void Switch::directory_changed() {
+  directory_dirty_ = false;
   for (auto& d : remote_domains_) d->runs_elsewhere = someone_runs(d->name);
   write_instances();
 }
@@ -523,7 +592,7 @@ void Switch::write_instances() {
   auto self = nlohmann::json{
       {"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}, {"self", true}};
   list.push_back(std::move(self));
-  for (const auto& [id, i] : instances_) list.push_back(nlohmann::json::parse(i.hello, nullptr, false));
+  for (const auto& [id, i] : instances_) list.push_back(i.listed);
   auto text = list.dump();
   if (text == instances_written_) return;
   // Past the room in the segment: this instance alone, and the count.

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/inbound.hpp"
 #include "cluster/nats_client.hpp"
 #include "cluster/portable.hpp"
 #include "cluster/stream_ledger.hpp"
@@ -97,9 +98,10 @@ class Switch {
     Deadlines::iterator deadline;
   };
   struct Instance {
-    std::string hello;  // its JSON
+    nlohmann::json listed;  // as /health lists it
     std::vector<std::string> domains;
     Clock::time_point seen;
+    unsigned hellos;  // heard so far: a made-up instance, usually once
   };
 
   void learn_plugins(const plugin::PluginSet& plugins);
@@ -133,6 +135,12 @@ class Switch {
   bool someone_runs(const std::string& domain) const;
   void on_notification(const NatsMessage& m, std::uint64_t domain_id);
   void on_hello(const NatsMessage& m);
+  // Where the table of instances is full: forgets the instance heard once,
+  // longest ago. False when every one was heard more than once.
+  bool make_room();
+  void hello_refused(const std::string& why);
+  // The counts of refusals the log limits left unsaid once floods stop.
+  void log_unlogged();
   // Answers a request of the router's with a problem (counted as refused).
   void refuse(const envelope::EnvelopeHeader& h, int status, const std::string& detail);
   std::chrono::milliseconds time_left(const envelope::EnvelopeHeader& h) const;
@@ -188,6 +196,12 @@ class Switch {
   unsigned ticks_ = 0;
   std::unordered_map<std::string, Instance> instances_;
   std::string instances_written_;
+  // Set by hellos, acted on at the end of the turn: a burst of hellos
+  // costs one hello back and one look at the directory.
+  bool greet_ = false;
+  bool directory_dirty_ = false;
+  // Garbage from NATS is logged a line a second at most, per kind.
+  LogLimit hello_log_, request_log_, answer_log_, notification_log_;
   StreamLedger streams_;
   std::vector<StreamLedger::Revision> revisions_taken_;
   std::vector<StreamLedger::Answer> answers_taken_;

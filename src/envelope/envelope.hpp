@@ -87,6 +87,10 @@ enum class SectionType : std::uint16_t {
   Upload = 13,      // request: the body is in this file (u64 size, then the path)
   Targets = 14,     // notification to a listener: the connections it goes to (PushTarget each)
   Deadline = 15,    // request: u64, the nanoseconds after t0_ns the client waits (gRPC grpc-timeout)
+  Client = 16,      // request: the client's address, text (Request::client_address)
+  Protocol = 17,    // request: the protocol the client spoke, text (Request::protocol)
+  Principal = 18,   // request: who the caller is, as middleware named it
+  Claims = 19,      // request: the principal's claims, JSON text
 };
 
 // The Stream section of a streamed response's head. Its pieces follow as

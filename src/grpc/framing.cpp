@@ -36,6 +36,13 @@ MessageReader::Next MessageReader::next(std::string_view& message) {
   return Next::Message;
 }
 
+bool MessageReader::partial() const {
+  if (held() < kPrefixBytes) return held() > 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + off_);
+  const std::size_t len = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) | (std::size_t{p[3]} << 8) | p[4];
+  return held() < kPrefixBytes + len;
+}
+
 std::size_t MessageReader::take_consumed() {
   const std::size_t n = consumed_;
   consumed_ = 0;

@@ -36,6 +36,8 @@ class MessageReader {
   Next next(std::string_view& message);
   // Bytes appended and not yet given out as a message.
   std::size_t held() const { return buf_.size() - off_; }
+  // The next message is begun and not whole: the client owes its rest.
+  bool partial() const;
   // Bytes given out since the last call: what the stream may be granted
   // back (flow control).
   std::size_t take_consumed();

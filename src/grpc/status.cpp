@@ -1,5 +1,7 @@
 #include "grpc/status.hpp"
 
+#include <algorithm>
+
 namespace edri::grpc {
 
 Code code_for_refusal(int http_status) {
@@ -34,19 +36,41 @@ Code code_for_answer(int http_status) {
   return http_status < 500 ? Code::FailedPrecondition : Code::Internal;
 }
 
-std::string percent_encode(std::string_view message) {
+namespace {
+
+bool printable(unsigned char b) { return b >= 0x20 && b <= 0x7e && b != '%'; }
+
+// The bytes of the UTF-8 character `lead` begins (1 for ASCII and for a
+// byte that begins none: it is escaped alone).
+std::size_t char_bytes(std::string_view s, std::size_t at) {
+  const auto lead = static_cast<unsigned char>(s[at]);
+  const std::size_t n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  for (std::size_t k = 1; k < n; ++k)
+    if (at + k >= s.size() || (static_cast<unsigned char>(s[at + k]) & 0xc0) != 0x80) return 1;
+  return n;
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view message, std::size_t max) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  out.reserve(message.size());
-  for (const char ch : message) {
-    const auto b = static_cast<unsigned char>(ch);
-    if (b >= 0x20 && b <= 0x7e && b != '%') {
-      out.push_back(ch);
-    } else {
+  out.reserve(std::min(message.size(), max));
+  for (std::size_t at = 0; at < message.size();) {
+    const std::size_t n = char_bytes(message, at);
+    const bool plain = n == 1 && printable(static_cast<unsigned char>(message[at]));
+    if (out.size() + (plain ? 1 : 3 * n) > max) break;
+    for (const char ch : message.substr(at, n)) {
+      const auto b = static_cast<unsigned char>(ch);
+      if (plain) {
+        out.push_back(ch);
+        continue;
+      }
       out.push_back('%');
       out.push_back(kHex[b >> 4]);
       out.push_back(kHex[b & 0xf]);
     }
+    at += n;
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // carries the handler's status in the Event.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,8 +47,16 @@ Code code_for_refusal(int http_status);
 // FAILED_PRECONDITION below 500, INTERNAL from 500.
 Code code_for_answer(int http_status);
 
+// The most grpc-message carries, encoded: a refusal may echo what the
+// client sent (an event type, a service name), and a trailer past the
+// peer's header block limit (nghttp2: 64 KiB) is never sent, so the call
+// would never end.
+inline constexpr std::size_t kMaxMessageBytes = 1024;
+
 // grpc-message is percent-encoded (PROTOCOL-HTTP2.md): every byte outside
-// printable ASCII, and '%' itself, as %XX.
-std::string percent_encode(std::string_view message);
+// printable ASCII, and '%' itself, as %XX. At most `max` bytes: cut before
+// the UTF-8 character that would pass it, so neither an escape nor a
+// character is split.
+std::string percent_encode(std::string_view message, std::size_t max = kMaxMessageBytes);
 
 }  // namespace edri::grpc

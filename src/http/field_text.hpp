@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 
 namespace edri::http {
@@ -14,6 +15,13 @@ constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast
 constexpr bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
+}
+
+// A header name as handlers see them: lower case.
+inline std::string lowered(std::string_view name) {
+  std::string out(name);
+  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
+  return out;
 }
 
 constexpr std::string_view trim_ows(std::string_view s) {

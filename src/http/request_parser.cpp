@@ -166,6 +166,12 @@ RequestParser::Result RequestParser::feed(const char* data, std::size_t size) {
     error_status_ = 400;
     error_reason_ = llhttp_get_error_reason(&parser_);
     if (!error_reason_ || !*error_reason_) error_reason_ = llhttp_errno_name(err);
+    // HTTP/2's preface past a connection's first bytes: llhttp's own words
+    // ("Pause on PRI/Upgrade") say nothing to the client.
+    if (err == HPE_PAUSED_H2_UPGRADE || parser_.method == HTTP_PRI)
+      error_reason_ =
+          "HTTP/2 is spoken from a connection's first bytes (prior knowledge) or after TLS ALPN h2, not after "
+          "HTTP/1.1 requests";
   }
   return failed(data, llhttp_get_error_pos(&parser_));
 }

@@ -13,6 +13,10 @@
 namespace edri::http2 {
 namespace {
 
+// What every session of this process holds of collected bodies: one
+// listener's, since each listener is a process of its own.
+std::size_t g_bodies_held = 0;
+
 // The method a request names, as llhttp's enumeration (what HttpRequest
 // carries); nullopt for one it does not know.
 std::optional<llhttp_method_t> method_of(std::string_view name) {
@@ -56,6 +60,8 @@ struct Callbacks {
   }
   static int header(nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* name, std::size_t namelen,
                     const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    // Trailers too: decoding them costs the same.
+    if (!of(user).count_header_bytes(namelen + valuelen)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
     return of(user).on_header(f->hd.stream_id, {reinterpret_cast<const char*>(name), namelen},
                               {reinterpret_cast<const char*>(value), valuelen});
@@ -68,11 +74,30 @@ struct Callbacks {
     if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) of(user).on_head_end(f->hd.stream_id);
     const bool request_side = f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA;
     if (request_side && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) of(user).on_request_end(f->hd.stream_id);
+    if (f->hd.type == NGHTTP2_RST_STREAM) of(user).count_reset();
     return 0;
   }
   static int frame_send(nghttp2_session*, const nghttp2_frame* f, void* user) {
     const bool answer_side = f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA;
     if (answer_side && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) of(user).on_answer_end(f->hd.stream_id);
+    // A reset the client made the server send (a bad WINDOW_UPDATE, a
+    // refused stream) costs as one it sent itself.
+    if (f->hd.type == NGHTTP2_RST_STREAM && f->rst_stream.error_code != NGHTTP2_NO_ERROR) of(user).count_reset();
+    return 0;
+  }
+  static int invalid_frame(nghttp2_session*, const nghttp2_frame* f, int, void* user) {
+    // A stream error (a window past 2^31 - 1...): its RST_STREAM is queued,
+    // and the stream lasts until it is sent; its request must not start.
+    if (auto* s = of(user).find(f->hd.stream_id)) s->doomed = true;
+    return 0;
+  }
+  static int frame_not_send(nghttp2_session* session, const nghttp2_frame* f, int error, void*) {
+    // An answer's head or trailers nghttp2 could not pack (past the header
+    // block it sends, 64 KiB): the stream would wait for ever. (Not one
+    // whose stream is closed already.)
+    const bool unpacked = error == NGHTTP2_ERR_FRAME_SIZE_ERROR || error == NGHTTP2_ERR_HEADER_COMP;
+    if (f->hd.type == NGHTTP2_HEADERS && unpacked)
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_INTERNAL_ERROR);
     return 0;
   }
   static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user) {
@@ -105,6 +130,8 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Callbacks::data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::frame_recv);
   nghttp2_session_callbacks_set_on_frame_send_callback(cb, &Callbacks::frame_send);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, &Callbacks::frame_not_send);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, &Callbacks::invalid_frame);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::stream_close);
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
@@ -133,14 +160,84 @@ ServerSession::ServerSession(Handler& handler, const Limits& limits)
                                         static_cast<std::int32_t>(limits_.connection_window));
 }
 
-ServerSession::~ServerSession() { nghttp2_session_del(session_); }
+ServerSession::~ServerSession() {
+  for (auto& [id, s] : streams_) release_body(s);
+  nghttp2_session_del(session_);
+}
+
+bool ServerSession::hold_body(Stream& s, std::size_t n) {
+  if (limits_.body_memory != 0 && g_bodies_held + n > limits_.body_memory) return false;
+  g_bodies_held += n;
+  s.held += n;
+  return true;
+}
+
+bool ServerSession::spill(std::int32_t id, Stream& s, std::string_view bytes) {
+  auto& req = s.req;
+  if (!req.spill && !req.body.empty()) {
+    if (!handler_.on_spill(id, req, req.body)) return false;
+    req.body.clear();
+    release_body(s);
+  }
+  if (!handler_.on_spill(id, req, bytes)) return false;
+  req.body_size += bytes.size();
+  return true;
+}
+
+void ServerSession::release_body(Stream& s) {
+  g_bodies_held -= s.held;
+  s.held = 0;
+}
 
 bool ServerSession::receive(std::string_view bytes, Clock::time_point now) {
   now_ = now;
   const auto n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (n < 0) fail(n);
+  dispatch_ready();
   // Some errors (a bad first frame, rapid reset) queue a GOAWAY that ends
   // the session once sent, and return success: want_read says so.
   return n >= 0 && nghttp2_session_want_read(session_) != 0;
+}
+
+void ServerSession::fail(long error) {
+  // A flood, too many CONTINUATIONs, a failed callback: nghttp2 returns
+  // the error and queues nothing, and the client would be left with a
+  // silent connection until a timeout. GOAWAY, then the session is done.
+  const bool attack = error == NGHTTP2_ERR_FLOODED || error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
+  const std::uint32_t code = attack                                  ? NGHTTP2_ENHANCE_YOUR_CALM
+                             : error == NGHTTP2_ERR_CALLBACK_FAILURE ? NGHTTP2_INTERNAL_ERROR
+                                                                     : NGHTTP2_PROTOCOL_ERROR;
+  nghttp2_session_terminate_session(session_, code);
+}
+
+void ServerSession::calm_down() { nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM); }
+
+bool ServerSession::PerSecond::add(Clock::time_point now, std::size_t n, std::size_t limit) {
+  if (now - start >= std::chrono::seconds(1)) start = now, count = 0;
+  count += n;
+  return count <= limit;
+}
+
+bool ServerSession::count_reset() {
+  if (resets_.add(now_, 1, limits_.max_resets_per_second)) return true;
+  calm_down();
+  return false;
+}
+
+bool ServerSession::count_header_bytes(std::size_t bytes) {
+  const std::size_t limit = limits_.max_header_bytes_per_second != 0 ? limits_.max_header_bytes_per_second
+                                                                     : 256 * limits_.request.max_header_bytes;
+  if (header_bytes_.add(now_, bytes, limit)) return true;
+  calm_down();
+  return false;
+}
+
+void ServerSession::dispatch_ready() {
+  // Not while the session ends: what starts now could not be answered.
+  const bool serving = nghttp2_session_want_read(session_) != 0;
+  for (const std::int32_t id : ready_)
+    if (Stream* s = find(id); s && serving && !s->doomed) handler_.on_request(id, s->req);
+  ready_.clear();
 }
 
 void ServerSession::produce(std::string& out, std::size_t max) {
@@ -203,6 +300,7 @@ void ServerSession::Stream::reset() {
   streamed = false;
   head_done = false;
   request_done = false;
+  doomed = false;
 }
 
 void ServerSession::on_begin(std::int32_t id) {
@@ -224,6 +322,7 @@ void ServerSession::refuse(Stream& s, int status, const char* reason) {
 void ServerSession::tell_refusal(std::int32_t id, Stream& s) {
   if (s.refusal_told) return;
   s.refusal_told = true;
+  release_body(s);
   s.req.body.clear();
   s.req.body.shrink_to_fit();
   handler_.on_refused(id, s.refusal, s.refusal_reason);
@@ -258,6 +357,10 @@ int ServerSession::on_header(std::int32_t id, std::string_view name, std::string
   Stream* s = find(id);
   if (!s) return 0;
   s->header_bytes += name.size() + value.size();
+  // Well past the limit the 431 answers nothing more: the stream is reset
+  // (RST_STREAM INTERNAL_ERROR) and nghttp2 decodes the rest of the block
+  // for its table alone, without checking or handing over each field.
+  if (s->header_bytes > 2 * limits_.request.max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (s->header_bytes > limits_.request.max_header_bytes) refuse(*s, 431, "request header fields too large");
   if (s->refusal) return 0;  // decoded (HPACK state needs it), not kept
   auto& req = s->req;
@@ -290,15 +393,28 @@ int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
   nghttp2_session_consume_stream(session_, id, bytes.size());
   if (!s || s->refusal) return 0;  // read and dropped: the window stays open
   s->last_input = now_;
-  auto& req = s->req;
-  if (req.body.size() + bytes.size() > limits_.request.max_body_bytes) {
-    refuse(*s, 413, "request body too large");
-    tell_refusal(id, *s);
-    return 0;
-  }
-  req.body.append(bytes);
-  req.body_size = req.body.size();
+  collect(id, *s, bytes);
   return 0;
+}
+
+void ServerSession::collect(std::int32_t id, Stream& s, std::string_view bytes) {
+  auto& req = s.req;
+  auto refuse_now = [&](int status, const char* reason) {
+    refuse(s, status, reason);
+    tell_refusal(id, s);
+  };
+  if (req.body_size + bytes.size() > limits_.request.max_body_bytes) return refuse_now(413, "request body too large");
+  // Past EDRI_UPLOAD_THRESHOLD, to a file as it arrives, as over HTTP/1.1.
+  if (req.spill || req.body.size() + bytes.size() > limits_.request.spill_bytes) {
+    if (!spill(id, s, bytes)) refuse_now(500, "the request body cannot be stored");
+    return;
+  }
+  // Each connection may hold EDRI_MAX_PIPELINE bodies of EDRI_MAX_BODY_SIZE:
+  // 25 connections held 750 MB.
+  if (!hold_body(s, bytes.size()))
+    return refuse_now(503, "request bodies in memory reached EDRI_HTTP2_BODY_MEMORY; retry later");
+  req.body.append(bytes);
+  req.body_size += bytes.size();
 }
 
 void ServerSession::on_request_end(std::int32_t id) {
@@ -307,7 +423,7 @@ void ServerSession::on_request_end(std::int32_t id) {
   s->request_done = true;
   if (s->refusal) return tell_refusal(id, *s);
   if (s->streamed) return handler_.on_body(id, {}, true);
-  handler_.on_request(id, s->req);
+  ready_.push_back(id);
 }
 
 void ServerSession::on_answer_end(std::int32_t id) {
@@ -325,6 +441,7 @@ void ServerSession::on_stream_close(std::int32_t id, bool clean) {
   last_id_ = 0;  // 0 names no stream (RFC 9113 5.1.1)
   last_ = nullptr;
   auto node = streams_.extract(id);
+  release_body(node.mapped());
   node.mapped().reset();  // its BodySource goes now, as the handler was told
   if (spare_.size() < kSpareStreams) spare_.push_back(std::move(node));
 }

@@ -20,7 +20,20 @@
 //    (what of its DATA is already on the way is read and dropped);
 //  - a malformed request (pseudo-headers, content-length against DATA,
 //    connection-specific fields: RFC 9113 8.2-8.3): RST_STREAM
-//    PROTOCOL_ERROR (nghttp2's HTTP messaging checks).
+//    PROTOCOL_ERROR (nghttp2's HTTP messaging checks);
+//  - an error nghttp2 returns without a GOAWAY of its own (a SETTINGS or
+//    PING flood, too many CONTINUATIONs): GOAWAY, then the end;
+//  - more than Limits::max_resets_per_second resets, the client's or those
+//    it makes the server send, or more header bytes decoded in a second
+//    than Limits::max_header_bytes_per_second: GOAWAY ENHANCE_YOUR_CALM;
+//    a header list past twice max_header_bytes: RST_STREAM at once, the
+//    rest of its block decoded for the HPACK table alone;
+//  - collected bodies past Limits::body_memory, all sessions of the
+//    process together: 503, the stream only; past request.spill_bytes a
+//    body goes to the handler's on_spill (a file) instead of memory.
+//
+// Requests made whole by what one receive() read start once it is all
+// read: one the same read reset, or made the server reset, never starts.
 //
 // A stream answered whole while its client is still sending (a refusal, a
 // 408, a gRPC call that ended first) is then reset with NO_ERROR, as RFC
@@ -51,6 +64,20 @@ struct Limits {
   // connection's (RFC 9113 6.9.2); flow control on answers is the client's.
   std::uint32_t stream_window = 1 << 20;
   std::uint32_t connection_window = 4 << 20;
+  // Streams reset in one second, by the client (RST_STREAM) or by the
+  // server for what the client did (a bad WINDOW_UPDATE, a refused
+  // stream: "MadeYouReset"), past which the connection ends (GOAWAY
+  // ENHANCE_YOUR_CALM): each reset stream may have cost work.
+  std::size_t max_resets_per_second = 200;
+  // Header bytes decoded in one second, over all of a connection's header
+  // blocks, past which it ends (GOAWAY ENHANCE_YOUR_CALM): HPACK lets a
+  // small block name one large table entry thousands of times. 0: 256 x
+  // the request header limit.
+  std::size_t max_header_bytes_per_second = 0;
+  // Bytes of collected request bodies every session of this process (one
+  // listener) may hold together (EDRI_HTTP2_BODY_MEMORY); past it a body
+  // is refused 503. 0: no bound but each stream's.
+  std::size_t body_memory = 0;
 };
 
 class ServerSession {
@@ -67,6 +94,13 @@ class ServerSession {
     virtual bool on_head(std::int32_t /*stream*/, http::HttpRequest& /*head*/) { return false; }
     // Bytes of a body on_head took; `end`: the client's side is done.
     virtual void on_body(std::int32_t /*stream*/, std::string_view /*bytes*/, bool /*end*/) {}
+    // Bytes of a collected body past request.spill_bytes, to keep out of
+    // memory (HttpRequest::spill), as the HTTP/1.1 parser's OnSpill: first
+    // what the body held (cleared then), then each new part. False: they
+    // could not be kept (500).
+    virtual bool on_spill(std::int32_t /*stream*/, http::HttpRequest& /*req*/, std::string_view /*bytes*/) {
+      return false;
+    }
     // A request the session refused at the edge (`status`: 400 for a bad
     // :authority, 413, 414, 431, 501 for CONNECT or an unknown method):
     // answer it like any other.
@@ -137,6 +171,12 @@ class ServerSession {
   bool send_window_shut(std::int32_t stream) const;
 
  private:
+  // Counts what happens within a second; past `limit`, true.
+  struct PerSecond {
+    Clock::time_point start{};
+    std::size_t count = 0;
+    bool add(Clock::time_point now, std::size_t n, std::size_t limit);
+  };
   struct Stream {
     http::HttpRequest req;
     std::size_t header_bytes = 0;
@@ -151,6 +191,8 @@ class ServerSession {
     bool head_done = false;          // its header block is whole
     bool request_done = false;       // the client's side ended
     Clock::time_point last_input{};  // its head or its body's last bytes
+    std::size_t held = 0;            // its body's bytes counted in the process's total
+    bool doomed = false;             // a frame on it was invalid: nghttp2 resets it
     // Ready for the next stream, its buffers kept (a body's only while
     // small).
     void reset();
@@ -176,7 +218,27 @@ class ServerSession {
   void on_head_end(std::int32_t id);
   int on_header(std::int32_t id, std::string_view name, std::string_view value);
   int on_data(std::int32_t id, std::string_view bytes);
+  // `bytes` of `id`'s collected body: kept (in memory or its file), or
+  // the stream refused (413, 500, 503).
+  void collect(std::int32_t id, Stream& s, std::string_view bytes);
   void on_request_end(std::int32_t id);
+  // Requests made whole by what receive() read go on once it is all read:
+  // one whose stream the same read reset never starts.
+  void dispatch_ready();
+  // nghttp2 failed the connection (`error`) without a GOAWAY: queue one.
+  void fail(long error);
+  // The connection ends: GOAWAY ENHANCE_YOUR_CALM.
+  void calm_down();
+  // A stream was reset; false once too many were within a second.
+  bool count_reset();
+  // `bytes` of header fields decoded; false once too many this second.
+  bool count_header_bytes(std::size_t bytes);
+  // Counts `n` more bytes of `s`'s body in the process's total; false
+  // past Limits::body_memory.
+  bool hold_body(Stream& s, std::size_t n);
+  // `bytes` of `id`'s body go to its file; false when they cannot.
+  bool spill(std::int32_t id, Stream& s, std::string_view bytes);
+  void release_body(Stream& s);
   // A frame that ends `id`'s answer went out.
   void on_answer_end(std::int32_t id);
   // `clean`: closed with NO_ERROR.
@@ -187,7 +249,10 @@ class ServerSession {
   nghttp2_session* session_ = nullptr;
   Streams streams_;
   std::vector<Streams::node_type> spare_;
-  Clock::time_point now_{};   // when what receive() reads arrived
+  Clock::time_point now_{};          // when what receive() reads arrived
+  std::vector<std::int32_t> ready_;  // see dispatch_ready()
+  PerSecond resets_;
+  PerSecond header_bytes_;
   std::int32_t last_id_ = 0;  // find()'s last answer
   Stream* last_ = nullptr;
   struct Scratch;  // respond()'s, kept across answers

@@ -2,15 +2,34 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 namespace edri::listener {
 
 namespace {
 
 bool pid_alive(std::uint32_t pid) { return pid != 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+// Whether `pid` is stopped (SIGSTOP, a debugger): alive, yet it serves
+// nothing, so /health must not say it is well. The state is the field
+// after the command's closing parenthesis in /proc/<pid>/stat.
+bool pid_stopped(std::uint32_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  std::FILE* f = std::fopen(path, "re");
+  if (!f) return false;
+  char buf[512];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string_view stat(buf, n);
+  const auto close = stat.rfind(')');
+  return close != std::string_view::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+}
 
 // Prometheus label values escape backslash, quote and newline.
 std::string label(std::string_view v) {
@@ -45,9 +64,10 @@ nlohmann::json cluster_instances(const transport::ClusterState& c) {
 
 }  // namespace
 
-BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
-                                   const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles)
-    : segment_(segment), topology_(topology) {
+BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
+                                   const transport::Topology& topology, const plugin::PluginSet& plugins,
+                                   const std::vector<std::string>& manager_titles)
+    : config_(config), segment_(segment), topology_(topology) {
   slot_names_.resize(topology.process_slots());
   slot_names_[transport::Topology::kBroker] = "broker";
   slot_names_[transport::Topology::kRouter] = "router";
@@ -60,32 +80,44 @@ BuiltinEndpoints::BuiltinEndpoints(const transport::Segment& segment, const tran
   route_labels_.push_back("(none)");  // answers given without a route
 }
 
-std::optional<BuiltinEndpoints::Answer> BuiltinEndpoints::handle(std::string_view path) const {
-  if (path == "/health") return health();
-  if (path == "/ready") return ready();
-  if (path == "/metrics") return metrics();
+std::optional<BuiltinEndpoints::Answer> BuiltinEndpoints::handle(std::string_view path, bool admin) const {
+  // With an admin socket, the public side has no built-in endpoints.
+  if (!admin && !config_.admin_socket.empty()) return std::nullopt;
+  if (path.empty()) return std::nullopt;
+  if (path == config_.health_path) return health(admin);
+  if (path == config_.ready_path) return ready();
+  if (path == config_.metrics_path) return metrics();
   return std::nullopt;
+}
+
+bool BuiltinEndpoints::serves_publicly(const Config& config, std::string_view path) {
+  return config.admin_socket.empty() && !path.empty() &&
+         (path == config.health_path || path == config.ready_path || path == config.metrics_path);
 }
 
 std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
   std::vector<ProcessView> out;
   const auto supervisor = static_cast<std::uint32_t>(segment_.header().supervisor_pid);
   out.push_back({"supervisor", supervisor, pid_alive(supervisor), 0});
+  out.back().stopped = out.back().alive && pid_stopped(supervisor);
   for (std::uint32_t s = 1; s < topology_.process_slots(); ++s) {
     const auto& d = segment_.doorbell(s);
     const auto pid = d.pid.load(std::memory_order_acquire);
     out.push_back({slot_names_[s], pid, pid_alive(pid), d.restarts.load(std::memory_order_relaxed),
                    d.failures.load(std::memory_order_relaxed), d.restart_delay_ms.load(std::memory_order_relaxed)});
+    out.back().stopped = out.back().alive && pid_stopped(pid);
   }
   return out;
 }
 
-BuiltinEndpoints::Answer BuiltinEndpoints::health() const {
+BuiltinEndpoints::Answer BuiltinEndpoints::health(bool pids) const {
   bool all = true;
   auto list = nlohmann::json::array();
   for (const auto& p : processes()) {
-    all = all && p.alive;
-    nlohmann::json entry{{"name", p.name}, {"pid", p.pid}, {"alive", p.alive}, {"restarts", p.restarts}};
+    all = all && p.alive && !p.stopped;
+    nlohmann::json entry{{"name", p.name}, {"alive", p.alive}, {"restarts", p.restarts}};
+    if (p.stopped) entry["stopped"] = true;
+    if (pids) entry["pid"] = p.pid;  // the admin socket's alone: a pid helps whoever would signal it
     // A process that keeps dying soon after each start: the supervisor
     // waits longer before each restart (up to 5 s).
     if (p.failures >= transport::kCrashLoopFailures) entry["crash_loop"] = true;
@@ -114,7 +146,7 @@ BuiltinEndpoints::Answer BuiltinEndpoints::ready() const {
   const auto subscribed = h.managers_subscribed.load(std::memory_order_acquire);
   const auto managers = h.manager_count.load(std::memory_order_relaxed);
   bool alive = true;
-  for (const auto& p : processes()) alive = alive && p.alive;
+  for (const auto& p : processes()) alive = alive && p.alive && !p.stopped;
   const bool ready = alive && subscribed >= managers;
   nlohmann::json j{{"status", ready ? "ready" : "not ready"},
                    {"managers", managers},

@@ -1,6 +1,8 @@
-// BuiltinEndpoints: /health, /ready and /metrics, answered by a listener
-// from the shared-memory segment alone (no other process is asked, so the
-// answer comes even when the pipeline behind the listener is stuck).
+// BuiltinEndpoints: /health, /ready and /metrics (their paths are
+// settings), answered by a listener from the shared-memory segment alone
+// (no other process is asked, so the answer comes even when the pipeline
+// behind the listener is stuck). With EDRI_ADMIN_SOCKET they answer there
+// alone; /health names pids only there.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
@@ -25,7 +28,7 @@ class BuiltinEndpoints {
     std::string body;
   };
 
-  BuiltinEndpoints(const transport::Segment& segment, const transport::Topology& topology,
+  BuiltinEndpoints(const Config& config, const transport::Segment& segment, const transport::Topology& topology,
                    const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles);
 
   // The blob area whose use /metrics reports (none: not reported).
@@ -34,10 +37,13 @@ class BuiltinEndpoints {
     placement_ = {std::move(summary), spread, spin};
   }
 
-  // The answer for `path`, or nothing if it is not a built-in endpoint.
-  std::optional<Answer> handle(std::string_view path) const;
+  // The answer for `path` on a connection of the admin socket (`admin`)
+  // or not, or nothing where no built-in endpoint answers it.
+  std::optional<Answer> handle(std::string_view path, bool admin) const;
 
-  static bool is_builtin(std::string_view path) { return path == "/health" || path == "/ready" || path == "/metrics"; }
+  // Whether `path` is a built-in endpoint's on a public connection (one
+  // that is not the admin socket's), where it would hide a route.
+  static bool serves_publicly(const Config& config, std::string_view path);
 
  private:
   struct ProcessView {
@@ -47,14 +53,16 @@ class BuiltinEndpoints {
     std::uint32_t restarts;
     std::uint32_t failures = 0;          // quick deaths in a row (a crash loop from 3)
     std::uint32_t restart_delay_ms = 0;  // until its next start, while it is down
+    bool stopped = false;                // alive but stopped (SIGSTOP): serving nothing
   };
   std::vector<ProcessView> processes() const;
-  Answer health() const;
+  Answer health(bool pids) const;
   Answer ready() const;
   Answer metrics() const;
   // The switch's counters (docs/cluster.md), where the instance has one.
   void cluster_metrics(std::ostringstream& o) const;
 
+  const Config& config_;
   const transport::Segment& segment_;
   const transport::Topology& topology_;
   std::vector<std::string> slot_names_;    // by process slot

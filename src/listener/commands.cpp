@@ -7,21 +7,25 @@
 #include <edri/problem.hpp>
 
 #include "envelope/control.hpp"
+#include "http/field_text.hpp"
 
 namespace edri::listener {
 
 namespace env = edri::envelope;
 
 Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
-                   const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender)
-    : config_(config), sender_(sender) {
+                   const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender,
+                   Gate& gate)
+    : config_(config), sender_(sender), gate_(gate) {
   using Kind = Command::Kind;
   auto event_command = [&](std::size_t event, const std::string& name) {
     const auto& ev = plugins.events()[event];
-    Command c{Kind::Event, ev.type_id, validators[event], {}, nlohmann::json(name).dump(), ev.replay};
+    Command c{Kind::Event, ev.type_id, validators[event], {}, nlohmann::json(name).dump(), ev.replay, ev.name};
+    c.all_headers = ev.all_headers;
     for (const auto& r : plugins.routes())
       if (r.event == event) {
         c.path_params = http::RouteTable::parameters(r.path);
+        c.method = r.method;
         break;
       }
     return c;
@@ -32,10 +36,18 @@ Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
       by_event_.emplace(m.event, event_command(static_cast<std::size_t>(plugins.event_index(m.event)), m.event));
   for (const auto& p : plugins.pushes()) {
     const auto& ev = plugins.events()[p.notification];
-    commands_.emplace(p.subscribe,
-                      Command{Kind::Subscribe, ev.type_id, nullptr, {}, nlohmann::json(p.subscribe).dump()});
-    commands_.emplace(p.unsubscribe,
-                      Command{Kind::Unsubscribe, ev.type_id, nullptr, {}, nlohmann::json(p.unsubscribe).dump()});
+    commands_.emplace(
+        p.subscribe,
+        Command{
+            Kind::Subscribe, ev.type_id, nullptr, {}, nlohmann::json(p.subscribe).dump(), false, ev.name, Method::Get});
+    commands_.emplace(p.unsubscribe, Command{Kind::Unsubscribe,
+                                             ev.type_id,
+                                             nullptr,
+                                             {},
+                                             nlohmann::json(p.unsubscribe).dump(),
+                                             false,
+                                             ev.name,
+                                             Method::Get});
     push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
   }
 }
@@ -68,12 +80,17 @@ Commands::Refusal Commands::refusal_of_validated() {
 }
 
 std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq, const Command& cmd,
-                                                nlohmann::json& fields, const http::HttpRequest& from,
-                                                std::uint64_t budget_ns) {
+                                                nlohmann::json& fields, const Origin& from, std::uint64_t budget_ns) {
+  // The event's body is the fields (always a JSON object), serialized
+  // once: what middleware sees, and what the handler reads.
+  if (cmd.kind == Command::Kind::Event)
+    body_text_ = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (cmd.kind != Command::Kind::Unsubscribe)
+    if (auto refused = admit(c, from, cmd, fields)) return refused;
   if (cmd.kind != Command::Kind::Event) return subscription(c, seq, cmd, fields);
   // Fields: the declared ones, then path parameters of the event's route.
   if (cmd.validator)
-    cmd.validator->check_message(fields, from, validated_);
+    cmd.validator->check_message(fields, from.head, validated_);
   else
     validated_.clear();
   check_path_params(cmd, fields);
@@ -84,13 +101,34 @@ std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq
   env::EnvelopeWriter w(h);
   if (!decoded_params_.empty())
     w.key_values(env::SectionType::PathParams, decoded_params_, env::StringPairKey{}, env::StringPairValue{});
+  if (cmd.all_headers)
+    for (const auto& [k, v] : from.head.headers) validated_.headers.emplace_back(http::lowered(k), v);
   add_validated(w, validated_);
+  Gate::write_identity(w, call_, admission_, claims_text_);
   if (budget_ns != 0) w.raw(env::SectionType::Deadline, std::as_bytes(std::span<const std::uint64_t>(&budget_ns, 1)));
-  // The body is the fields: always a JSON object.
-  const std::string body = fields.dump();
-  w.text(env::SectionType::Body, body);
+  w.text(env::SectionType::Body, body_text_);
   if (!sender_.send(w)) return Refusal{503, problem_json(503, "the server is overloaded; retry later")};
   return std::nullopt;
+}
+
+std::optional<Commands::Refusal> Commands::admit(Connection& c, const Origin& from, const Command& cmd,
+                                                 const nlohmann::json& fields) {
+  admission_.clear();
+  call_ = Gate::Call{
+      from.protocol, cmd.method, from.path, {}, cmd.event, &from.head, gate_.client_address(c.peer(), from.head), {}};
+  if (gate_.empty()) return std::nullopt;
+  if (cmd.kind != Command::Kind::Event)
+    body_text_ = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  call_.body = body_text_;
+  auto refusal = gate_.admit(call_, admission_);
+  if (!refusal) return std::nullopt;
+  return Refusal{refusal->status, std::string(refusal->body_bytes()), refusal->content_type};
+}
+
+std::optional<Commands::Refusal> Commands::admit(Connection& c, const Origin& from, std::string_view event,
+                                                 const nlohmann::json& fields) {
+  Command stream{Command::Kind::Subscribe, 0, nullptr, {}, {}, false, event, Method::Get};
+  return admit(c, from, stream, fields);
 }
 
 void Commands::check_path_params(const Command& cmd, const nlohmann::json& fields) {

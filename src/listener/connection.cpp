@@ -105,7 +105,7 @@ void Connection::stop_input() {
 }
 
 void Connection::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
-  if (h2_) return;  // HTTP/2 bodies are read into memory, never spilled
+  if (h2_) return h2_->hold_upload(seq, std::move(upload));
   const std::uint32_t idx = seq - base_seq_;
   if (idx < slots_.size()) slots_[idx].upload = std::move(upload);
 }
@@ -321,8 +321,8 @@ bool Connection::choose_protocol(const char* data, std::size_t n) {
   const auto& config = owner_.config();
   http2::Limits limits;
   limits.request = owner_.parser_limits();
-  limits.request.spill_bytes = SIZE_MAX;
   limits.max_concurrent_streams = static_cast<std::uint32_t>(config.max_pipeline);
+  limits.body_memory = config.http2_body_memory;
   h2_ = std::make_unique<Http2Link>(*this, owner_, limits);
   return consume_h2(first.data(), first.size());
 }

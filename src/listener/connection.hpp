@@ -191,6 +191,14 @@ class Connection final : public WebSocketSession::Owner {
   bool closed() const { return closed_; }
   bool lingering() const { return lingering_; }
   std::uint32_t id() const { return id_; }
+  // The peer's IP address as text ("unix" over a Unix socket); set once,
+  // when the connection is accepted.
+  const std::string& peer() const { return peer_; }
+  void set_peer(std::string peer) { peer_ = std::move(peer); }
+  // Accepted on EDRI_ADMIN_SOCKET: the built-in endpoints answer in full,
+  // and nothing else is served.
+  bool admin() const { return admin_; }
+  void set_admin() { admin_ = true; }
   std::uint32_t generation() const { return generation_; }
   bool dirty = false;
 
@@ -307,6 +315,8 @@ class Connection final : public WebSocketSession::Owner {
   UniqueFd fd_;
   std::unique_ptr<TlsSession> tls_;
   std::uint32_t id_;
+  std::string peer_;
+  bool admin_ = false;
   std::uint32_t generation_;
   http::RequestParser parser_;
   std::string pending_input_;          // bytes read past the request the parser paused after

@@ -1,5 +1,6 @@
 #include "listener/connection_table.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -15,6 +16,28 @@
 
 namespace edri::listener {
 
+namespace {
+
+// A peer's address as Request::client_address shows it: IPv4 dotted (also
+// when a dual-stack socket maps it into IPv6), IPv6 compressed, "unix".
+std::string address_text(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (peer.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof text);
+  } else if (peer.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a))
+      ::inet_ntop(AF_INET, a.s6_addr + 12, text, sizeof text);
+    else
+      ::inet_ntop(AF_INET6, &a, text, sizeof text);
+  } else {
+    return "unix";
+  }
+  return text;
+}
+
+}  // namespace
+
 ConnectionTable::ConnectionTable(ConnectionOwner& owner, const Config& config,
                                  transport::ListenerMetricsHeader& metrics, std::function<void()> on_refused)
     : owner_(owner),
@@ -23,9 +46,11 @@ ConnectionTable::ConnectionTable(ConnectionOwner& owner, const Config& config,
       on_refused_(std::move(on_refused)),
       cap_(config.connections_per_listener()) {}
 
-ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsContext* tls) {
+ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsContext* tls, bool admin) {
   for (;;) {
-    UniqueFd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    sockaddr_storage peer{};
+    socklen_t peer_size = sizeof peer;
+    UniqueFd fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_size, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Another listener took it, or the backlog is empty.
@@ -51,6 +76,8 @@ ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsC
       generations_.push_back(0);
     }
     connections_[id] = std::make_unique<Connection>(owner_, std::move(fd), id, generations_[id], tls);
+    connections_[id]->set_peer(address_text(peer));
+    if (admin) connections_[id]->set_admin();
     connections_[id]->start();
   }
 }

@@ -34,7 +34,8 @@ class ConnectionTable {
     Stopped,  // the socket stopped listening: the server is stopping
     Failed,   // out of descriptors or memory: retry later (the edge is spent)
   };
-  Accepted accept_from(int listen_fd, const TlsContext* tls);
+  // `admin`: EDRI_ADMIN_SOCKET's connections (Connection::admin).
+  Accepted accept_from(int listen_fd, const TlsContext* tls, bool admin = false);
   // The open connection `id` of `generation`, or nullptr.
   Connection* find(std::uint32_t id, std::uint32_t generation);
   // Connections not closed yet (a closed one gives its id back at once).

@@ -14,6 +14,8 @@ void GrpcCall::clear() {
   body = nullptr;
   finished = false;
   taking = false;
+  last_input = {};
+  stalled = false;
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {

@@ -64,6 +64,10 @@ struct GrpcCall {
   QueuedBody* body = nullptr;  // the answer's body once its head went (owned by the session)
   bool finished = false;       // the trailers are queued
   bool taking = false;         // GrpcFront is taking its messages
+  // When its body last brought bytes, and whether a message it left
+  // unfinished for EDRI_BODY_TIMEOUT reset it.
+  std::chrono::steady_clock::time_point last_input{};
+  bool stalled = false;
 };
 
 class GrpcCalls {

@@ -210,8 +210,9 @@ bool GrpcFront::send_command(Connection& c, std::uint32_t seq, const Commands::C
     const auto left = (*call.deadline)->first - std::chrono::steady_clock::now();
     budget = static_cast<std::uint64_t>(std::max<std::int64_t>(1, std::chrono::nanoseconds(left).count()));
   }
-  auto refused = commands_.send(c, seq, cmd, fields, from ? *from : call.head, budget);
-  if (refused) deliver(c, seq, refused->status, "application/problem+json", refused->problem, nullptr, true);
+  const Commands::Origin origin{"grpc", call.head.target, from ? *from : call.head};
+  auto refused = commands_.send(c, seq, cmd, fields, origin, budget);
+  if (refused) deliver(c, seq, refused->status, refused->content_type, refused->problem, nullptr, true);
   return !refused;
 }
 
@@ -259,11 +260,14 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
 }
 
 void GrpcFront::live_stream(Connection& c, Where w, const v1::Event& ev, const nlohmann::json& fields) {
+  const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, ev.id(), ev.type());
+  if (ev.type() == "stream.subscribe")
+    if (auto gated = commands_.admit(c, Commands::Origin{"grpc", w.call.head.target, w.call.head}, ev.type(), fields))
+      return deliver(c, seq, gated->status, gated->content_type, gated->problem, nullptr, true);
   auto refused = w.call.method == Method::Connect
                      ? streams_.ws_command(c, ev.type(), fields, w.stream)
                      : std::optional<std::pair<int, std::string>>{{400, "live streams are followed on Connect"}};
-  if (!refused) return;
-  const std::uint32_t seq = w.link.grpc().open_event(w.stream, w.call, ev.id(), ev.type());
+  if (!refused) return w.link.grpc().drop_event(w.call, seq);
   deliver(c, seq, refused->first, "application/problem+json", problem_json(refused->first, refused->second), nullptr,
           true);
 }

@@ -3,11 +3,16 @@
 #include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <variant>
 
+#include <spdlog/spdlog.h>
+
 #include "listener/connection.hpp"
+#include "listener/upload_file.hpp"
 
 namespace edri::listener {
 
@@ -76,7 +81,7 @@ class PiecesBody final : public http2::BodySource {
 };
 
 Http2Link::Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits)
-    : c_(c), owner_(owner), session_(*this, limits) {}
+    : c_(c), owner_(owner), session_(*this, limits), max_running_(limits.max_concurrent_streams) {}
 
 Http2Link::~Http2Link() = default;
 
@@ -90,12 +95,24 @@ std::uint32_t Http2Link::open(SlotInfo info) {
 
 Http2Link::Slot* Http2Link::find(std::uint32_t seq) {
   const auto it = slots_.find(seq);
-  return it == slots_.end() ? nullptr : &it->second;
+  return it == slots_.end() || it->second.gone ? nullptr : &it->second;
 }
 
 SlotInfo* Http2Link::slot(std::uint32_t seq) {
-  Slot* s = find(seq);
-  return s && !s->answered ? &s->info : nullptr;
+  const auto it = slots_.find(seq);
+  if (it == slots_.end()) return nullptr;
+  // A gone stream's slot is asked for only once its answer came (or is
+  // overdue), to be dropped: its request no longer counts.
+  if (it->second.gone) {
+    slots_.erase(it);
+    return nullptr;
+  }
+  return it->second.answered ? nullptr : &it->second.info;
+}
+
+std::size_t Http2Link::running() const {
+  return static_cast<std::size_t>(
+      std::count_if(slots_.begin(), slots_.end(), [](const auto& kv) { return !kv.second.answered; }));
 }
 
 void Http2Link::respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
@@ -165,6 +182,13 @@ void Http2Link::cancel_all() {
 }
 
 void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
+  // Requests whose streams were reset still run: with them, what one
+  // connection has running stays within EDRI_MAX_PIPELINE whatever it
+  // resets. REFUSED_STREAM: this one never started, the client may retry.
+  if (running() >= max_running_) {
+    session_.reset(stream, NGHTTP2_REFUSED_STREAM);
+    return c_.h2_output();
+  }
   dispatching_ = stream;
   owner_.request(c_, req);
   dispatching_ = 0;
@@ -240,6 +264,7 @@ bool Http2Link::on_head(std::int32_t stream, http::HttpRequest& head) {
 }
 
 void Http2Link::on_body(std::int32_t stream, std::string_view bytes, bool end) {
+  if (GrpcCall* call = grpc_.find(stream)) call->last_input = now_;
   owner_.grpc_body(c_, stream, bytes, end);
 }
 
@@ -264,9 +289,43 @@ void Http2Link::on_refused(std::int32_t stream, int status, std::string_view rea
   dispatching_ = 0;
 }
 
+bool Http2Link::on_spill(std::int32_t stream, http::HttpRequest& req, std::string_view bytes) {
+  // As over HTTP/1.1: a large body goes to a file as it arrives.
+  const std::string& dir = owner_.config().upload_path;
+  if (!req.spill) req.spill = UploadFile::create(dir);
+  if (!req.spill) {
+    spdlog::error("cannot create an upload file in {} (stream {}): {}", dir, stream, std::strerror(errno));
+    return false;
+  }
+  if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
+  spdlog::error("cannot write an upload file in {}: {}", dir, std::strerror(errno));
+  return false;
+}
+
+void Http2Link::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
+  if (Slot* s = find(seq)) s->upload = std::move(upload);
+}
+
 void Http2Link::time_out_bodies(std::chrono::steady_clock::time_point cutoff) {
   for (const std::int32_t stream : session_.bodies_stalled(cutoff))
     on_refused(stream, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+  time_out_calls(cutoff);
+}
+
+void Http2Link::time_out_calls(std::chrono::steady_clock::time_point cutoff) {
+  // A call with no grpc-timeout whose client stopped inside a message
+  // would hold its stream and buffer for ever; one waiting between
+  // messages (a Connect call) is not stalled, nor one whose messages wait
+  // for the server.
+  bool any = false;
+  grpc_.for_each([&](std::int32_t stream, GrpcCall& call) {
+    if (call.finished || call.stalled || call.client_done || !call.reader.partial() || call.last_input >= cutoff)
+      return;
+    call.stalled = true;
+    session_.reset(stream, NGHTTP2_CANCEL);
+    any = true;
+  });
+  if (any) c_.h2_output();
 }
 
 void Http2Link::time_out() {
@@ -280,7 +339,11 @@ void Http2Link::on_closed(std::int32_t stream, bool answered) {
     return grpc_.close(stream);
   }
   const auto it = slots_.find(static_cast<std::uint32_t>(stream));
-  if (it == slots_.end()) return;
+  if (it == slots_.end() || it->second.gone) return;
+  if (!it->second.answered) {
+    it->second.gone = true;
+    return;
+  }
   // Closed before its last piece went (a reset): the producer stops.
   if (it->second.pieces && !answered) owner_.stream_cancel(it->second.ref);
   if (it->second.events) owner_.events_closed(c_, stream);

@@ -35,6 +35,7 @@ class Http2Link final : public http2::ServerSession::Handler {
   ~Http2Link() override;
 
   bool receive(std::string_view bytes, std::chrono::steady_clock::time_point now) {
+    now_ = now;
     return session_.receive(bytes, now);
   }
   void produce(std::string& out, std::size_t max);
@@ -97,7 +98,9 @@ class Http2Link final : public http2::ServerSession::Handler {
   // the whole connection).
   bool head_owed() const { return session_.head_owed(); }
   // Each collected body that had nothing new since `cutoff` is answered
-  // 408, and its stream then reset: the connection serves on.
+  // 408, and its stream then reset; each gRPC call whose client left a
+  // message unfinished since then is reset (CANCEL), its buffer freed.
+  // The connection serves on.
   void time_out_bodies(std::chrono::steady_clock::time_point cutoff);
   // A header block stopped arriving: each collected body not yet whole is
   // answered 408, then a GOAWAY; the connection closes once they are out.
@@ -118,6 +121,10 @@ class Http2Link final : public http2::ServerSession::Handler {
   bool on_head(std::int32_t stream, http::HttpRequest& head) override;
   void on_body(std::int32_t stream, std::string_view bytes, bool end) override;
   void on_refused(std::int32_t stream, int status, std::string_view reason) override;
+  bool on_spill(std::int32_t stream, http::HttpRequest& req, std::string_view bytes) override;
+  // Slot `seq`'s body file lives until its answer went, or its request
+  // ended otherwise.
+  void hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload);
   void on_closed(std::int32_t stream, bool answered) override;
 
  private:
@@ -127,8 +134,16 @@ class Http2Link final : public http2::ServerSession::Handler {
     PiecesBody* pieces = nullptr;  // a streamed answer's body, owned by the session
     QueuedBody* events = nullptr;  // a Server-Sent Events stream's, owned by the session
     StreamRef ref{};
+    // Its stream was reset while its request ran: kept, and counted, until
+    // its answer comes (slot() is asked then) or is overdue.
+    bool gone = false;
+    std::shared_ptr<http::SpilledBody> upload;  // its body's file (EDRI_UPLOAD_THRESHOLD)
   };
+  // The slot of a stream still open, or null.
   Slot* find(std::uint32_t seq);
+  // Requests dispatched and not answered, their streams reset or not.
+  std::size_t running() const;
+  void time_out_calls(std::chrono::steady_clock::time_point cutoff);
   void respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
                     std::unique_ptr<http2::BodySource> body);
 
@@ -140,7 +155,9 @@ class Http2Link final : public http2::ServerSession::Handler {
   std::unordered_map<std::uint32_t, Slot> slots_;
   GrpcCalls grpc_;
   std::vector<std::int32_t> woken_;
-  std::int32_t dispatching_ = 0;  // the stream whose request is being dispatched
+  std::int32_t dispatching_ = 0;                 // the stream whose request is being dispatched
+  std::size_t max_running_;                      // EDRI_MAX_PIPELINE
+  std::chrono::steady_clock::time_point now_{};  // when what receive() reads arrived
 };
 
 }  // namespace edri::listener

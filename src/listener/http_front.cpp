@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -12,6 +13,7 @@
 #include <edri/problem.hpp>
 
 #include "envelope/body.hpp"
+#include "http/field_text.hpp"
 #include "listener/upload_file.hpp"
 #include "listener/websocket_front.hpp"
 #include "transport/unique_fd.hpp"
@@ -41,7 +43,7 @@ constexpr unsigned bit(Method m) { return 1u << static_cast<unsigned>(m); }
 HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
                      const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
                      EventSender& sender, WebSocketFront& websocket, StreamHub& streams, BuiltinEndpoints& builtins,
-                     const Cors* cors, transport::BlobArena* blobs, std::uint16_t listener_index)
+                     const Cors* cors, Gate& gate, transport::BlobArena* blobs, std::uint16_t listener_index)
     : config_(config),
       answers_(answers),
       sender_(sender),
@@ -49,6 +51,7 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
       streams_(streams),
       builtins_(builtins),
       cors_(cors),
+      gate_(gate),
       blobs_(blobs),
       index_(listener_index),
       instance_tag_(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
@@ -56,19 +59,32 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
   for (const auto& r : plugins.routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
     const auto& ev = plugins.events()[r.event];
-    targets_.push_back(Target{ev.type_id, validators[r.event], ev.replay});
+    targets_.push_back(Target{ev.type_id, ev.name, validators[r.event], ev.replay, false, ev.all_headers});
     routes_.add(r.method, r.path, t);
   }
   for (const auto& path : plugins.stream_event_routes()) {
     const auto t = static_cast<std::uint32_t>(targets_.size());
-    targets_.push_back(Target{0, nullptr, false, true});
+    targets_.push_back(Target{0, "stream.subscribe", nullptr, false, true});
     routes_.add(Method::Get, path, t);
   }
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
-  for (const auto& mw : plugins.middlewares())
-    if (mw.on_request) middlewares_.push_back(mw);
-  view_.max_json_depth = config.max_json_depth;  // a middleware's req.json() too
+}
+
+void HttpFront::check_routes(const Config& config, const plugin::PluginSet& plugins) {
+  http::RouteTable table;
+  auto add = [&](Method method, const std::string& path, std::string_view event) {
+    if ((method == Method::Get || method == Method::Head) && BuiltinEndpoints::serves_publicly(config, path))
+      throw plugin::PluginError("route GET " + path + " (" + std::string(event) +
+                                ") would be hidden by the built-in endpoint of that path");
+    try {
+      table.add(method, path, 0);
+    } catch (const std::invalid_argument& e) {
+      throw plugin::PluginError(std::string(e.what()) + " (event " + std::string(event) + ")");
+    }
+  };
+  for (const auto& r : plugins.routes()) add(r.method, r.path, plugins.events()[r.event].name);
+  for (const auto& path : plugins.stream_event_routes()) add(Method::Get, path, "stream_events");
 }
 
 void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
@@ -82,26 +98,42 @@ void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
   const std::string_view path = target.substr(0, q);
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   if (answer_builtin(ex, *method, path)) return;
-  if (!run_request_middleware(ex, req, *method, path, query)) return;
+  if (!run_builtin_middleware(ex, req, *method)) return;
+  // The route is found before the plugins' middleware runs, so that it
+  // sees the event the request becomes (none: a file, a 404, a handshake).
+  const bool upgrade = req.upgrade && !config_.websocket_path.empty() && path == config_.websocket_path;
+  auto m = upgrade ? http::RouteTable::Match{} : find_route(*method, path);
+  const bool found = m.result == Result::Found;
+  call_ = Gate::Call{upgrade     ? "websocket"
+                     : c.http2() ? "h2"
+                     : http10    ? "http/1.0"
+                                 : "http/1.1",
+                     *method,
+                     path,
+                     query,
+                     found ? targets_[m.target].event : std::string_view(),
+                     &req,
+                     gate_.client_address(c.peer(), req),
+                     req.body};
+  if (!admit(ex)) return;
   ex.add_middleware_lines(request_headers_);
-  if (req.upgrade && !config_.websocket_path.empty() && path == config_.websocket_path)
-    return websocket_.upgrade(c, req, request_headers_.lines(), ex.http10());
+  if (upgrade) return websocket_.upgrade(c, req, request_headers_.lines(), ex.http10());
   if (*method == Method::Options && target == "*")  // asterisk-form (RFC 9110 9.3.7): what the server allows
     return ex.answer(204, {}, {}, "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n");
   if (path.empty() || path[0] != '/') return ex.refuse(400, "the request-target must be an absolute path");
-  route(ex, req, *method, path, query);
+  route(ex, req, *method, path, query, m);
 }
 
 bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view path) {
   // Before middleware: health checks need no credentials.
-  if ((method != Method::Get && method != Method::Head) || !BuiltinEndpoints::is_builtin(path)) return false;
-  const auto a = builtins_.handle(path);
-  ex.answer(a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
-  return true;
+  const bool admin = ex.connection().admin();
+  const auto a = method == Method::Get || method == Method::Head ? builtins_.handle(path, admin) : std::nullopt;
+  if (a) ex.answer(a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
+  if (!a && admin) ex.problem(404, "the admin socket serves the built-in endpoints alone");
+  return a || admin;
 }
 
-bool HttpFront::run_request_middleware(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path,
-                                       std::string_view query) {
+bool HttpFront::run_builtin_middleware(Exchange& ex, const http::HttpRequest& req, Method method) {
   if (config_.request_id) add_request_id(req);
   if (cors_) {
     const auto verdict = cors_->apply(req, method, request_headers_);
@@ -114,32 +146,19 @@ bool HttpFront::run_request_middleware(Exchange& ex, const http::HttpRequest& re
       return false;
     }
   }
-  if (middlewares_.empty()) return true;
-  view_.method = method;
-  view_.path = path;
-  view_.query = query;
-  view_.headers.clear();
-  for (const auto& [k, v] : req.headers) view_.headers.push_back(Param{k, v});
-  view_.body = req.body;
-  for (const auto& mw : middlewares_) {
-    std::optional<Response> early;
-    try {
-      early = mw.on_request(view_, request_headers_);
-    } catch (const std::exception& e) {
-      spdlog::error("middleware {} threw: {}", mw.name, e.what());
-      early =
-          Response::problem(500, "Internal Server Error",
-                            config_.production ? "the request failed" : std::string("middleware threw: ") + e.what());
-    }
-    if (!early) continue;
-    std::string lines;
-    for (const auto& [k, v] : early->headers)
-      if (is_valid_header(k, v)) lines.append(k).append(": ").append(v).append("\r\n");
-    ex.add_middleware_lines(request_headers_);
-    ex.answer(early->status, early->content_type, early->body_bytes(), lines);
-    return false;
-  }
   return true;
+}
+
+bool HttpFront::admit(Exchange& ex) {
+  if (gate_.empty()) return true;
+  auto refusal = gate_.admit(call_, request_headers_);
+  if (!refusal) return true;
+  std::string lines;
+  for (const auto& [k, v] : refusal->headers)
+    if (is_valid_header(k, v)) lines.append(k).append(": ").append(v).append("\r\n");
+  ex.add_middleware_lines(request_headers_);
+  ex.answer(refusal->status, refusal->content_type, refusal->body_bytes(), lines);
+  return false;
 }
 
 void HttpFront::add_request_id(const http::HttpRequest& req) {
@@ -167,12 +186,16 @@ void HttpFront::add_request_id(const http::HttpRequest& req) {
   request_headers_.add("X-Request-Id", request_id_);
 }
 
-void HttpFront::route(Exchange& ex, http::HttpRequest& req, Method method, std::string_view path,
-                      std::string_view query) {
-  const bool head = method == Method::Head;
+http::RouteTable::Match HttpFront::find_route(Method method, std::string_view path) const {
   auto m = routes_.find(method, path);
-  if (head && m.result == Result::MethodNotAllowed && (m.allowed & bit(Method::Get)))
+  if (method == Method::Head && m.result == Result::MethodNotAllowed && (m.allowed & bit(Method::Get)))
     m = routes_.find(Method::Get, path);  // HEAD is GET without the body
+  return m;
+}
+
+void HttpFront::route(Exchange& ex, http::HttpRequest& req, Method method, std::string_view path,
+                      std::string_view query, http::RouteTable::Match& m) {
+  const bool head = method == Method::Head;
   if (m.result == Result::NotFound && (method == Method::Get || head) && answer_static(ex, req, path)) return;
   if (m.result == Result::NotFound) {
     if (!config_.websocket_path.empty() && path == config_.websocket_path)
@@ -298,7 +321,10 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
   else if (!params.empty())
     w.key_values(env::SectionType::PathParams, params, env::ParamKey{}, env::ParamValue{});
   if (!query.empty()) w.text(env::SectionType::Query, query);
+  if (target.all_headers)
+    for (const auto& [k, v] : req.headers) validated_.headers.emplace_back(http::lowered(k), v);
   add_validated(w, validated_);
+  Gate::write_identity(w, call_, request_headers_, claims_text_);
   if (req.body_size > 0)
     if (const auto type = req.header("content-type"); !type.empty()) w.text(env::SectionType::BodyType, type);
   transport::BlobLease blob;

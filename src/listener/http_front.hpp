@@ -21,6 +21,7 @@
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
 #include "listener/exchange.hpp"
+#include "listener/gate.hpp"
 #include "listener/request_validator.hpp"
 #include "listener/static_files.hpp"
 #include "listener/stream_hub.hpp"
@@ -38,7 +39,14 @@ class HttpFront {
   HttpFront(const Config& config, const plugin::PluginSet& plugins,
             const std::vector<std::shared_ptr<const RequestValidator>>& validators, Answers& answers,
             EventSender& sender, WebSocketFront& websocket, StreamHub& streams, BuiltinEndpoints& builtins,
-            const Cors* cors, transport::BlobArena* blobs, std::uint16_t listener_index);
+            const Cors* cors, Gate& gate, transport::BlobArena* blobs, std::uint16_t listener_index);
+
+  // What the route table refuses of the plugins' declarations (an unknown
+  // parameter type, a route declared twice, one that a built-in endpoint
+  // would hide): checked by the supervisor, so that it stops start-up with
+  // a message instead of a listener that fails and restarts forever.
+  // Throws plugin::PluginError.
+  static void check_routes(const Config& config, const plugin::PluginSet& plugins);
 
   void dispatch(Connection& c, http::HttpRequest& req);
   std::size_t route_count() const { return routes_.size(); }
@@ -46,20 +54,28 @@ class HttpFront {
  private:
   struct Target {
     std::uint64_t event_type;
+    std::string_view event;                             // its name, as middleware sees it
     std::shared_ptr<const RequestValidator> validator;  // null: no fields declared
     bool replay = false;                                // Registry::replay
     bool stream_events = false;                         // Registry::stream_events: the listener serves it
+    bool all_headers = false;                           // Registry::all_headers
   };
 
+  // A built-in endpoint's answer; on the admin socket, a 404 for any
+  // other path (no route, no middleware is served there).
   bool answer_builtin(Exchange& ex, Method method, std::string_view path);
   // GET on a Registry::stream_events path: the stream as Server-Sent Events.
   void answer_stream_events(Exchange& ex, const http::HttpRequest& req, const http::RouteTable::Match& m, bool head);
-  // Built-in (request id, CORS) then plugin middleware; false when one of
-  // them answered the request.
-  bool run_request_middleware(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path,
-                              std::string_view query);
+  // The built-in middleware (request id, CORS); false when it answered.
+  bool run_builtin_middleware(Exchange& ex, const http::HttpRequest& req, Method method);
+  // The plugins' middleware (the Gate) on call_; false when it refused
+  // (answered).
+  bool admit(Exchange& ex);
   void add_request_id(const http::HttpRequest& req);
-  void route(Exchange& ex, http::HttpRequest& req, Method method, std::string_view path, std::string_view query);
+  // The route of `path`; HEAD finds GET's.
+  http::RouteTable::Match find_route(Method method, std::string_view path) const;
+  void route(Exchange& ex, http::HttpRequest& req, Method method, std::string_view path, std::string_view query,
+             http::RouteTable::Match& m);
   bool answer_static(Exchange& ex, const http::HttpRequest& req, std::string_view path);
   void answer_not_allowed(Exchange& ex, const http::RouteTable::Match& m, Method method);
   // decoded_params_ from the match when any needs decoding; false when one
@@ -81,20 +97,21 @@ class HttpFront {
   StreamHub& streams_;
   BuiltinEndpoints& builtins_;
   const Cors* cors_;
+  Gate& gate_;
   transport::BlobArena* blobs_;
   std::uint16_t index_;
   http::RouteTable routes_;
   std::vector<Target> targets_;
   StaticFiles static_files_;
-  std::vector<MiddlewareDecl> middlewares_;  // those with on_request
-  std::uint32_t instance_tag_;               // distinguishes request ids across restarts
+  std::uint32_t instance_tag_;  // distinguishes request ids across restarts
   std::uint64_t request_ids_ = 0;
   // Scratch, reused for every request:
   std::string request_id_;
   ValidatedFields validated_;
   std::vector<std::pair<std::string, std::string>> decoded_params_;
-  ResponseHeaders request_headers_;
-  Request view_;  // what middleware sees
+  Admission request_headers_;  // what middleware added: header lines, the principal
+  Gate::Call call_;            // the request as the Gate sees it
+  std::string claims_text_;
 };
 
 }  // namespace edri::listener

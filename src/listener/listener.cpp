@@ -62,7 +62,7 @@ plugin::DirectRoutes direct_routes(const ProcessLoop& loop, const plugin::Plugin
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-                   int listen_fd, int unix_fd)
+                   int listen_fd, int unix_fd, int admin_fd)
     : loop_(loop),
       config_(config),
       sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter),
@@ -70,7 +70,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       tls_(config.ssl_certificate.empty() ? nullptr
                                           : std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key)),
       cors_(make_cors(config)),
-      builtins_(loop.segment(), loop.topology(), plugins,
+      builtins_(config, loop.segment(), loop.topology(), plugins,
                 plugin::manager_titles(plugins.manager_domains(config.manager_replicas, config.domains))),
       validators_(make_validators(plugins, config)),
       answers_(config, table_, sender_, loop.blobs(), plugins.middlewares(),
@@ -78,12 +78,13 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                                 static_cast<std::uint32_t>(plugins.routes().size())}),
       streams_(config, sender_),
       grpc_services_(plugins.grpc_services()),
-      commands_(config, plugins, validators_, sender_),
+      gate_(config, plugins),
+      commands_(config, plugins, validators_, sender_, gate_),
       grpc_(config, grpc_services_, commands_, streams_, loop.events()),
       websocket_(config, commands_, answers_, cors_.get(), streams_, grpc_),
       table_(*this, config, loop.segment().listener_metrics(index), [this] { answers_.count_refusal(); }),
-      http_(config, plugins, validators_, answers_, sender_, websocket_, streams_, builtins_, cors_.get(), loop.blobs(),
-            index),
+      http_(config, plugins, validators_, answers_, sender_, websocket_, streams_, builtins_, cors_.get(), gate_,
+            loop.blobs(), index),
       listen_fd_(duplicate(listen_fd, "listening socket")),
       accept_retry_(loop.events(), [this] { accept_all(); }),
       sweep_(loop.events(), [this] { sweep(); }),
@@ -95,6 +96,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                       }),
       lost_watch_(loop, [this] { answer_lost(); }) {
   if (unix_fd >= 0) unix_fd_ = duplicate(unix_fd, "Unix domain socket");
+  if (admin_fd >= 0) admin_fd_ = duplicate(admin_fd, "admin socket");
   builtins_.set_blobs(loop.blobs());
   websocket_.set_table(table_);
   grpc_.set_table(table_);
@@ -123,6 +125,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
 Listener::~Listener() {
   loop_.events().unwatch(listen_fd_.get());
   if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
+  if (admin_fd_) loop_.events().unwatch(admin_fd_.get());
 }
 
 http::ParserLimits Listener::parser_limits() const {
@@ -142,6 +145,9 @@ void Listener::start() {
   // Behind a reverse proxy on the same host: plain HTTP, never TLS.
   if (unix_fd_)
     loop_.events().watch(unix_fd_.get(), EPOLLIN, [this](std::uint32_t) { accept_from(unix_fd_.get(), nullptr); });
+  if (admin_fd_)
+    loop_.events().watch(admin_fd_.get(), EPOLLIN,
+                         [this](std::uint32_t) { accept_from(admin_fd_.get(), nullptr, true); });
   accept_all();
   sweep_.expires_after(std::chrono::seconds(1));
 }
@@ -228,11 +234,13 @@ bool Listener::after_drain() {
 }
 
 void Listener::accept_all() {
-  if (accept_from(listen_fd_.get(), tls_.get()) && unix_fd_) accept_from(unix_fd_.get(), nullptr);
+  if (!accept_from(listen_fd_.get(), tls_.get())) return;
+  if (unix_fd_ && !accept_from(unix_fd_.get(), nullptr)) return;
+  if (admin_fd_) accept_from(admin_fd_.get(), nullptr, true);
 }
 
-bool Listener::accept_from(int fd, const TlsContext* tls) {
-  switch (table_.accept_from(fd, tls)) {
+bool Listener::accept_from(int fd, const TlsContext* tls, bool admin) {
+  switch (table_.accept_from(fd, tls, admin)) {
     case ConnectionTable::Accepted::All: return true;
     case ConnectionTable::Accepted::Stopped: return false;
     case ConnectionTable::Accepted::Failed:
@@ -321,6 +329,7 @@ void Listener::begin_drain() {
   // takes no more from it.
   loop_.events().unwatch(listen_fd_.get());
   if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
+  if (admin_fd_) loop_.events().unwatch(admin_fd_.get());
   accept_retry_.cancel();
   spdlog::info("stopping: {} connections to finish, for up to {} s", table_.open(), config_.shutdown_timeout_s);
   table_.for_each_open([this](Connection& c) {

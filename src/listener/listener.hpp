@@ -33,6 +33,7 @@
 #include "listener/connection_table.hpp"
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
+#include "listener/gate.hpp"
 #include "listener/grpc_front.hpp"
 #include "listener/http_front.hpp"
 #include "listener/stream_hub.hpp"
@@ -49,9 +50,10 @@ namespace edri::listener {
 
 class Listener final : public ConnectionOwner, public CallSubscribers {
  public:
-  // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1.
+  // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1; `admin_fd`:
+  // EDRI_ADMIN_SOCKET's, or -1.
   Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-           int listen_fd, int unix_fd = -1);
+           int listen_fd, int unix_fd = -1, int admin_fd = -1);
   ~Listener() override;
   // What placement this server runs with, for /health.
   void set_placement(std::string summary, bool spread, std::uint32_t spin) {
@@ -102,7 +104,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   bool after_drain();
   void accept_all();
   // Accepts what waits on `fd`; false when it must retry later.
-  bool accept_from(int fd, const TlsContext* tls);
+  bool accept_from(int fd, const TlsContext* tls, bool admin = false);
   void sweep();
   // Requests that outlived EDRI_API_RESPONSE_TIMEOUT by two seconds (lost
   // with a process that died): 504.
@@ -128,6 +130,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   Answers answers_;
   StreamHub streams_;
   grpc::ServiceCatalog grpc_services_;
+  Gate gate_;  // the plugins' middleware, on every protocol
   Commands commands_;
   GrpcFront grpc_;
   WebSocketFront websocket_;  // before the connections: their sessions post into its queue
@@ -135,6 +138,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   HttpFront http_;
   UniqueFd listen_fd_;  // our own duplicate of the supervisor's socket
   UniqueFd unix_fd_;    // and of its Unix domain socket, if any
+  UniqueFd admin_fd_;   // and of its admin socket, if any
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   EventLoop::Timer drain_deadline_;

@@ -68,7 +68,12 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
     return answers_.ws_error(c, c.ws_open_slot("null"), 400,
                              R"(a message must be a JSON object with a string "command")");
   const std::string& called = name->get_ref<const std::string&>();
+  const std::string_view target = c.upgrade_request().target;
+  const Commands::Origin origin{"websocket", target.substr(0, target.find('?')), c.upgrade_request()};
   if (called == "stream.subscribe" || called == "stream.unsubscribe") {
+    if (called == "stream.subscribe")
+      if (auto refused = commands_.admit(c, origin, called, msg))
+        return answer_refusal(c, c.ws_open_slot(name->dump()), *refused);
     // Answered by the stream's frames; only a refusal is a message.
     if (auto error = streams_.ws_command(c, called, msg))
       answers_.ws_error(c, c.ws_open_slot(name->dump()), error->first, error->second);
@@ -79,11 +84,11 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   const auto seq = c.ws_open_slot(cmd->quoted_name);
   // From here on the message is the command's fields.
   msg.erase(name);
-  if (auto refused = commands_.send(c, seq, *cmd, msg, c.upgrade_request())) answer_refusal(c, seq, *refused);
+  if (auto refused = commands_.send(c, seq, *cmd, msg, origin)) answer_refusal(c, seq, *refused);
 }
 
 void WebSocketFront::answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r) {
-  answers_.ws_answer(c, seq, r.status, "application/problem+json", r.problem);
+  answers_.ws_answer(c, seq, r.status, r.content_type, r.problem);
 }
 
 void WebSocketFront::answer_invalid(Connection& c, std::uint32_t seq) {

@@ -197,6 +197,10 @@ bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.query = v.text(env::SectionType::Query);
   request_.body = v.text(env::SectionType::Body);
   request_.content_type = v.text(env::SectionType::BodyType);
+  request_.client_address = v.text(env::SectionType::Client);
+  request_.protocol = v.text(env::SectionType::Protocol);
+  request_.principal = v.text(env::SectionType::Principal);
+  request_.claims_json = v.text(env::SectionType::Claims);
   request_.body_file = {};
   request_.form.clear();
   return read_params(v.section(env::SectionType::PathParams), request_.path_params) &&

@@ -119,6 +119,8 @@ class PluginSet::Builder {
   void take_pushes(RegistryDeclarations& d);
   void take_grpc_services(RegistryDeclarations& d);
   void take_replays(const RegistryDeclarations& d);
+  void take_all_headers(const RegistryDeclarations& d);
+  void check_middleware_events() const;
   void take_pool_sizes(RegistryDeclarations& d);
   void take_tasks(RegistryDeclarations& d);
   void take_subscribers(RegistryDeclarations& d);
@@ -157,6 +159,7 @@ void PluginSet::Builder::add(const std::string& path) {
   take_pushes(d);
   take_grpc_services(d);
   take_replays(d);
+  take_all_headers(d);
   take_pool_sizes(d);
   take_tasks(d);
   take_subscribers(d);
@@ -169,6 +172,7 @@ PluginSet PluginSet::Builder::finish() {
                    [](const MiddlewareDecl& a, const MiddlewareDecl& b) { return a.order < b.order; });
   resolve_subscribers();
   check_complete();
+  check_middleware_events();
   return std::move(set_);
 }
 
@@ -302,6 +306,24 @@ void PluginSet::Builder::take_grpc_services(RegistryDeclarations& d) {
     }
     set_.grpc_services_.push_back(std::move(g));
   }
+}
+
+void PluginSet::Builder::take_all_headers(const RegistryDeclarations& d) {
+  for (const auto& name : d.all_headers) {
+    const auto event = declared_event(name);
+    if (event == std::string::npos || set_.events_[event].plugin != plugin_index_)
+      throw PluginError(where_ + ": all_headers(" + name + "), an event this plugin does not declare");
+    set_.events_[event].all_headers = true;
+  }
+}
+
+// A middleware attached to an event no plugin declares would guard
+// nothing (a typo in a security rule): start-up stops instead.
+void PluginSet::Builder::check_middleware_events() const {
+  for (const auto& m : set_.middlewares_)
+    for (const auto& e : m.events)
+      if (e != "stream.subscribe" && declared_event(e) == std::string::npos)
+        throw PluginError("middleware " + m.name + " names undeclared event " + e);
 }
 
 void PluginSet::Builder::take_replays(const RegistryDeclarations& d) {

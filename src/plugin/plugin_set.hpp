@@ -31,6 +31,7 @@ struct LoadedEvent {
   std::int32_t handler = -1;  // index into handlers(), -1 when none
   bool notification = false;  // published, not routed
   bool replay = false;        // Registry::replay: handed to a dead manager's successor
+  bool all_headers = false;   // Registry::all_headers: its handler sees every header
 };
 
 struct LoadedSubscriber {

@@ -61,7 +61,36 @@ void check_cluster(const Config& c) {
     throw ConfigError("EDRI_DOMAINS is set but EDRI_NATS_URL is not: the other domains would run nowhere");
 }
 
+// "0-3,6": sorted CPUs as EDRI_CPUS writes them.
+std::string cpu_ranges(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(cpus[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+void Config::check_cpus_allowed(const std::vector<int>& allowed) const {
+  if (placement != Placement::List || allowed.empty()) return;
+  std::vector<int> others;
+  for (int c : cpus)
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end()) others.push_back(c);
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  throw ConfigError("EDRI_CPUS=" + cpu_ranges(cpus) + ": the server may use CPUs " + cpu_ranges(allowed) +
+                    " only, not " + cpu_ranges(others));
+}
 
 bool Config::runs_domain(const std::string& domain) const {
   return domains.empty() || std::find(domains.begin(), domains.end(), domain) != domains.end();

@@ -51,6 +51,9 @@ struct Config {
   // EDRI_OUTPUT_BUFFER_TOTAL: unsent bytes one listener holds for all its
   // clients together; past it the clients furthest behind are closed.
   std::size_t output_buffer_total = 256u << 20;
+  // EDRI_HTTP2_BODY_MEMORY: request bodies one listener's HTTP/2
+  // connections hold in memory together; past it a body is refused 503.
+  std::size_t http2_body_memory = 256u << 20;
   double body_timeout_s = 60.0;  // EDRI_BODY_TIMEOUT: a request body that stops arriving this long: 408
   // EDRI_LINGERING_TIME, EDRI_LINGERING_TIMEOUT: after an answer that ends
   // a connection early, what the client still sends is read and dropped
@@ -83,11 +86,12 @@ struct Config {
   // every process on that CPU (docs/decisions/0003); "all": wherever the
   // scheduler puts them; a list: every process pinned to that list.
   enum class Placement { Auto, One, All, List } placement = Placement::Auto;
-  std::vector<int> cpus;                  // the list, for Placement::List
-  bool sched_batch = true;                // EDRI_SCHED=batch|other
-  bool server_timing = false;             // EDRI_SERVER_TIMING=1
-  bool request_id = true;                 // EDRI_REQUEST_ID: X-Request-Id on every response
-  std::vector<std::string> cors_origins;  // EDRI_CORS_ORIGINS: allowed origins, or "*"; empty: CORS off
+  std::vector<int> cpus;                     // the list, for Placement::List
+  bool sched_batch = true;                   // EDRI_SCHED=batch|other
+  bool server_timing = false;                // EDRI_SERVER_TIMING=1
+  bool request_id = true;                    // EDRI_REQUEST_ID: X-Request-Id on every response
+  std::vector<std::string> trusted_proxies;  // EDRI_TRUSTED_PROXIES: addresses and CIDR blocks
+  std::vector<std::string> cors_origins;     // EDRI_CORS_ORIGINS: allowed origins, or "*"; empty: CORS off
   std::string cors_headers = "Content-Type, Authorization, X-Request-Id";  // EDRI_CORS_HEADERS ("*": echo)
   bool cors_credentials = false;                                           // EDRI_CORS_CREDENTIALS
   int cors_max_age = 600;                                                  // EDRI_CORS_MAX_AGE (seconds)
@@ -105,7 +109,11 @@ struct Config {
       32u << 10;                       // EDRI_STREAM_SEND_BUFFER: SO_SNDBUF of a stream subscriber (0: the kernel's)
   std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes per domain (0: the plugins' choice, else 1)
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
-  std::string unix_socket;   // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket
+  std::string admin_socket;  // EDRI_ADMIN_SOCKET: the built-in endpoints here alone
+  std::string health_path = "/health";    // EDRI_HEALTH_PATH (empty: not served)
+  std::string ready_path = "/ready";      // EDRI_READY_PATH
+  std::string metrics_path = "/metrics";  // EDRI_METRICS_PATH
+  std::string unix_socket;                // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket
   std::uint32_t worker_threads = 0;  // EDRI_WORKER_THREADS per manager (0: the plugin's choice, else the CPU count)
   std::uint32_t worker_processes =
       0;  // EDRI_WORKER_PROCESSES per domain with tasks (0: the plugin's choice, else the CPU count)
@@ -131,6 +139,11 @@ struct Config {
 
   // Reads the environment; throws ConfigError on an invalid value.
   static Config from_env();
+  // Throws ConfigError unless EDRI_CPUS, as a list, names only CPUs in
+  // `allowed` (those the supervisor may use). Checked once at start rather
+  // than in from_env, whose answer must not depend on the machine: pinned
+  // to a CPU it may not use, a child only warned and ran anywhere.
+  void check_cpus_allowed(const std::vector<int>& allowed) const;
   // One line per variable, NAME=value as in effect, in the settings' order.
   std::string describe() const;
 };

@@ -1,5 +1,7 @@
 #include "runtime/setting_parsers.hpp"
 
+#include "runtime/address_range.hpp"
+
 #include <cctype>
 #include <charconv>
 
@@ -71,6 +73,11 @@ std::vector<std::string> comma_list(const std::string& text) {
 
 void invalid(const EnvValue& v, const std::string& why) {
   throw ConfigError(std::string(v.name) + "=" + v.text + ": " + why);
+}
+
+bool is_integer_text(std::string_view text) {
+  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 double parse_seconds(const EnvValue& v) {
@@ -169,9 +176,9 @@ Binding socket_path(std::string Config::*member) {
   });
 }
 
-Binding websocket_endpoint(std::string Config::*member) {
-  Binding binding = checked_text(member, [](const EnvValue& v) {
-    if (!v.text.empty() && v.text.front() != '/') invalid(v, "must start with '/' (or be empty: no WebSocket)");
+Binding endpoint_path(std::string Config::*member, std::string when_empty) {
+  Binding binding = checked_text(member, [when_empty](const EnvValue& v) {
+    if (!v.text.empty() && v.text.front() != '/') invalid(v, "must start with '/' (or be empty: " + when_empty + ")");
   });
   binding.empty_is_a_value = true;
   return binding;
@@ -263,6 +270,20 @@ Binding origin_list(std::vector<std::string> Config::*member) {
         }
       },
       [=](const Config& c) { return join(c.*member); }};
+}
+
+Binding address_ranges(std::vector<std::string> Config::*member) {
+  return {[=](Config& c, const EnvValue& v) {
+            (c.*member).clear();
+            for (const auto& piece : split(v.text, ",")) {
+              const std::string range = trimmed(piece);
+              if (range.empty()) continue;
+              if (!AddressRange::parse(range))
+                throw ConfigError(std::string(v.name) + ": '" + range + "' is not an IP address or CIDR block");
+              (c.*member).push_back(range);
+            }
+          },
+          [=](const Config& c) { return join(c.*member); }};
 }
 
 Binding count_or_auto(std::uint32_t Config::*member, bool Config::*is_auto, std::uint32_t min, std::uint32_t max) {

@@ -41,13 +41,19 @@ struct Binding {
   bool empty_is_a_value = false;
 };
 
+// Digits, after a '-' or not: an integer, whether or not a type holds it.
+bool is_integer_text(std::string_view text);
+
+// An integer that does not fit T (EDRI_PORT=99999 in a uint16_t, -1 in an
+// unsigned) is out of range, not "not an integer".
 template <class T>
 T parse_integer(const EnvValue& v, T min, T max) {
-  T value{};
   const std::string_view s(v.text);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || p != s.data() + s.size()) invalid(v, "not an integer");
-  if (value < min || value > max) invalid(v, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  if (!is_integer_text(s)) invalid(v, "not an integer");
+  T value{};
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || p != s.data() + s.size() || value < min || value > max)
+    invalid(v, "out of range: must be between " + std::to_string(min) + " and " + std::to_string(max));
   return value;
 }
 
@@ -105,9 +111,12 @@ Binding directory(std::string Config::*member);     // an existing folder
 Binding regular_file(std::string Config::*member);  // an existing file
 Binding socket_path(std::string Config::*member);   // fits sockaddr_un
 // Starts with '/', or is empty (set but empty: no WebSocket).
-Binding websocket_endpoint(std::string Config::*member);
+// A URL path ("/ws"), or empty for `when_empty` (no WebSocket, no endpoint).
+Binding endpoint_path(std::string Config::*member, std::string when_empty);
 Binding path_list(std::vector<std::string> Config::*member);  // ':' or ',' separated
 Binding origin_list(std::vector<std::string> Config::*member);
+// IP addresses and CIDR blocks, comma-separated (AddressRange).
+Binding address_ranges(std::vector<std::string> Config::*member);
 // One NATS subject token (A-Z a-z 0-9 _ -), or a ',' separated list of them.
 Binding subject_token(std::string Config::*member);
 Binding subject_token_list(std::vector<std::string> Config::*member);

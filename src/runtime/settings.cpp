@@ -32,7 +32,7 @@ std::vector<Setting> make_settings() {
   return {
       {"EDRI_HOST", "`127.0.0.1`", parse::text(&Config::host), "address to listen on (a name, IPv4 or IPv6)"},
       {"EDRI_PORT", "`8080`", parse::integer(&Config::port, 0, 65535),
-       "port; `0` picks a free one (printed on stdout: `edri: listening on http://HOST:PORT`)"},
+       "port (0..65535); `0` picks a free one (printed on stdout: `edri: listening on http://HOST:PORT`)"},
       {"EDRI_PLUGINS", "— (required)", parse::path_list(&Config::plugins),
        "plugin files (`.so`), separated by `:` or `,`; loaded in this order"},
       {"EDRI_LISTENER_WORKERS", "`auto`",
@@ -43,9 +43,9 @@ std::vector<Setting> make_settings() {
       {"EDRI_API_RESPONSE_TIMEOUT", "`30`", parse::seconds(&Config::api_response_timeout_s),
        "seconds a request may wait for its handler before the broker answers 504 (should a process restart lose that "
        "deadline, the listener answers 504 two seconds later)"},
-      {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 0, kTiB),
-       "largest request body in bytes: a declared `Content-Length` above it is a 413 at the headers, a chunked body a "
-       "413 as soon as it passes it, while reading"},
+      {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 1, kTiB),
+       "largest request body in bytes (1..1 TiB): a declared `Content-Length` above it is a 413 at the headers, a "
+       "chunked body a 413 as soon as it passes it, while reading"},
       {"EDRI_UPLOAD_FILES_PATH", "`/tmp`", parse::text(&Config::upload_path),
        "where request bodies larger than `EDRI_UPLOAD_THRESHOLD` are written while they arrive (`edri-upload-<listener "
        "pid>-<n>`, mode 0600; created if missing, start-up fails if it is not a writable directory). The handler sees "
@@ -97,6 +97,10 @@ std::vector<Setting> make_settings() {
        "furthest behind are closed (a WebSocket with 1008 and the reason) until the listener is under it again; "
        "`/metrics` shows `edri_client_output_bytes` and `edri_clients_shed_total`. Without it, 300 subscribers that "
        "did not read held 2.4 GB"},
+      {"EDRI_HTTP2_BODY_MEMORY", "`268435456`", parse::integer(&Config::http2_body_memory, 64 * kKiB, kTiB),
+       "bytes of HTTP/2 request bodies one listener holds in memory for all its connections together (64 KiB..1 TiB); "
+       "a body that would pass it is refused 503 (each connection may hold `EDRI_MAX_PIPELINE` bodies of "
+       "`EDRI_MAX_BODY_SIZE`: without it, 25 connections held 750 MB)"},
       {"EDRI_WRITE_TIMEOUT", "`30`", parse::seconds(&Config::write_timeout_s),
        "seconds a connection with unsent output may go without taking a byte before it is closed (a client that "
        "stopped reading)"},
@@ -135,7 +139,9 @@ std::vector<Setting> make_settings() {
        "processes, or at least 6 and several listeners, wherever the scheduler puts them; else listeners, broker and "
        "router on one CPU (the last one allowed) and managers wherever the scheduler puts them (docs/decisions/0006, "
        "0017); `one` every process on "
-       "that CPU; `all` wherever the scheduler puts them; or a CPU list (`1`, `0-3`, `0,2`) every child is pinned to"},
+       "that CPU; `all` wherever the scheduler puts them; or a CPU list (`1`, `0-3`, `0,2`) every child is pinned to, "
+       "each one the server may use (its affinity: the machine's CPUs, less what `taskset` or a container's cpuset "
+       "leaves out): a list naming another stops start-up with the CPUs it may use"},
       {"EDRI_SCHED", "`batch`", parse::choice(&Config::sched_batch, {{"batch", true}, {"other", false}}),
        "`batch`: SCHED_BATCH, a woken process does not preempt the running one; `other`: the default policy"},
       {"EDRI_SERVER_TIMING", "`0`", parse::flag(&Config::server_timing),
@@ -146,6 +152,9 @@ std::vector<Setting> make_settings() {
        "it as header `x-request-id`"},
       {"EDRI_CORS_ORIGINS", "unset (CORS off)", parse::origin_list(&Config::cors_origins),
        "allowed origins, comma-separated (`https://app.example`), or `*`"},
+      {"EDRI_TRUSTED_PROXIES", "unset (none)", parse::address_ranges(&Config::trusted_proxies),
+       "addresses or CIDR blocks (`10.0.0.0/8, ::1`), comma-separated, of proxies whose `X-Forwarded-For` or "
+       "`Forwarded` names the client (`Request::client_address`); from any other peer those headers are ignored"},
       {"EDRI_CORS_HEADERS", "`Content-Type, Authorization, X-Request-Id`", parse::text(&Config::cors_headers),
        "`Access-Control-Allow-Headers` for preflights; `*` echoes what the browser asked for"},
       {"EDRI_CORS_CREDENTIALS", "`0`", parse::flag(&Config::cors_credentials),
@@ -161,7 +170,7 @@ std::vector<Setting> make_settings() {
        "folder of Mustache templates for `Context::render`"},
       {"EDRI_ASSETS_PATH", "unset", parse::directory(&Config::assets_path),
        "folder served as static files at `/`, after routes and plugin asset folders (ETag, 304, Range)"},
-      {"EDRI_WEBSOCKET_PATH", "`/ws`", parse::websocket_endpoint(&Config::websocket_path),
+      {"EDRI_WEBSOCKET_PATH", "`/ws`", parse::endpoint_path(&Config::websocket_path, "no WebSocket"),
        "the WebSocket endpoint (docs/websocket.md); empty: no WebSocket. A plain `GET` of it is answered 426"},
       {"EDRI_WEBSOCKET_MAX_MESSAGE", "`524288`", parse::integer(&Config::websocket_max_message, 125, kTiB),
        "largest WebSocket message in bytes, after reassembly of its frames (larger: close 1009); must fit a quarter of "
@@ -195,6 +204,16 @@ std::vector<Setting> make_settings() {
        parse::choice(&Config::least_loaded, {{"round_robin", false}, {"least_loaded", true}}),
        "how the router shares a domain's requests among its replicas: `least_loaded` (the replica with the fewest "
        "requests in flight; ties round robin; docs/decisions/0007) or `round_robin`"},
+      {"EDRI_ADMIN_SOCKET", "unset", parse::socket_path(&Config::admin_socket),
+       "a Unix domain socket path where the built-in endpoints answer in full (`/health` with every pid), and then "
+       "only there: on the public port and `EDRI_UNIX_SOCKET` their paths are the application's (middleware, routes, "
+       "404); replaced and removed like `EDRI_UNIX_SOCKET`'s"},
+      {"EDRI_HEALTH_PATH", "`/health`", parse::endpoint_path(&Config::health_path, "not served"),
+       "the path of the built-in health endpoint; on the public port it names no pids"},
+      {"EDRI_READY_PATH", "`/ready`", parse::endpoint_path(&Config::ready_path, "not served"),
+       "the path of the built-in readiness endpoint"},
+      {"EDRI_METRICS_PATH", "`/metrics`", parse::endpoint_path(&Config::metrics_path, "not served"),
+       "the path of the built-in Prometheus metrics"},
       {"EDRI_UNIX_SOCKET", "unset", parse::socket_path(&Config::unix_socket),
        "also serve plain HTTP (and WebSocket) on this Unix domain socket path, for a reverse proxy on the same host; a "
        "socket file left by a dead instance is replaced, anything else at the path stops start-up; removed on exit"},

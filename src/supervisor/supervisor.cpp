@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <system_error>
 
 namespace edri::supervisor {
 
@@ -44,7 +45,25 @@ std::string join(const std::vector<UniqueFd>& fds) {
   return s;
 }
 
+// The segment, or a start-up error that says what to change when /dev/shm
+// has no room for it.
+transport::Segment create_segment(const Topology& topology, const Config& config, std::uint32_t routes) {
+  try {
+    return transport::Segment::create(instance_name(), topology, config.ring_bytes, routes);
+  } catch (const std::system_error& e) {
+    if (e.code() != std::errc::no_space_on_device) throw;
+    throw std::runtime_error(
+        std::string(e.what()) + "; give /dev/shm more room (a container's --shm-size) or lower EDRI_RING_BYTES (" +
+        std::to_string(topology.channels().size()) + " rings of " + std::to_string(config.ring_bytes) + " bytes)");
+  }
+}
+
 }  // namespace
+
+void Supervisor::RemoveSegment::operator()(transport::Segment* segment) const {
+  transport::Segment::remove(segment->name());
+  delete segment;
+}
 
 Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     : io_(),
@@ -59,8 +78,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
   raise_descriptor_limit();
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
-  segment_ = std::make_unique<transport::Segment>(transport::Segment::create(
-      instance_name(), topology_, config.ring_bytes, static_cast<std::uint32_t>(plugins.routes().size())));
+  segment_.reset(
+      new transport::Segment(create_segment(topology_, config, static_cast<std::uint32_t>(plugins.routes().size()))));
   for (std::uint32_t s = 0; s < topology_.process_slots(); ++s) {
     // Inherited by every child (no CLOEXEC): slot s's doorbell.
     UniqueFd fd(::eventfd(0, EFD_NONBLOCK));
@@ -71,7 +90,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     blobs_ = std::make_unique<transport::BlobArena>(transport::BlobArena::create(config.blob_bytes));
   prepare_upload_path();
   bind_listen_socket();
-  if (!config_.unix_socket.empty()) bind_unix_socket();
+  if (!config_.unix_socket.empty()) unix_fd_ = bind_unix_socket(config_.unix_socket, "EDRI_UNIX_SOCKET");
+  if (!config_.admin_socket.empty()) admin_fd_ = bind_unix_socket(config_.admin_socket, "EDRI_ADMIN_SOCKET");
 
   auto add = [this](std::uint32_t slot, std::string title) {
     Child c;
@@ -91,10 +111,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
         topology_.listeners() == 1 ? "edri-server: listener" : "edri-server: listener " + std::to_string(i));
 }
 
-Supervisor::~Supervisor() {
-  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
-  if (segment_) transport::Segment::remove(segment_->name());
-}
+Supervisor::~Supervisor() { remove_unix_sockets(); }
 
 void Supervisor::raise_descriptor_limit() {
   // Every connection is a descriptor: take all the system allows (the
@@ -114,13 +131,17 @@ void Supervisor::raise_descriptor_limit() {
         static_cast<unsigned long long>(lim.rlim_cur), static_cast<unsigned long long>(per_listener));
 }
 
-void Supervisor::bind_unix_socket() {
-  const std::string& path = config_.unix_socket;
+void Supervisor::remove_unix_sockets() {
+  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
+  if (admin_fd_) ::unlink(config_.admin_socket.c_str());
+}
+
+UniqueFd Supervisor::bind_unix_socket(const std::string& path, const char* setting) {
   // A socket file left by a dead instance is replaced; anything else at the
   // path is not ours to remove.
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": exists and is not a socket");
+    if (!S_ISSOCK(st.st_mode)) throw ConfigError(std::string(setting) + "=" + path + ": exists and is not a socket");
     ::unlink(path.c_str());
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
@@ -129,8 +150,8 @@ void Supervisor::bind_unix_socket() {
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd.get(), 4096) != 0)
-    throw ConfigError("EDRI_UNIX_SOCKET=" + path + ": cannot listen: " + std::strerror(errno));
-  unix_fd_ = std::move(fd);
+    throw ConfigError(std::string(setting) + "=" + path + ": cannot listen: " + std::strerror(errno));
+  return fd;
 }
 
 void Supervisor::bind_listen_socket() {
@@ -180,6 +201,7 @@ void Supervisor::spawn(Child& c) {
     ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
     ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_.get()).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_ADMIN_FD", std::to_string(admin_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(blobs_ ? blobs_->fd() : -1).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
              (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers()) + ":" +
@@ -216,7 +238,7 @@ int Supervisor::run() {
   announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
   transport::Segment::remove(segment_->name());
-  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
+  remove_unix_sockets();
   spdlog::info("stopped");
   return 0;
 }
@@ -271,7 +293,7 @@ void Supervisor::stop_children() {
   // No new connection from now on, in any process: a socket that stops
   // listening refuses connections (and resets those not yet accepted).
   ::shutdown(listen_fd_.get(), SHUT_RD);
-  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
+  remove_unix_sockets();
   // Listeners first: they finish what is in flight (up to
   // EDRI_SHUTDOWN_TIMEOUT), which needs the rest of the pipeline.
   for (auto& c : children_) {

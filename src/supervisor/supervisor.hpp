@@ -45,7 +45,10 @@ class Supervisor {
 
   void raise_descriptor_limit();
   void bind_listen_socket();
-  void bind_unix_socket();
+  // A listening Unix socket at `path` (a stale socket file replaced), for
+  // the setting named `setting`.
+  static UniqueFd bind_unix_socket(const std::string& path, const char* setting);
+  void remove_unix_sockets();
   void spawn(Child& c);
   void on_signal(int sig);
   void reap();
@@ -69,10 +72,17 @@ class Supervisor {
   asio::io_context io_;
   const Config& config_;
   transport::Topology topology_;
-  std::unique_ptr<transport::Segment> segment_;
+  // Takes the segment's name out of /dev/shm with the object, also when
+  // start-up fails after creating it (port in use, EDRI_HOST unresolvable):
+  // each failed start left ~60 MiB there (issue 35).
+  struct RemoveSegment {
+    void operator()(transport::Segment* segment) const;
+  };
+  std::unique_ptr<transport::Segment, RemoveSegment> segment_;
   std::vector<UniqueFd> doorbells_;  // inherited by every child (no CLOEXEC)
   UniqueFd listen_fd_;
-  UniqueFd unix_fd_;  // EDRI_UNIX_SOCKET, when set
+  UniqueFd unix_fd_;   // EDRI_UNIX_SOCKET, when set
+  UniqueFd admin_fd_;  // EDRI_ADMIN_SOCKET, when set
   std::uint16_t bound_port_ = 0;
   std::vector<Child> children_;
   asio::signal_set signals_;

@@ -19,8 +19,10 @@ namespace edri::transport {
 
 class Segment {
  public:
-  // Creates a new segment (mode 0600) laid out for `topology`. Throws on
-  // failure, including when the name is taken.
+  // Creates a new segment (mode 0600) laid out for `topology`, its pages
+  // reserved in /dev/shm at once. Throws on failure, including when the
+  // name is taken, and leaves nothing behind; std::system_error with
+  // ENOSPC when /dev/shm has no room for it.
   static Segment create(const std::string& name, const Topology& topology, std::size_t ring_bytes,
                         std::uint32_t route_count = 0);
   // Maps an existing segment and checks its header. Throws on mismatch.

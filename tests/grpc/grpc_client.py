@@ -11,6 +11,7 @@ import json
 import queue
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import grpc
@@ -268,6 +269,78 @@ def scenario_lost():
             return {"code": "OK", "status": r.status, "own": own}
         except grpc.RpcError as e:
             return {"code": e.code().name, "details": e.details(), "own": own}
+
+
+def raw_unary(ch, path):
+    """A typed method called with raw bytes: the gate answers before any
+    handler, whatever the message."""
+    return ch.unary_unary(path, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+
+def raw_outcome(call, message, **kw):
+    try:
+        call(message, timeout=10, **kw)
+        return {"code": "OK"}
+    except grpc.RpcError as e:
+        return {"code": e.code().name, "details": e.details()}
+
+
+def connect_statuses(ch, events, metadata=None):
+    """Each event's status on one Connect, in order."""
+    answers = list(bidi(ch)(iter(events), timeout=20, metadata=metadata))
+    return [a.status for a in answers]
+
+
+def scenario_gate_deny():
+    """Beside notes.so, a middleware that refuses every call: no gRPC
+    method reaches a handler."""
+    with channel() as ch:
+        call = unary(ch)
+        return {
+            "call_create": outcome(call, Event(type="notes.create", body=b'{"title":"t"}')),
+            "call_list": outcome(call, Event(type="notes.list")),
+            "connect": connect_statuses(ch, [Event(type="notes.create", body=b'{"title":"t"}', id=1),
+                                             Event(type="notes.subscribe", id=2),
+                                             Event(type="stream.subscribe", body=b'{"stream":"s"}', id=3),
+                                             Event(type="notes.list", id=4)]),
+            "typed_create": raw_outcome(raw_unary(ch, "/notes.v1.Notes/CreateNote"), b""),
+            "typed_list": raw_outcome(raw_unary(ch, "/notes.v1.Notes/ListNotes"), b""),
+            "rest_list": rest_status("/notes"),
+        }
+
+
+def rest_status(path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def scenario_gate_key():
+    """Writes need the key on gRPC as on HTTP; the handler sees the
+    principal the middleware named, and the protocol."""
+    key = [("x-api-key", "k1")]
+    with channel() as ch:
+        call = unary(ch)
+        return {
+            "create_without": outcome(call, Event(type="notes.create", body=b'{"title":"t"}')),
+            "create_with": outcome(call, Event(type="notes.create", body=b'{"title":"t","body":"x"}'), metadata=key),
+            "typed_without": raw_outcome(raw_unary(ch, "/notes.v1.Notes/CreateNote"), b""),
+            "whoami": outcome(call, Event(type="whoami")),
+            "whoami_key": outcome(call, Event(type="whoami.post"), metadata=key),
+            "stream_without": connect_statuses(ch, [Event(type="stream.subscribe", body=b'{"stream":"s"}', id=1),
+                                                    Event(type="whoami", id=2)]),
+        }
+
+
+def scenario_gate_admin():
+    """A middleware attached to one event guards it on gRPC too."""
+    with channel() as ch:
+        call = unary(ch)
+        return {"admin": outcome(call, Event(type="admin")),
+                "admin_yes": outcome(call, Event(type="admin"), metadata=[("x-admin", "yes")]),
+                "whoami": outcome(call, Event(type="whoami"))}
 
 
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}

@@ -9,6 +9,7 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
@@ -61,6 +62,22 @@ TEST_CASE("health and readiness", "[builtin]") {
     CHECK(metric(m, "edri_process_restarts_total{process=\"manager other\"}") == 1);
     CHECK(metric(m, "edri_process_restarts_total{process=\"manager test\"}") == 0);
     CHECK(http_get(server.port(), "/ready").status == 200);
+  }
+  SECTION("a stopped process (SIGSTOP) is not healthy, and is again once it goes on") {
+    const pid_t router = server.child("router");
+    REQUIRE(::kill(router, SIGSTOP) == 0);
+    bool named = false;
+    for (int i = 0; i < 100 && !named; ++i) {
+      std::this_thread::sleep_for(20ms);
+      const auto h = http_get(server.port(), "/health");
+      const auto body = json::parse(h.body);
+      for (const auto& p : body["processes"])
+        named = named || (h.status == 503 && p["name"] == "router" && p.value("stopped", false));
+    }
+    CHECK(named);
+    CHECK(http_get(server.port(), "/ready").status == 503);
+    REQUIRE(::kill(router, SIGCONT) == 0);
+    CHECK(eventually([&] { return http_get(server.port(), "/health").status == 200; }));
   }
 }
 

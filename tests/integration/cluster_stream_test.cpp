@@ -68,25 +68,6 @@ std::string field(char w, int i) {
   return f;
 }
 
-// Publishes `payload` on `subject` as a bare NATS client would (the
-// protocol's text commands), and waits until the server has it.
-void raw_publish(std::uint16_t nats_port, const std::string& subject, const std::string& payload) {
-  const int fd = connect_to("127.0.0.1", nats_port);
-  const std::string out = "CONNECT {\"verbose\":false}\r\nPUB " + subject + " " + std::to_string(payload.size()) +
-                          "\r\n" + payload + "\r\nPING\r\n";
-  REQUIRE(::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()));
-  std::string in;
-  char buf[4096];
-  while (in.find("PONG") == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    REQUIRE(::poll(&p, 1, 5000) == 1);
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    REQUIRE(n > 0);
-    in.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-}
-
 // A nats-server with JetStream and two bench_app instances joined by it,
 // both with the stream bucket open.
 struct Joined {

@@ -14,6 +14,7 @@
 
 #include "edri/v1/edri.pb.h"
 #include "grpc/framing.hpp"
+#include "support/grpc_scenario.hpp"
 #include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
@@ -23,35 +24,6 @@ using namespace edri::test;
 using nlohmann::json;
 
 namespace {
-
-// Debian's python3 is the one python3-grpcio is installed for.
-constexpr const char* kPython = "/usr/bin/python3";
-
-std::string scenario_command(const char* script, std::uint16_t port, const std::string& scenario) {
-  return std::string(kPython) + " " + script + " " + EDRI_GRPC_PY_DIR + " " + std::to_string(port) + " " + scenario +
-         " 2>&1";
-}
-
-// Runs a scenario of grpc_client.py (or `script`) against `port`; its
-// JSON. With `on_line`, each line it prints before the JSON is handed over
-// first.
-json run_scenario(std::uint16_t port, const std::string& scenario,
-                  const std::function<void(const std::string&)>& on_line = {}, const char* script = EDRI_GRPC_CLIENT) {
-  FILE* p = ::popen(scenario_command(script, port, scenario).c_str(), "r");
-  REQUIRE(p);
-  std::string last, all;
-  char line[65536];
-  while (std::fgets(line, sizeof line, p)) {
-    last = line;
-    all += line;
-    if (on_line) on_line(last);
-  }
-  const int rc = ::pclose(p);
-  INFO(all);
-  REQUIRE(WIFEXITED(rc));
-  REQUIRE(WEXITSTATUS(rc) == 0);
-  return json::parse(last);
-}
 
 std::string event_message(const std::string& type, const std::string& body, std::uint64_t id) {
   edri::v1::Event ev;

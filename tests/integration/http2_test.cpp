@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "support/grpc_scenario.hpp"
 #include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
@@ -24,18 +25,6 @@ using namespace edri::test;
 using nlohmann::json;
 
 namespace {
-
-// Runs `command`; its standard output.
-std::string output_of(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
 
 std::string url(std::uint16_t port, const std::string& path, const char* scheme = "http") {
   return std::string(scheme) + "://127.0.0.1:" + std::to_string(port) + path;

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/http_client.hpp"
@@ -81,4 +82,37 @@ TEST_CASE("EDRI_UNIX_SOCKET naming something that is not a socket stops start-up
   CHECK(r.status == 2);
   CHECK(r.err.find("EDRI_UNIX_SOCKET") != std::string::npos);
   CHECK(std::filesystem::exists(path));
+}
+
+TEST_CASE("EDRI_ADMIN_SOCKET: the built-in endpoints answer there alone, in full; the public port names no pids",
+          "[unix][builtin]") {
+  {
+    // Without it: the public /health tells who runs, not their pids.
+    ServerProcess open({test_plugin_path("test_app")});
+    const auto health = nlohmann::json::parse(http_get(open.port(), "/health").body);
+    REQUIRE(!health["processes"].empty());
+    for (const auto& p : health["processes"]) CHECK_FALSE(p.contains("pid"));
+  }
+  TempDir dir;
+  const std::string admin = (dir.path / "admin.sock").string();
+  ServerProcess server({test_plugin_path("test_app"), test_plugin_path("gate")},
+                       {{"EDRI_ADMIN_SOCKET", admin}, {"EDRI_HEALTH_PATH", "/_status"}, {"EDRI_TEST_GATE", "deny"}});
+  REQUIRE(is_socket(admin));
+  // Public: the paths are the application's, behind its middleware.
+  HttpClient c(server.port());
+  for (const char* path : {"/health", "/_status", "/ready", "/metrics"}) CHECK(c.get(path).status == 401);
+  // Admin: the built-ins in full, at their configured paths, and nothing else.
+  auto get = [&](const std::string& path) {
+    return unix_request(admin, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  };
+  const auto status = get("/_status");
+  CHECK(status.rfind("HTTP/1.1 200", 0) == 0);
+  const auto body = nlohmann::json::parse(status.substr(status.find("\r\n\r\n") + 4));
+  CHECK(body["processes"][0]["pid"] == server.pid());
+  CHECK(get("/ready").rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(get("/metrics").find("edri_requests_total") != std::string::npos);
+  CHECK(get("/health").rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(get("/hello/x").rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(server.stop() == 0);
+  CHECK_FALSE(std::filesystem::exists(admin));
 }

@@ -1,8 +1,34 @@
-// A plugin whose route names an event it never declared.
+// A plugin whose routes cannot be served. EDRI_TEST_ROUTE_FAULT picks the
+// fault: unset, a route to an event it never declared; "param_type", an
+// unknown parameter type; "twice", a route declared twice; "builtin", a
+// route that the built-in /health would hide; "middleware", a middleware
+// attached to an event nobody declares (a typo in a security rule).
+#include <cstdlib>
+#include <string>
+
 #include <edri/plugin.hpp>
 
 namespace {
-void reg(edri::Registry& r) { r.route(edri::Method::Get, "/x", "nowhere"); }
+
+edri::Response ok(const edri::Request&, edri::Context&) { return edri::Response::text("ok"); }
+
+void reg(edri::Registry& r) {
+  const char* set = std::getenv("EDRI_TEST_ROUTE_FAULT");
+  const std::string fault = set ? set : "";
+  if (fault.empty()) r.route(edri::Method::Get, "/x", "nowhere");
+  if (fault == "param_type") r.get("/x/{id:integer}", "bad.x", ok);
+  if (fault == "twice") r.get("/x", "bad.x", ok).get("/x", "bad.y", ok);
+  if (fault == "builtin") r.get("/health", "bad.health", ok);
+  if (fault == "middleware") {
+    r.get("/admin", "bad.admin", ok);
+    edri::MiddlewareDecl m{"admins", 1, [](const edri::Request&, edri::Admission&) -> std::optional<edri::Response> {
+                             return std::nullopt;
+                           }};
+    m.events = {"bad.admn"};
+    r.middleware(std::move(m));
+  }
+}
+
 }  // namespace
 
 EDRI_PLUGIN("bad_route", reg)

@@ -15,6 +15,11 @@
 #include "loopback_port.hpp"
 #include "support/http_client.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+
 namespace edri::test {
 
 namespace {
@@ -95,6 +100,36 @@ void NatsServer::stop(bool kill) {
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+void raw_publish(std::uint16_t nats_port, const std::vector<RawNatsMessage>& messages) {
+  const int fd = connect_to("127.0.0.1", nats_port);
+  std::string out = "CONNECT {\"verbose\":false}\r\n";
+  for (const auto& m : messages)
+    out += "PUB " + m.subject + (m.reply.empty() ? "" : " " + m.reply) + " " + std::to_string(m.payload.size()) +
+           "\r\n" + m.payload + "\r\n";
+  out += "PING\r\n";
+  for (std::size_t sent = 0; sent < out.size();) {
+    const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    REQUIRE(n > 0);
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string in;
+  char buf[4096];
+  while (in.find("PONG") == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 5000) == 1);
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  INFO(in);
+  CHECK(in.find("-ERR") == std::string::npos);
+}
+
+void raw_publish(std::uint16_t nats_port, const std::string& subject, const std::string& payload) {
+  raw_publish(nats_port, {RawNatsMessage{subject, "", payload}});
 }
 
 }  // namespace edri::test

@@ -42,4 +42,15 @@ class NatsServer {
   std::string store_;  // JetStream's, or empty
 };
 
+// One message as a bare NATS client publishes it (a reply subject, or none).
+struct RawNatsMessage {
+  std::string subject, reply, payload;
+};
+
+// Publishes `messages` in one write with the protocol's text commands, as
+// a bare NATS client would (what edri never sends: garbage, floods), and
+// waits until the server has them all (its PONG comes after); no -ERR.
+void raw_publish(std::uint16_t nats_port, const std::vector<RawNatsMessage>& messages);
+void raw_publish(std::uint16_t nats_port, const std::string& subject, const std::string& payload);
+
 }  // namespace edri::test

@@ -2,11 +2,15 @@
 // entries go in and come out whole, bodies cross inline, oversize is
 // refused with the setting named, and malformed input is refused.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "cluster/inbound.hpp"
 #include "cluster/portable.hpp"
 #include "cluster/wire.hpp"
 #include "envelope/envelope.hpp"
@@ -132,4 +136,89 @@ TEST_CASE("a stream's name and its key in the JetStream bucket map both ways", "
     CHECK(stream_name(key) == name);
   }
   CHECK(edri::cluster::stream_bucket("shop") == "shop_streams");
+}
+
+TEST_CASE("a hello is measured before it is parsed, and only its known fields are kept", "[cluster][hostile]") {
+  const auto h = cluster::read_hello(R"({"id":"9b1f","host":"a","pid":7,"domains":["notes",3],"extra":{"x":[1]}})");
+  REQUIRE(h);
+  CHECK(h->id == "9b1f");
+  CHECK(h->domains == std::vector<std::string>{"notes"});
+  CHECK_FALSE(h->bye);
+  CHECK(h->listed() == nlohmann::json{{"id", "9b1f"}, {"host", "a"}, {"pid", 7}, {"domains", {"notes"}}});
+  CHECK(cluster::read_hello(R"({"id":"x","bye":true})")->bye);
+  // Deeper than a hello is, however deep: refused before any parse.
+  CHECK_FALSE(cluster::read_hello(R"({"id":"x","domains":[],"e":[[[]]]})"));
+  CHECK_FALSE(cluster::read_hello(std::string(100000, '[') + std::string(100000, ']')));
+  CHECK_FALSE(cluster::read_hello(R"({"id":"x","host":")" + std::string(70000, 'h') + "\"}"));
+  CHECK_FALSE(cluster::read_hello(R"({"id":""})"));
+  CHECK_FALSE(cluster::read_hello(R"({"id":")" + std::string(65, 'i') + "\"}"));
+  CHECK_FALSE(cluster::read_hello(R"({"id":7})"));
+  CHECK_FALSE(cluster::read_hello("not json"));
+}
+
+TEST_CASE("a stream bucket value too deep, too large or of the wrong shape is refused, saying why",
+          "[cluster][hostile]") {
+  constexpr std::size_t kMax = 1024;
+  std::string why;
+  // Built as text: a document this deep is not for a test's stack to dump.
+  const auto value = [](const std::string& state) {
+    return R"({"revision":2,"from":1,"ts":5,"patches":[{}],"state":)" + state + "}";
+  };
+  const auto r = cluster::read_stream_value(value(R"({"a":1})"), kMax, why);
+  REQUIRE(r);
+  CHECK(r->revision == 2);
+  CHECK(r->from == 1);
+  CHECK(r->state == nlohmann::json{{"a", 1}});
+  // A state as deep as a handler's may be is taken; one much deeper is not.
+  const auto state_of_depth = [](std::size_t depth) {
+    return "{\"d\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  // (Taken means dumped, once per level: sanitizer builds use several
+  // times the stack per level, so there a tenth of the depth is tried, as
+  // in json_depth_test.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr std::size_t taken_depth = cluster::kStreamJsonMaxDepth / 10;
+#else
+  constexpr std::size_t taken_depth = cluster::kStreamJsonMaxDepth;
+#endif
+  CHECK(cluster::read_stream_value(value(state_of_depth(taken_depth)), 100000, why));
+  CHECK_FALSE(cluster::read_stream_value(value(state_of_depth(cluster::kStreamJsonMaxDepth + 2)), 100000, why));
+  CHECK(why.find("nesting deeper") != std::string::npos);
+  // A state past the limit, even where the value's text is within three times it.
+  CHECK_FALSE(cluster::read_stream_value(value(R"({"big":")" + std::string(kMax, 'b') + "\"}"), kMax, why));
+  CHECK(why == "a state larger than EDRI_STREAM_MAX_BYTES");
+  CHECK_FALSE(cluster::read_stream_value(value(R"({"big":")" + std::string(4 * kMax + 4096, 'b') + "\"}"), kMax, why));
+  CHECK(why.find("larger than EDRI_STREAM_MAX_BYTES allows") != std::string::npos);
+  // Revision numbers that would wrap around, and shapes that are no revision.
+  CHECK_FALSE(cluster::read_stream_value(R"({"revision":18446744073709551615,"from":18446744073709551614,"ts":0,)"
+                                         R"("patches":[{}],"state":{}})",
+                                         kMax, why));
+  CHECK_FALSE(cluster::read_stream_value(R"({"revision":2,"from":1,"ts":0,"patches":[1],"state":{}})", kMax, why));
+  CHECK_FALSE(cluster::read_stream_value("[]", kMax, why));
+  CHECK(why == "no revision of edri's");
+}
+
+TEST_CASE("JSON that crosses in a request or an answer is measured against the ceiling", "[cluster][hostile]") {
+  const auto deep = [](std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  CHECK_FALSE(cluster::json_too_deep("application/json", deep(edri::kJsonDepthCeiling)));
+  CHECK(cluster::json_too_deep("application/problem+json", deep(edri::kJsonDepthCeiling + 1)));
+  CHECK_FALSE(cluster::json_too_deep("application/octet-stream", deep(100000)));
+}
+
+TEST_CASE("a log limit lets a line a second through and counts the rest", "[cluster][hostile]") {
+  cluster::LogLimit limit(std::chrono::milliseconds(50));
+  std::uint64_t unlogged = 99;
+  CHECK(limit.allow(unlogged));
+  CHECK(unlogged == 0);
+  for (int i = 0; i < 1000; ++i) CHECK_FALSE(limit.allow(unlogged));
+  CHECK(limit.overdue() == 0);  // not yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(limit.allow(unlogged));
+  CHECK(unlogged == 1000);
+  CHECK_FALSE(limit.allow(unlogged));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(limit.overdue() == 1);
+  CHECK(limit.overdue() == 0);
+  CHECK(cluster::LogLimit::more(3).find("3 more") != std::string::npos);
+  CHECK(cluster::LogLimit::more(0).empty());
 }

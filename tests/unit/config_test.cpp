@@ -140,3 +140,39 @@ TEST_CASE("paths that must exist", "[config]") {
   EnvVar k("EDRI_SSL_KEY", "/nonexistent/key.pem");
   CHECK_THROWS_WITH(Config::from_env(), "EDRI_SSL_KEY=/nonexistent/key.pem: not a readable file");
 }
+
+TEST_CASE("an integer out of range says so, with the range", "[config]") {
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"99999", "EDRI_PORT=99999: out of range: must be between 0 and 65535"},
+           {"-1", "EDRI_PORT=-1: out of range: must be between 0 and 65535"},
+           {"99999999999999999999999", "EDRI_PORT=99999999999999999999999: out of range: must be between 0 and 65535"},
+           {"80x", "EDRI_PORT=80x: not an integer"},
+           {"+80", "EDRI_PORT=+80: not an integer"},
+           {"-", "EDRI_PORT=-: not an integer"}}) {
+    EnvVar v("EDRI_PORT", value.c_str());
+    CHECK_THROWS_WITH(Config::from_env(), message);
+  }
+  EnvVar v("EDRI_PORT", "65535");
+  CHECK(Config::from_env().port == 65535);
+}
+
+TEST_CASE("a body limit of 0 is refused", "[config]") {
+  {
+    EnvVar v("EDRI_MAX_BODY_SIZE", "0");
+    CHECK_THROWS_WITH(Config::from_env(),
+                      Catch::StartsWith("EDRI_MAX_BODY_SIZE=0: out of range: must be between 1 and"));
+  }
+  EnvVar v("EDRI_MAX_BODY_SIZE", "1");
+  CHECK(Config::from_env().max_body_size == 1);
+}
+
+TEST_CASE("EDRI_CPUS may name only CPUs the server may use", "[config]") {
+  CHECK_NOTHROW(Config::from_env().check_cpus_allowed({0}));  // auto: nothing named
+  EnvVar v("EDRI_CPUS", "0-2,5,99");
+  const auto c = Config::from_env();  // the machine is not asked here
+  CHECK_NOTHROW(c.check_cpus_allowed({0, 1, 2, 3, 4, 5, 99}));
+  CHECK_NOTHROW(c.check_cpus_allowed({}));  // unknown: the children's affinity calls say
+  CHECK_THROWS_WITH(c.check_cpus_allowed({0, 1}), "EDRI_CPUS=0-2,5,99: the server may use CPUs 0-1 only, not 2,5,99");
+  CHECK_THROWS_WITH(c.check_cpus_allowed({0, 2, 3, 4, 6}),
+                    "EDRI_CPUS=0-2,5,99: the server may use CPUs 0,2-4,6 only, not 1,5,99");
+}

@@ -478,3 +478,47 @@ TEST_CASE("HTTP/2: a graceful stop answers the streams it took, then the connect
   CHECK(p.client.answers[id].body == "late but whole");
   CHECK(p.server.done());
 }
+
+namespace {
+
+std::string raw_frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string f{static_cast<char>(n >> 16),      static_cast<char>(n >> 8),      static_cast<char>(n),
+                static_cast<char>(type),         static_cast<char>(flags),       static_cast<char>(stream >> 24),
+                static_cast<char>(stream >> 16), static_cast<char>(stream >> 8), static_cast<char>(stream)};
+  return f.append(payload);
+}
+
+}  // namespace
+
+TEST_CASE("HTTP/2 session: header blocks naming one HPACK entry thousands of times are cut short", "[http2]") {
+  Recorder rec;
+  http2::ServerSession server(rec, small_limits());
+  const auto now = http2::ServerSession::Clock::now();
+  std::string in = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + raw_frame(NGHTTP2_SETTINGS, 0, 0, {});
+  // x-big: 4,000 bytes, into the dynamic table (index 62).
+  const std::string get("\x82\x86\x84\x01\x09localhost", 14);  // GET / (localhost)
+  std::string entry = get + std::string("\x40\x05x-big\x7f\xa1\x1e", 10);
+  entry.append(4000, 'v');
+  in += raw_frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS, 1, entry);
+  const std::string refs = get + std::string(16000, '\xbe');
+  REQUIRE(server.receive(in, now));
+  std::string out;
+  server.produce(out);
+  REQUIRE(rec.requests.size() == 1);  // stream 1: whole, and small
+  CHECK(rec.requests[0].stream == 1);
+  // Each block is reset once past twice the header limit, not answered 431
+  // after decoding it all; past 256 x the limit decoded in a second, the
+  // connection ends.
+  std::uint32_t id = 3;
+  for (; id < 3 + 2 * 200; id += 2) {
+    if (!server.receive(raw_frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS, id, refs), now))
+      break;
+    server.produce(out);
+  }
+  CHECK(rec.refusals.empty());
+  CHECK(rec.closed.size() > 50);
+  CHECK(id < 3 + 2 * 200);
+  server.produce(out);  // the GOAWAY
+  CHECK(server.done());
+}

@@ -400,3 +400,14 @@ TEST_CASE("a chunk-size line is at most 4096 bytes and a chunk size at most 16 h
     CHECK(bodies == std::vector<std::string>{"abc", "abc"});
   }
 }
+
+TEST_CASE("HTTP/2's preface after HTTP/1.1 requests is refused in words a client can act on", "[parser]") {
+  for (const std::string bytes : {"GET /a HTTP/1.1\r\nHost: h\r\n\r\nPRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+                                  "GET /a HTTP/1.1\r\nHost: h\r\n\r\nPRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"}) {
+    Collected c;
+    const auto r = c.feed(bytes);
+    CHECK_FALSE(r.ok);
+    CHECK(r.status == 400);
+    CHECK(std::string(r.reason).find("prior knowledge") != std::string::npos);
+  }
+}
