@@ -93,7 +93,7 @@ TEST_CASE("gate: a middleware that refuses everything refuses every route, comma
   CHECK(json::parse(http_get(check.port(), "/notes").body)["items"].empty());
 }
 
-TEST_CASE("gate: writes need the key on every protocol; the handler sees the principal, protocol and client",
+TEST_CASE("gate: writes need the key on every protocol, and the handler sees the principal, protocol and client",
           "[gate]") {
   GuardedNotes app("key");
   const auto port = app.server.port();

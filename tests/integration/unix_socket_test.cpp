@@ -84,7 +84,7 @@ TEST_CASE("EDRI_UNIX_SOCKET naming something that is not a socket stops start-up
   CHECK(std::filesystem::exists(path));
 }
 
-TEST_CASE("EDRI_ADMIN_SOCKET: the built-in endpoints answer there alone, in full; the public port names no pids",
+TEST_CASE("EDRI_ADMIN_SOCKET: the built-in endpoints answer there alone, in full, and the public port names no pids",
           "[unix][builtin]") {
   {
     // Without it: the public /health tells who runs, not their pids.
