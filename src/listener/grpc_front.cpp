@@ -246,11 +246,7 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
   const http::HttpRequest* from = &w.call.head;
   if (!ev.meta().empty()) {
     with_meta_.headers = w.call.head.headers;
-    for (const auto& [k, v] : ev.meta()) {
-      std::string name(k);
-      std::transform(name.begin(), name.end(), name.begin(), http::ascii_lower);
-      with_meta_.headers.emplace_back(std::move(name), v);
-    }
+    for (const auto& [k, v] : ev.meta()) with_meta_.headers.emplace_back(http::lowered(k), v);
     from = &with_meta_;
   }
   if (!send_command(c, seq, *cmd, fields, w.call, from) || !subscription) return;

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "http/field_text.hpp"
 #include "listener/websocket_frame.hpp"
 
 namespace edri::listener {
@@ -28,16 +29,10 @@ zlib::deflate_stream& compressor(int window_bits) {
   return *c;
 }
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return out;
-}
-
 }  // namespace
 
 int agreed_deflate_bits(std::string_view response_head) {
-  const std::string head = lowercase(response_head.substr(0, response_head.find("\r\n\r\n")));
+  const std::string head = http::lowered(response_head.substr(0, response_head.find("\r\n\r\n")));
   const auto line = head.find("\r\nsec-websocket-extensions:");
   if (line == std::string::npos) return 0;
   const std::string_view value = std::string_view(head).substr(line, head.find("\r\n", line + 2) - line);
