@@ -233,11 +233,19 @@ bool ServerSession::count_header_bytes(std::size_t bytes) {
 }
 
 void ServerSession::dispatch_ready() {
+  if (ready_.empty()) return;
   // Not while the session ends: what starts now could not be answered.
   const bool serving = nghttp2_session_want_read(session_) != 0;
-  for (const std::int32_t id : ready_)
-    if (Stream* s = find(id); s && serving && !s->doomed) handler_.on_request(id, s->req);
+  for (const Ready& r : ready_) {
+    Stream* s = find(r.id);
+    if (!s || !serving || s->doomed) continue;
+    if (r.what == Ready::What::Request)
+      handler_.on_request(r.id, s->req);
+    else
+      handler_.on_body(r.id, std::string_view(ready_bytes_).substr(r.offset, r.size), r.what == Ready::What::BodyEnd);
+  }
   ready_.clear();
+  ready_bytes_.clear();
 }
 
 void ServerSession::produce(std::string& out, std::size_t max) {
@@ -387,7 +395,9 @@ int ServerSession::on_data(std::int32_t id, std::string_view bytes) {
   nghttp2_session_consume_connection(session_, bytes.size());
   Stream* s = find(id);
   if (s && s->streamed && !s->refusal) {
-    handler_.on_body(id, bytes, false);
+    // Copied: a reset later in this read must find it not yet taken.
+    ready_.push_back({id, Ready::What::Body, ready_bytes_.size(), bytes.size()});
+    ready_bytes_.append(bytes);
     return 0;
   }
   nghttp2_session_consume_stream(session_, id, bytes.size());
@@ -422,8 +432,7 @@ void ServerSession::on_request_end(std::int32_t id) {
   if (!s) return;
   s->request_done = true;
   if (s->refusal) return tell_refusal(id, *s);
-  if (s->streamed) return handler_.on_body(id, {}, true);
-  ready_.push_back(id);
+  ready_.push_back({id, s->streamed ? Ready::What::BodyEnd : Ready::What::Request});
 }
 
 void ServerSession::on_answer_end(std::int32_t id) {

@@ -33,7 +33,9 @@
 //    body goes to the handler's on_spill (a file) instead of memory.
 //
 // Requests made whole by what one receive() read start once it is all
-// read: one the same read reset, or made the server reset, never starts.
+// read, and so do the body bytes of a streamed request (a gRPC call's
+// messages): one the same read reset, or made the server reset, never
+// starts.
 //
 // A stream answered whole while its client is still sending (a refusal, a
 // 408, a gRPC call that ended first) is then reset with NO_ERROR, as RFC
@@ -222,8 +224,9 @@ class ServerSession {
   // the stream refused (413, 500, 503).
   void collect(std::int32_t id, Stream& s, std::string_view bytes);
   void on_request_end(std::int32_t id);
-  // Requests made whole by what receive() read go on once it is all read:
-  // one whose stream the same read reset never starts.
+  // Requests made whole by what receive() read, and streamed bodies'
+  // bytes, go on once it is all read: nothing of a stream the same read
+  // reset starts.
   void dispatch_ready();
   // nghttp2 failed the connection (`error`) without a GOAWAY: queue one.
   void fail(long error);
@@ -249,8 +252,18 @@ class ServerSession {
   nghttp2_session* session_ = nullptr;
   Streams streams_;
   std::vector<Streams::node_type> spare_;
-  Clock::time_point now_{};          // when what receive() reads arrived
-  std::vector<std::int32_t> ready_;  // see dispatch_ready()
+  Clock::time_point now_{};  // when what receive() reads arrived
+  // What receive() read, for dispatch_ready(), in the order it came: a
+  // whole request (`bytes` unused), or a streamed body's bytes (a span of
+  // ready_bytes_) and whether the client's side ended with them.
+  struct Ready {
+    std::int32_t id;
+    enum class What : std::uint8_t { Request, Body, BodyEnd } what;
+    std::size_t offset = 0;
+    std::size_t size = 0;
+  };
+  std::vector<Ready> ready_;
+  std::string ready_bytes_;
   PerSecond resets_;
   PerSecond header_bytes_;
   std::int32_t last_id_ = 0;  // find()'s last answer

@@ -16,6 +16,7 @@ void GrpcCall::clear() {
   taking = false;
   last_input = {};
   stalled = false;
+  starved = false;
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {
@@ -54,7 +55,10 @@ void GrpcCalls::drop_event(GrpcCall& call, std::uint32_t seq) {
 
 std::pair<GrpcCall*, GrpcCall::Pending*> GrpcCalls::find_event(std::uint32_t seq, std::int32_t& stream) {
   const auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return {nullptr, nullptr};
+  if (it == seqs_.end()) {
+    gone_.erase(seq);
+    return {nullptr, nullptr};
+  }
   stream = it->second;
   GrpcCall* call = find(stream);
   if (!call) return {nullptr, nullptr};
@@ -77,7 +81,10 @@ void GrpcCalls::take_ready(GrpcCall& call, std::string& out) {
 void GrpcCalls::close(std::int32_t stream) {
   const auto it = calls_.find(stream);
   if (it == calls_.end()) return;
-  for (const auto& p : it->second.pending) seqs_.erase(p.seq);
+  for (const auto& p : it->second.pending) {
+    seqs_.erase(p.seq);
+    if (!p.ready) gone_.emplace(p.seq, p.opened);
+  }
   auto node = calls_.extract(it);
   if (spare_.size() == kSpareCalls) return;
   node.mapped().clear();

@@ -68,6 +68,9 @@ struct GrpcCall {
   // unfinished for EDRI_BODY_TIMEOUT reset it.
   std::chrono::steady_clock::time_point last_input{};
   bool stalled = false;
+  // It took no event while its connection ran EDRI_MAX_PIPELINE of them:
+  // woken when one ends.
+  bool starved = false;
 };
 
 class GrpcCalls {
@@ -83,19 +86,26 @@ class GrpcCalls {
   // Forgets event `seq`, the last one opened on `call` (an event whose
   // answer is not a message of its own).
   void drop_event(GrpcCall& call, std::uint32_t seq);
-  // The stream and pending answer of event `seq`, or nulls.
+  // The stream and pending answer of event `seq`, or nulls (an event of
+  // a call since gone is forgotten then: its answer has nowhere to go).
   std::pair<GrpcCall*, GrpcCall::Pending*> find_event(std::uint32_t seq, std::int32_t& stream);
   // The answers at the front of `call` that are ready leave it (to
   // `out`), their numbers forgotten.
   void take_ready(GrpcCall& call, std::string& out);
-  // Forgets `stream`'s call and its events.
+  // Forgets `stream`'s call; its events still running are counted until
+  // their answers come (or are overdue): a reset does not stop a handler.
   void close(std::int32_t stream);
-  bool waiting() const { return !seqs_.empty(); }
+  bool waiting() const { return !seqs_.empty() || !gone_.empty(); }
+  // Events sent on and not yet answered to the client, their calls reset
+  // or not.
+  std::size_t running() const { return seqs_.size() + gone_.size(); }
   template <class F>
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
     for (auto& [stream, call] : calls_)
       for (const auto& p : call.pending)
         if (!p.ready && p.opened < cutoff) f(p.seq);
+    for (const auto& [seq, opened] : gone_)
+      if (opened < cutoff) f(seq);
   }
   template <class F>
   void for_each(F&& f) {
@@ -110,6 +120,8 @@ class GrpcCalls {
   Calls calls_;
   std::vector<Calls::node_type> spare_;
   std::unordered_map<std::uint32_t, std::int32_t> seqs_;  // event -> stream
+  // Events of closed calls whose handlers still run -> when they started.
+  std::unordered_map<std::uint32_t, std::chrono::steady_clock::time_point> gone_;
   std::uint32_t next_ = 0;
 };
 

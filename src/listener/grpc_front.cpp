@@ -29,6 +29,13 @@ bool is_reflection(std::string_view path) {
          path == "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
 }
 
+// Whether `call` sends events on (a health check and reflection are
+// answered here).
+bool opens_event(const GrpcCall& call) {
+  return call.method == GrpcCall::Method::Call || call.method == GrpcCall::Method::Connect ||
+         call.method == GrpcCall::Method::Typed;
+}
+
 // A handler's response headers as a typed call's metadata, without those
 // gRPC keeps for itself (the session lowercases names and drops the
 // connection-specific ones, as for any HTTP/2 answer).
@@ -130,12 +137,21 @@ void GrpcFront::take_messages(Connection& c, Where w) {
       call.body->wake_when_drained = true;
       return false;
     }
-    return !draining_ && call.pending.size() < config_.max_pipeline;
+    // EDRI_MAX_PIPELINE bounds the connection's events, its reset calls'
+    // included: the rest wait in the window until one ends.
+    if (w.link.full()) call.starved = true;
+    return !draining_ && !call.starved;
   };
   // Re-entered from an answer given while it runs (a refusal is answered
   // at once): the loop already running takes the rest, in order, and the
   // stack stays one level deep however many events wait.
   if (call.taking) return;
+  // A call that would start past EDRI_MAX_PIPELINE: as an HTTP/2 request
+  // then, REFUSED_STREAM (gRPC clients may retry it).
+  if (opens_event(call) && call.messages == 0 && w.link.full()) {
+    call.finished = true;
+    return w.link.grpc_refuse(w.stream);
+  }
   call.taking = true;
   std::string_view message;
   while (!call.finished && room()) {
@@ -284,6 +300,7 @@ void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::strin
   if (!link) return;
   std::int32_t stream = 0;
   auto [call, pending] = link->grpc().find_event(seq, stream);
+  link->wake_starved();                    // the event ended: room for another
   if (!pending || call->finished) return;  // a late answer: the call ended
   const Where w{*link, stream, *call};
   if (call->method != Method::Connect && refusal && status >= 400)

@@ -105,14 +105,15 @@ SlotInfo* Http2Link::slot(std::uint32_t seq) {
   // overdue), to be dropped: its request no longer counts.
   if (it->second.gone) {
     slots_.erase(it);
+    wake_starved();
     return nullptr;
   }
   return it->second.answered ? nullptr : &it->second.info;
 }
 
 std::size_t Http2Link::running() const {
-  return static_cast<std::size_t>(
-      std::count_if(slots_.begin(), slots_.end(), [](const auto& kv) { return !kv.second.answered; }));
+  return grpc_.running() + static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(),
+                                                                  [](const auto& kv) { return !kv.second.answered; }));
 }
 
 void Http2Link::respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
@@ -124,7 +125,19 @@ void Http2Link::respond_body(std::uint32_t seq, Slot& s, const http::ResponseHea
   const bool sized = h.framing == http::ResponseHead::Framing::Length && !no_content;
   session_.respond(static_cast<std::int32_t>(seq), status, no_content ? std::string_view() : h.content_type,
                    sized ? static_cast<std::int64_t>(h.content_length) : -1, lines, std::move(body));
+  wake_starved();
   c_.h2_output();
+}
+
+void Http2Link::wake_starved() {
+  bool any = false;
+  grpc_.for_each([&](std::int32_t stream, GrpcCall& call) {
+    if (!call.starved) return;
+    call.starved = false;
+    woken_.push_back(stream);
+    any = true;
+  });
+  if (any) c_.h2_output();
 }
 
 void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
@@ -185,7 +198,7 @@ void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
   // Requests whose streams were reset still run: with them, what one
   // connection has running stays within EDRI_MAX_PIPELINE whatever it
   // resets. REFUSED_STREAM: this one never started, the client may retry.
-  if (running() >= max_running_) {
+  if (full()) {
     session_.reset(stream, NGHTTP2_REFUSED_STREAM);
     return c_.h2_output();
   }
@@ -280,6 +293,11 @@ void Http2Link::grpc_resume(std::int32_t stream) {
 
 void Http2Link::grpc_reset(std::int32_t stream) {
   session_.reset(stream, NGHTTP2_ENHANCE_YOUR_CALM);
+  c_.h2_output();
+}
+
+void Http2Link::grpc_refuse(std::int32_t stream) {
+  session_.reset(stream, NGHTTP2_REFUSED_STREAM);
   c_.h2_output();
 }
 

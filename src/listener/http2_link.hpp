@@ -87,6 +87,19 @@ class Http2Link final : public http2::ServerSession::Handler {
   // Ends `stream` with RST_STREAM ENHANCE_YOUR_CALM (gRPC clients read it
   // as RESOURCE_EXHAUSTED): its client is too far behind.
   void grpc_reset(std::int32_t stream);
+  // Ends `stream` with RST_STREAM REFUSED_STREAM (gRPC clients read it as
+  // UNAVAILABLE, and may retry it): its call would start past
+  // EDRI_MAX_PIPELINE.
+  void grpc_refuse(std::int32_t stream);
+  // Requests and gRPC events dispatched and not answered, their streams
+  // reset or not: what one connection may have running is
+  // EDRI_MAX_PIPELINE, whatever it resets.
+  std::size_t running() const;
+  bool full() const { return running() >= max_running_; }
+  // A request or event ended: the calls that could take no event while
+  // the connection was full (GrpcCall::starved) take theirs once the
+  // session's output is next produced.
+  void wake_starved();
   // `bytes` of `stream`'s body were taken: its window reopens as much.
   void grpc_consume(std::int32_t stream, std::size_t bytes) { session_.consume(stream, bytes); }
 
@@ -141,8 +154,6 @@ class Http2Link final : public http2::ServerSession::Handler {
   };
   // The slot of a stream still open, or null.
   Slot* find(std::uint32_t seq);
-  // Requests dispatched and not answered, their streams reset or not.
-  std::size_t running() const;
   void time_out_calls(std::chrono::steady_clock::time_point cutoff);
   void respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
                     std::unique_ptr<http2::BodySource> body);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -32,8 +33,8 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-constexpr std::uint8_t kHeaders = 0x1, kRst = 0x3, kSettings = 0x4, kPing = 0x6, kGoaway = 0x7, kWindowUpdate = 0x8,
-                       kContinuation = 0x9;
+constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRst = 0x3, kSettings = 0x4, kPing = 0x6, kGoaway = 0x7,
+                       kWindowUpdate = 0x8, kContinuation = 0x9;
 constexpr std::uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
 
 std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
@@ -156,6 +157,30 @@ std::string string_field(int number, const std::string& value) {
   return out + value;
 }
 
+// HPACK: a field literal, not indexed, its name new.
+std::string literal(std::string_view name, std::string_view value) {
+  return std::string(1, '\0') + hpack_int(0, 7, name.size()) + std::string(name) + hpack_int(0, 7, value.size()) +
+         std::string(value);
+}
+
+// A gRPC call's header block: POST `path`, :authority localhost,
+// content-type application/grpc, te: trailers.
+std::string grpc_head(std::string_view path) {
+  return std::string("\x83\x86") + hpack_int(0, 4, 4) + hpack_int(0, 7, path.size()) + std::string(path) +
+         "\x01\x09localhost" + literal("content-type", "application/grpc") + literal("te", "trailers");
+}
+
+// An edri.v1.Event as one framed gRPC message.
+std::string event_message(const std::string& type, const std::string& body) {
+  edri::v1::Event ev;
+  ev.set_type(type);
+  ev.set_id(1);
+  ev.set_body(body);
+  std::string out;
+  edri::grpc::frame(out, ev.SerializeAsString());
+  return out;
+}
+
 int counted(std::uint16_t port) { return json::parse(http_get(port, "/counted").body)["counted"].get<int>(); }
 
 }  // namespace
@@ -245,6 +270,57 @@ TEST_CASE("HTTP/2: a reset request never starts, and resets never let a connecti
     }
     CHECK(status == 200);
     CHECK_FALSE(h2.client.goaway);
+  }
+}
+
+TEST_CASE("gRPC: a reset call never starts its event, and reset calls' events count against EDRI_MAX_PIPELINE",
+          "[grpc][hostile]") {
+  SECTION("300 x (HEADERS + message + RST_STREAM) in one write: none runs, and the connection gets a GOAWAY") {
+    ServerProcess server({test_plugin_path("test_app")});
+    const int before = counted(server.port());
+    RawH2 h2(server.port());
+    const std::string head = grpc_head("/edri.v1.Edri/Call");
+    const std::string message = event_message("counted", R"({"n":1})");
+    std::string burst;
+    for (std::uint32_t id = 1; id < 2 * 300; id += 2)
+      burst += frame(kHeaders, kEndHeaders, id, head) + frame(kData, kEndStream, id, message) +
+               frame(kRst, 0, id, std::string("\0\0\0\x08", 4));
+    h2.send(burst);
+    h2.read_until([&] { return h2.goaway() >= 0; }, 3000);
+    CHECK(h2.goaway() == NGHTTP2_ENHANCE_YOUR_CALM);
+    // Every one ran before (300): the message was taken as it was read.
+    CHECK(counted(server.port()) - before <= 2);
+  }
+  SECTION("calls reset while their events run still count: a new call is refused, a Connect call waits") {
+    ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_MAX_PIPELINE", "2"}});
+    RawH2 h2(server.port());
+    auto messages_on = [&](std::uint32_t stream) {
+      return std::count_if(h2.frames.begin(), h2.frames.end(),
+                           [&](const RawH2::Frame& f) { return f.type == kData && f.stream == stream; });
+    };
+    // A Connect call, answered while the connection has room.
+    h2.send(frame(kHeaders, kEndHeaders, 1, grpc_head("/edri.v1.Edri/Connect")) +
+            frame(kData, 0, 1, event_message("hello", R"({"name":"first"})")));
+    REQUIRE(h2.read_until([&] { return messages_on(1) == 1; }, 3000));
+    // Two calls whose handlers sleep, each reset once it runs (one at a
+    // time: SETTINGS_MAX_CONCURRENT_STREAMS is EDRI_MAX_PIPELINE too).
+    for (std::uint32_t id : {3u, 5u}) {
+      h2.send(frame(kHeaders, kEndHeaders, id, grpc_head("/edri.v1.Edri/Call")) +
+              frame(kData, kEndStream, id, event_message("sleep", R"({"ms":1000})")));
+      h2.read_until([] { return false; }, 150);
+      h2.send(frame(kRst, 0, id, std::string("\0\0\0\x08", 4)));
+    }
+    // A third call would run past the bound: refused, as a stream a client may retry.
+    h2.send(frame(kHeaders, kEndHeaders, 7, grpc_head("/edri.v1.Edri/Call")) +
+            frame(kData, kEndStream, 7, event_message("hello", R"({"name":"third"})")));
+    REQUIRE(h2.read_until([&] { return h2.reset_code(7) >= 0; }, 3000));
+    CHECK(h2.reset_code(7) == NGHTTP2_REFUSED_STREAM);
+    // The Connect call's next event waits for room, then runs.
+    h2.send(frame(kData, 0, 1, event_message("hello", R"({"name":"second"})")));
+    h2.read_until([] { return false; }, 300);
+    CHECK(messages_on(1) == 1);
+    CHECK(h2.read_until([&] { return messages_on(1) == 2; }, 5000));
+    CHECK(h2.goaway() < 0);
   }
 }
 

@@ -112,6 +112,7 @@ void reg(edri::Registry& r) {
     ++counted;
     return edri::Response::bytes(std::string(static_cast<std::size_t>(req.int_param("n")), 'c'));
   });
+  r.command("counted", "test.counted_bytes");  // the same over WebSocket and gRPC
   r.get("/counted", "test.counted", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"counted", counted}});
   });

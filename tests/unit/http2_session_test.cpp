@@ -379,6 +379,23 @@ TEST_CASE("HTTP/2: a client's reset closes its stream unanswered", "[http2]") {
   CHECK_FALSE(p.server.respond(id, 200, "text/plain", 0, {}, nullptr));  // late: the stream is gone
 }
 
+TEST_CASE("HTTP/2: nothing of a stream reset in the read that brought it is handed over", "[http2]") {
+  Pair p;
+  REQUIRE(p.pump());
+  // Request and reset, and a streamed body and its reset, each in one read.
+  const auto whole = p.client.request("GET", "/whole");
+  const auto streamed = p.client.request("POST", "/in", std::string(100, 'x'));
+  p.client.reset(whole);
+  p.client.reset(streamed);
+  const auto kept = p.client.request("POST", "/in", "kept");
+  REQUIRE(p.pump());
+  CHECK(p.rec.requests.empty());
+  CHECK(p.rec.streamed[streamed].first.empty());
+  CHECK_FALSE(p.rec.streamed[streamed].second);
+  // What the same read brought for a stream it did not reset comes in order.
+  CHECK(p.rec.streamed[kept] == std::pair<std::string, bool>{"kept", true});
+}
+
 TEST_CASE("HTTP/2: rapid reset ends the connection with a GOAWAY", "[http2]") {
   http2::Limits l = small_limits();
   l.max_concurrent_streams = 128;  // each round's streams are all taken, then all reset
