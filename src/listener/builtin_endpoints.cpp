@@ -95,6 +95,15 @@ bool BuiltinEndpoints::serves_publicly(const Config& config, std::string_view pa
          (path == config.health_path || path == config.ready_path || path == config.metrics_path);
 }
 
+std::uint64_t BuiltinEndpoints::stalled_for(const transport::DoorbellState& d) const {
+  // Asleep in epoll_wait it waits for work, and work wakes it: not stuck.
+  if (d.sleeping.load(std::memory_order_relaxed) != 0) return 0;
+  const std::uint64_t turn = d.turn_ms.load(std::memory_order_relaxed);
+  const std::uint64_t now = transport::turn_clock_ms();
+  const std::uint64_t age = now > turn ? now - turn : 0;
+  return age > static_cast<std::uint64_t>(config_.health_stall_s * 1000) ? age : 0;
+}
+
 std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
   std::vector<ProcessView> out;
   const auto supervisor = static_cast<std::uint32_t>(segment_.header().supervisor_pid);
@@ -106,6 +115,7 @@ std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
     out.push_back({slot_names_[s], pid, pid_alive(pid), d.restarts.load(std::memory_order_relaxed),
                    d.failures.load(std::memory_order_relaxed), d.restart_delay_ms.load(std::memory_order_relaxed)});
     out.back().stopped = out.back().alive && pid_stopped(pid);
+    out.back().stalled_ms = out.back().alive ? stalled_for(d) : 0;
   }
   return out;
 }
@@ -114,9 +124,10 @@ BuiltinEndpoints::Answer BuiltinEndpoints::health(bool pids) const {
   bool all = true;
   auto list = nlohmann::json::array();
   for (const auto& p : processes()) {
-    all = all && p.alive && !p.stopped;
+    all = all && p.serving();
     nlohmann::json entry{{"name", p.name}, {"alive", p.alive}, {"restarts", p.restarts}};
     if (p.stopped) entry["stopped"] = true;
+    if (p.stalled_ms) entry["stalled_ms"] = p.stalled_ms;
     if (pids) entry["pid"] = p.pid;  // the admin socket's alone: a pid helps whoever would signal it
     // A process that keeps dying soon after each start: the supervisor
     // waits longer before each restart (up to 5 s).
@@ -146,7 +157,7 @@ BuiltinEndpoints::Answer BuiltinEndpoints::ready() const {
   const auto subscribed = h.managers_subscribed.load(std::memory_order_acquire);
   const auto managers = h.manager_count.load(std::memory_order_relaxed);
   bool alive = true;
-  for (const auto& p : processes()) alive = alive && p.alive && !p.stopped;
+  for (const auto& p : processes()) alive = alive && p.serving();
   const bool ready = alive && subscribed >= managers;
   nlohmann::json j{{"status", ready ? "ready" : "not ready"},
                    {"managers", managers},

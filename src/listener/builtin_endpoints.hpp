@@ -54,8 +54,13 @@ class BuiltinEndpoints {
     std::uint32_t failures = 0;          // quick deaths in a row (a crash loop from 3)
     std::uint32_t restart_delay_ms = 0;  // until its next start, while it is down
     bool stopped = false;                // alive but stopped (SIGSTOP): serving nothing
+    std::uint64_t stalled_ms = 0;        // awake in one loop turn for this long, past EDRI_HEALTH_STALL
+    bool serving() const { return alive && !stopped && stalled_ms == 0; }
   };
   std::vector<ProcessView> processes() const;
+  // How long the process of `d` has been in one loop turn, if past
+  // EDRI_HEALTH_STALL; else 0.
+  std::uint64_t stalled_for(const transport::DoorbellState& d) const;
   Answer health(bool pids) const;
   Answer ready() const;
   Answer metrics() const;

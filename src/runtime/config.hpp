@@ -111,6 +111,7 @@ struct Config {
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
   std::string admin_socket;  // EDRI_ADMIN_SOCKET: the built-in endpoints here alone
   std::string health_path = "/health";    // EDRI_HEALTH_PATH (empty: not served)
+  double health_stall_s = 10.0;           // EDRI_HEALTH_STALL: a loop turn longer than this is a stuck process
   std::string ready_path = "/ready";      // EDRI_READY_PATH
   std::string metrics_path = "/metrics";  // EDRI_METRICS_PATH
   std::string unix_socket;                // EDRI_UNIX_SOCKET: also serve HTTP (no TLS) on this Unix domain socket

@@ -142,11 +142,14 @@ void ProcessLoop::flush_outboxes() {
 
 void ProcessLoop::run() {
   // Tells the supervisor this process is set up and serving.
+  own_.state()->turn_ms.store(transport::turn_clock_ms(), std::memory_order_relaxed);
   own_.state()->pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_release);
   auto& sleeping = own_.state()->sleeping;
+  auto& turn = own_.state()->turn_ms;
   std::uint32_t idle = 0;
   std::uint32_t busy = 0;
   while (!stopped_) {
+    turn.store(transport::turn_clock_ms(), std::memory_order_relaxed);
     if (on_peer_death_) check_deaths();
     std::size_t work = drain_inbound();
     if (after_drain_ && after_drain_()) ++work;

@@ -210,6 +210,10 @@ std::vector<Setting> make_settings() {
        "404); replaced and removed like `EDRI_UNIX_SOCKET`'s"},
       {"EDRI_HEALTH_PATH", "`/health`", parse::endpoint_path(&Config::health_path, "not served"),
        "the path of the built-in health endpoint; on the public port it names no pids"},
+      {"EDRI_HEALTH_STALL", "`10`", parse::seconds(&Config::health_stall_s),
+       "seconds a process may spend in one turn of its loop (a handler that does not return, a loop that never ends) "
+       "before `/health` and `/ready` name it `stalled` and answer 503; an idle process waiting for work is never "
+       "stalled"},
       {"EDRI_READY_PATH", "`/ready`", parse::endpoint_path(&Config::ready_path, "not served"),
        "the path of the built-in readiness endpoint"},
       {"EDRI_METRICS_PATH", "`/metrics`", parse::endpoint_path(&Config::metrics_path, "not served"),

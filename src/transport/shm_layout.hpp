@@ -27,6 +27,8 @@
 // the producer's doorbell if that flag was set.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -74,6 +76,10 @@ struct alignas(kCacheLine) DoorbellState {
   // Milliseconds the supervisor waits before the next start; 0 when none is
   // due. Written by the supervisor, shown by /health.
   std::atomic<std::uint32_t> restart_delay_ms;
+  // When the owner's loop last began a turn (turn_clock_ms()). A process
+  // that is not `sleeping` and began no turn for long is stuck in one (a
+  // handler that never returns): /health says so (EDRI_HEALTH_STALL).
+  std::atomic<std::uint64_t> turn_ms;
 };
 
 // Control block of one ring. Producer-written and consumer-written fields
@@ -135,6 +141,15 @@ struct alignas(kPage) SegmentHeader {
 static_assert(sizeof(SegmentHeader) == kPage);
 static_assert(offsetof(SegmentHeader, cluster) + sizeof(ClusterState) <= kPage);
 static_assert(sizeof(DoorbellState) == kCacheLine);
+
+// DoorbellState::turn_ms's clock, the same in every process: monotonic
+// milliseconds, coarse (a tick of a few ms, read in a few ns, once per
+// loop turn).
+inline std::uint64_t turn_clock_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000 + static_cast<std::uint64_t>(t.tv_nsec) / 1000000;
+}
 static_assert(sizeof(ChannelControl) == 3 * kCacheLine);
 
 inline constexpr std::size_t doorbells_offset() { return sizeof(SegmentHeader); }

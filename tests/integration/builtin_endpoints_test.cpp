@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -23,6 +24,18 @@ double metric(const std::string& text, const std::string& prefix) {
   const auto end = text.find('\n', at + 1);
   const auto line = text.substr(at + 1, end - at - 1);
   return std::stod(line.substr(line.rfind(' ') + 1));
+}
+// Whether /health comes to answer 503 naming process `name` with
+// `state(entry)` true, within 2 s.
+bool health_names(std::uint16_t port, const std::string& name, const std::function<bool(const json&)>& state) {
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const auto h = http_get(port, "/health");
+    const auto body = json::parse(h.body);
+    for (const auto& p : body["processes"])
+      if (h.status == 503 && p["name"] == name && state(p)) return true;
+  }
+  return false;
 }
 }  // namespace
 
@@ -66,15 +79,7 @@ TEST_CASE("health and readiness", "[builtin]") {
   SECTION("a stopped process (SIGSTOP) is not healthy, and is again once it goes on") {
     const pid_t router = server.child("router");
     REQUIRE(::kill(router, SIGSTOP) == 0);
-    bool named = false;
-    for (int i = 0; i < 100 && !named; ++i) {
-      std::this_thread::sleep_for(20ms);
-      const auto h = http_get(server.port(), "/health");
-      const auto body = json::parse(h.body);
-      for (const auto& p : body["processes"])
-        named = named || (h.status == 503 && p["name"] == "router" && p.value("stopped", false));
-    }
-    CHECK(named);
+    CHECK(health_names(server.port(), "router", [](const json& p) { return p.value("stopped", false); }));
     CHECK(http_get(server.port(), "/ready").status == 503);
     REQUIRE(::kill(router, SIGCONT) == 0);
     CHECK(eventually([&] { return http_get(server.port(), "/health").status == 200; }));
@@ -99,4 +104,20 @@ TEST_CASE("metrics count requests by route and status", "[builtin]") {
         metric(m, "edri_request_duration_seconds_count"));
   CHECK(metric(m, "edri_channel_depth_bytes{from=\"listener\",to=\"broker\"}") >= 0);
   CHECK(metric(m, "edri_process_up{process=\"router\"}") == 1);
+}
+
+TEST_CASE("a process stuck in one loop turn past EDRI_HEALTH_STALL is not healthy, and is again once it returns",
+          "[builtin]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_HEALTH_STALL", "1"}});
+  // The handler holds manager test's loop for 2.5 s: no turn begins.
+  int slow_status = 0;
+  std::thread slow([&] { slow_status = http_get(server.port(), "/sleep/2500").status; });
+  CHECK(health_names(server.port(), "manager test", [](const json& p) { return p.value("stalled_ms", 0) >= 1000; }));
+  CHECK(http_get(server.port(), "/ready").status == 503);
+  slow.join();
+  CHECK(slow_status == 200);
+  CHECK(eventually([&] { return http_get(server.port(), "/health").status == 200; }));
+  // Idle processes wait in epoll for longer than that: never stalled.
+  std::this_thread::sleep_for(1500ms);
+  CHECK(http_get(server.port(), "/health").status == 200);
 }
