@@ -161,6 +161,9 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
                            std::function<edri::Response(const edri::TaskResult&)>) override {
       return edri::Deferred{};
     }
+    edri::Reply start(const edri::AsyncHandler&, const edri::Request&) override { return edri::Deferred{}; }
+    bool run_on_thread(std::function<void()>, std::function<void()>) override { return false; }
+    void run_task(std::string_view, std::string, std::function<void(const edri::TaskResult&)>) override {}
   } ctx;
   edri::Request req;
   std::vector<std::byte> out(4096);

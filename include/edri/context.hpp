@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <edri/async.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 
@@ -63,6 +64,10 @@ struct TaskResult {
     return Response::problem(500, "Internal Server Error", "problem() of a task that succeeded");
   }
 };
+
+class Context;
+// A coroutine handler (include/edri/async.hpp).
+using AsyncHandler = std::function<Async<Response>(const Request&, Context&)>;
 
 // Services of the manager a handler runs in.
 class Context {
@@ -119,6 +124,83 @@ class Context {
   // std::invalid_argument when the domain registered no task of that name.
   virtual Reply in_process(std::string_view task, std::string input,
                            std::function<Response(const TaskResult&)> then) = 0;
+
+  // What a coroutine handler awaits (include/edri/async.hpp). Each starts
+  // when awaited and resumes the handler in this manager's loop.
+  //
+  // The answer of `event`'s handler (as request() gives it).
+  Pending<Response> ask(std::string_view event, nlohmann::json body) {
+    return Pending<Response>([this, event = std::string(event), body = std::move(body)](auto done) {
+      if (!request(event, body, done))
+        done(Response::problem(500, "Internal Server Error", "no domain handles the event " + event));
+    });
+  }
+  // Resumes after `delay`.
+  Pending<void> sleep(std::chrono::milliseconds delay) {
+    return Pending<void>([this, delay](auto done) { after(delay, done); });
+  }
+  // publish_patch()'s answer: 200 {"stream","revision"}, or a problem.
+  Pending<Response> patch(std::string_view name, nlohmann::json patch) {
+    return Pending<Response>(
+        [this, name = std::string(name), patch = std::move(patch)](auto done) { publish_patch(name, patch, done); });
+  }
+  // read_stream()'s answer: 200 {"stream","revision","state"}.
+  Pending<Response> read(std::string_view name) {
+    return Pending<Response>([this, name = std::string(name)](auto done) { read_stream(name, done); });
+  }
+  // What `work()` returns, run on one of this domain's worker threads
+  // (Registry::worker_threads); what it throws is thrown here. `work`
+  // must not touch the Request or this Context (copy what it needs);
+  // once this resumes both may be used again. Throws Unavailable when the
+  // pool's queue is full.
+  template <class Work>
+  Pending<std::invoke_result_t<Work&>> thread(Work work) {
+    using T = std::invoke_result_t<Work&>;
+    return Pending<T>([this, work = std::move(work)](auto done) mutable {
+      auto slot = std::make_shared<
+          std::variant<std::monostate, std::conditional_t<std::is_void_v<T>, std::monostate, T>, std::exception_ptr>>();
+      auto run = [work = std::move(work), slot]() mutable {
+        try {
+          if constexpr (std::is_void_v<T>) {
+            work();
+            slot->template emplace<1>();
+          } else {
+            slot->template emplace<1>(work());
+          }
+        } catch (...) {
+          slot->template emplace<2>(std::current_exception());
+        }
+      };
+      auto back = [done, slot] {
+        if (slot->index() == 2) return done.fail(std::get<2>(*slot));
+        if constexpr (std::is_void_v<T>)
+          done();
+        else
+          done(std::move(std::get<1>(*slot)));
+      };
+      if (!run_on_thread(std::move(run), std::move(back)))
+        done.fail(std::make_exception_ptr(Unavailable("the worker queue is full; retry later")));
+    });
+  }
+  // The result of the task registered as `name`, run in one of this
+  // domain's worker processes with `input` (as in_process()).
+  Pending<TaskResult> task(std::string_view name, std::string input) {
+    return Pending<TaskResult>([this, name = std::string(name), input = std::move(input)](auto done) mutable {
+      run_task(name, std::move(input), done);
+    });
+  }
+
+  // The manager's side of coroutines. start(): runs `handler` on a copy
+  // of `req` that lives as long as it does; returns what the handler must
+  // return (Deferred, or a 503 past EDRI_MAX_WAITING).
+  virtual Reply start(const AsyncHandler& handler, const Request& req) = 0;
+  // Runs `work` on a worker thread, then `done` in this manager's loop;
+  // false when the pool's queue is full.
+  virtual bool run_on_thread(std::function<void()> work, std::function<void()> done) = 0;
+  // Runs task `name` in a worker process, then `done` in the loop with
+  // its result (a failure to start it, too). Throws
+  // std::invalid_argument when the domain has no such task.
+  virtual void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) = 0;
 };
 
 // A task run by a worker process: input in, output out, bytes both. It runs
@@ -129,6 +211,11 @@ using Task = std::function<std::string(std::string_view input)>;
 // Returns a Response, or Deferred when it answers later. A lambda that
 // returns both declares it: `[](const Request&, Context&) -> Reply`.
 using Handler = std::function<Reply(const Request&, Context&)>;
+// A coroutine handler as a Handler: the manager starts it on a copy of
+// the request that lives as long as it does.
+inline Handler from_async(AsyncHandler h) {
+  return [h = std::move(h)](const Request& req, Context& ctx) -> Reply { return ctx.start(h, req); };
+}
 // Runs for each published notification of an event a domain subscribed to.
 using Subscriber = std::function<void(const Request&, Context&)>;
 

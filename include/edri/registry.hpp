@@ -157,6 +157,10 @@ class Registry {
     d_.handlers.push_back(HandlerDecl{std::move(event_name), std::move(handler)});
     return *this;
   }
+  // A coroutine handler (include/edri/async.hpp): `-> edri::Async<>`.
+  Registry& handle(std::string event_name, AsyncHandler handler) {
+    return handle(std::move(event_name), from_async(std::move(handler)));
+  }
 
   // Declares an event that is published (Context::publish), not routed.
   Registry& notification(std::string name, std::vector<FieldDecl> fields = {}) {
@@ -174,14 +178,26 @@ class Registry {
   Registry& get(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     return on(Method::Get, std::move(path), std::move(event_name), std::move(h), std::move(fields));
   }
+  Registry& get(std::string path, std::string event_name, AsyncHandler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Get, std::move(path), std::move(event_name), from_async(std::move(h)), std::move(fields));
+  }
   Registry& post(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     return on(Method::Post, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& post(std::string path, std::string event_name, AsyncHandler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Post, std::move(path), std::move(event_name), from_async(std::move(h)), std::move(fields));
   }
   Registry& put(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     return on(Method::Put, std::move(path), std::move(event_name), std::move(h), std::move(fields));
   }
+  Registry& put(std::string path, std::string event_name, AsyncHandler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Put, std::move(path), std::move(event_name), from_async(std::move(h)), std::move(fields));
+  }
   Registry& del(std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     return on(Method::Delete, std::move(path), std::move(event_name), std::move(h), std::move(fields));
+  }
+  Registry& del(std::string path, std::string event_name, AsyncHandler h, std::vector<FieldDecl> fields = {}) {
+    return on(Method::Delete, std::move(path), std::move(event_name), from_async(std::move(h)), std::move(fields));
   }
   Registry& on(Method m, std::string path, std::string event_name, Handler h, std::vector<FieldDecl> fields = {}) {
     event(event_name, std::move(fields));

@@ -61,7 +61,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
                       stream_timer_armed_ = false;
                       sweep_streams();
                     }),
-      stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }) {
+      stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }),
+      later_timer_(loop.events(), [this] { run_laters(); }),
+      coroutines_(loop.events(), config.max_waiting, config.production,
+                  [this](const env::EnvelopeHeader& request, Response r) { respond(request, std::move(r)); }) {
   for (const auto& e : plugins.events()) {
     if (e.domain != domain_ || e.handler < 0) continue;
     handlers_.emplace(e.type_id, Entry{&plugins.handlers()[static_cast<std::size_t>(e.handler)], e.name});
@@ -290,19 +293,8 @@ bool Manager::split_form(const env::EnvelopeHeader& h) {
 Reply Manager::call_handler(const Entry& entry) {
   try {
     return (*entry.handler)(request_, *this);
-  } catch (const RequestError& e) {
-    // The client's mistake (Request::json() refused the body, say): its
-    // status, and the detail is for the client.
-    const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
-    spdlog::debug("handler for {} refused the request: {} {}", entry.event, status, e.what());
-    return Response::problem(status, reason_phrase(status), e.what());
-  } catch (const std::exception& e) {
-    spdlog::error("handler for {} threw: {}", entry.event, e.what());
-    return Response::problem(500, "Internal Server Error",
-                             config_.production ? "the handler failed" : std::string("handler threw: ") + e.what());
   } catch (...) {
-    spdlog::error("handler for {} threw a non-exception", entry.event);
-    return Response::problem(500, "Internal Server Error", "the handler failed");
+    return answer_for_failure(std::current_exception(), entry.event, config_.production);
   }
 }
 
@@ -366,24 +358,30 @@ void Manager::on_notification(env::EnvelopeView& v) {
 }
 
 void Manager::after(std::chrono::milliseconds delay, std::function<void()> fn) {
-  Later* free = nullptr;
-  for (auto& l : laters_)
-    if (!l->fn) free = l.get();
-  if (!free) {
-    laters_.push_back(std::make_unique<Later>());
-    free = laters_.back().get();
-    free->timer = std::make_unique<EventLoop::Timer>(loop_.events(), [this, free] {
-      auto f = std::move(free->fn);
-      free->fn = nullptr;
-      try {
-        if (f) f();
-      } catch (const std::exception& ex) {
-        spdlog::error("a timer of {} threw: {}", domain_, ex.what());
-      }
-    });
+  const auto due = std::chrono::steady_clock::now() + delay;
+  const auto it = laters_.emplace(due, std::move(fn));
+  if (it == laters_.begin()) later_timer_.expires_after(std::max(delay, std::chrono::milliseconds(0)));
+}
+
+void Manager::run_laters() {
+  // What is due now, taken first: one that calls after() again runs on a
+  // later expiry, not in this loop.
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::function<void()>> due;
+  while (!laters_.empty() && laters_.begin()->first <= now) {
+    due.push_back(std::move(laters_.begin()->second));
+    laters_.erase(laters_.begin());
   }
-  free->fn = std::move(fn);
-  free->timer->expires_after(delay);
+  for (auto& f : due) {
+    try {
+      f();
+    } catch (const std::exception& ex) {
+      spdlog::error("a timer of {} threw: {}", domain_, ex.what());
+    }
+  }
+  if (!laters_.empty())
+    later_timer_.expires_after(std::max(laters_.begin()->first - std::chrono::steady_clock::now(),
+                                        std::chrono::steady_clock::duration(std::chrono::microseconds(50))));
 }
 
 Manager::~Manager() = default;
@@ -398,16 +396,20 @@ Manager::PoolSize Manager::pool_size(std::size_t setting, std::size_t declared, 
   return {workers, queue};
 }
 
-Reply Manager::in_thread(std::function<Response()> work) {
-  if (!current_) throw std::logic_error("in_thread() outside a request handler");
+WorkerThreads& Manager::workers() {
   if (!workers_) {
     const auto decl = plugins_.worker_pool(domain_);
     const auto size = pool_size(config_.worker_threads, decl ? decl->threads : 0, decl ? decl->queue : 0);
     workers_ = std::make_unique<WorkerThreads>(loop_.events(), size.workers, size.queue, worker_cpus_);
   }
+  return *workers_;
+}
+
+Reply Manager::in_thread(std::function<Response()> work) {
+  if (!current_) throw std::logic_error("in_thread() outside a request handler");
   const env::EnvelopeHeader request = *current_;
   auto done = [this, request](Response r) { respond(request, std::move(r)); };
-  if (!workers_->submit(std::move(work), std::move(done)))
+  if (!workers().submit(std::move(work), std::move(done)))
     return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
         .header("Retry-After", "1");
   return Deferred{};
@@ -415,9 +417,7 @@ Reply Manager::in_thread(std::function<Response()> work) {
 
 Reply Manager::in_process(std::string_view task, std::string input, std::function<Response(const TaskResult&)> then) {
   if (!current_) throw std::logic_error("in_process() outside a request handler");
-  if (!processes_) throw std::invalid_argument("domain " + domain_ + " registered no tasks (Registry::task)");
-  if (!processes_->runs(task))
-    throw std::invalid_argument("domain " + domain_ + " has no task named " + std::string(task));
+  processes_for(task);
   const env::EnvelopeHeader request = *current_;
   auto done = [this, request, then = std::move(then)](TaskResult result) {
     Response r;
@@ -441,6 +441,43 @@ Reply Manager::in_process(std::string_view task, std::string input, std::functio
   return Response::problem(500, "Internal Server Error",
                            "the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
                                std::to_string(processes_->max_input(task)) + " bytes)");
+}
+
+WorkerProcesses& Manager::processes_for(std::string_view task) {
+  if (!processes_) throw std::invalid_argument("domain " + domain_ + " registered no tasks (Registry::task)");
+  if (!processes_->runs(task))
+    throw std::invalid_argument("domain " + domain_ + " has no task named " + std::string(task));
+  return *processes_;
+}
+
+Reply Manager::start(const AsyncHandler& handler, const Request& req) {
+  if (!current_) throw std::logic_error("a coroutine handler started outside a request");
+  // The client's deadline, or when the broker answers 504 for it.
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.api_response_timeout_s));
+  const auto deadline = std::min(req.deadline, std::chrono::steady_clock::now() + timeout);
+  return coroutines_.start(handler, req, *this, *current_, deadline);
+}
+
+bool Manager::run_on_thread(std::function<void()> work, std::function<void()> done) {
+  return workers().submit(
+      [work = std::move(work)] {
+        work();
+        return Response();
+      },
+      [done = std::move(done)](Response) { done(); });
+}
+
+void Manager::run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) {
+  const std::size_t size = input.size();
+  WorkerProcesses& processes = processes_for(name);
+  switch (processes.submit(name, std::move(input), [done = std::move(done)](TaskResult r) { done(r); })) {
+    case WorkerProcesses::Submitted::Queued: return;
+    case WorkerProcesses::Submitted::QueueFull: throw Unavailable("the worker queue is full; retry later");
+    case WorkerProcesses::Submitted::TooLarge: break;
+  }
+  throw std::invalid_argument("the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
+                              std::to_string(processes.max_input(name)) + " bytes)");
 }
 
 Responder Manager::defer() {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +22,7 @@
 
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
+#include "manager/coroutines.hpp"
 #include "manager/loop_placement.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
@@ -62,6 +64,9 @@ class Manager final : public Context {
   }
   Reply in_thread(std::function<Response()> work) override;
   Reply in_process(std::string_view task, std::string input, std::function<Response(const TaskResult&)> then) override;
+  Reply start(const AsyncHandler& handler, const Request& req) override;
+  bool run_on_thread(std::function<void()> work, std::function<void()> done) override;
+  void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) override;
 
   // Sends `resp` as the answer to the request with header `request`; a
   // stream opens here and goes on as its client takes it.
@@ -156,6 +161,9 @@ class Manager final : public Context {
   TemplateCache templates_;
   std::vector<int> worker_cpus_;
   std::unique_ptr<WorkerThreads> workers_;  // made by the first in_thread()
+  WorkerThreads& workers();
+  // Checks that the domain runs `task` (std::invalid_argument if not).
+  WorkerProcesses& processes_for(std::string_view task);
   std::string title_;
   std::unique_ptr<WorkerProcesses> processes_;             // made by start() when the domain has tasks
   std::unique_ptr<LoopPlacement> placement_;               // with a home CPU
@@ -164,12 +172,10 @@ class Manager final : public Context {
   std::string piece_;                                      // scratch
   EventLoop::Timer stream_timer_;
   bool stream_timer_armed_ = false;
-  // Context::after: timers reused once they ran (fn empty: free).
-  struct Later {
-    std::function<void()> fn;
-    std::unique_ptr<EventLoop::Timer> timer;
-  };
-  std::vector<std::unique_ptr<Later>> laters_;
+  // Context::after (and sleep()): what is due, in order, and one timer
+  // for the first (thousands of handlers may sleep at once).
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> laters_;
+  void run_laters();
   // Sends a live-stream control to the broker (through the router);
   // `then` (may be empty) gets its answer.
   bool send_stream_control(std::uint64_t code, std::string_view name, std::string_view json,
@@ -178,6 +184,9 @@ class Manager final : public Context {
   void expire_stream_controls();
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> stream_deadlines_;  // (deadline, id)
   EventLoop::Timer stream_control_timer_;
+  EventLoop::Timer later_timer_;
+  // Last: its waiting handlers go first, while all they refer to lives.
+  Coroutines coroutines_;
 };
 
 }  // namespace edri::manager

@@ -33,6 +33,7 @@ struct Config {
   std::uint32_t listener_workers = 1;
   bool listener_workers_auto = true;
   double api_response_timeout_s = 30.0;      // EDRI_API_RESPONSE_TIMEOUT
+  std::size_t max_waiting = 16384;           // EDRI_MAX_WAITING: coroutine handlers waiting per manager
   std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
   std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
   std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE

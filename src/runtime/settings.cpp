@@ -43,6 +43,10 @@ std::vector<Setting> make_settings() {
       {"EDRI_API_RESPONSE_TIMEOUT", "`30`", parse::seconds(&Config::api_response_timeout_s),
        "seconds a request may wait for its handler before the broker answers 504 (should a process restart lose that "
        "deadline, the listener answers 504 two seconds later)"},
+      {"EDRI_MAX_WAITING", "`16384`", parse::integer(&Config::max_waiting, 1, 16 * 1024 * 1024),
+       "coroutine handlers (`edri::Async`) one manager holds waiting at once; past it a request of that domain is "
+       "answered 503 with `Retry-After: 1` without running (docs/decisions/0030: each holds its request's bytes and "
+       "its frames)"},
       {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 1, kTiB),
        "largest request body in bytes (1..1 TiB): a declared `Content-Length` above it is a 413 at the headers, a "
        "chunked body a 413 as soon as it passes it, while reading"},

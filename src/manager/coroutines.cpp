@@ -1,0 +1,108 @@
+#include "manager/coroutines.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace edri::manager {
+
+Response answer_for_failure(std::exception_ptr error, std::string_view event, bool production) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const RequestError& e) {
+    // The client's mistake (Request::json() refused the body, say): its
+    // status, and the detail is for the client.
+    const int status = e.status() >= 400 && e.status() <= 499 ? e.status() : 400;
+    spdlog::debug("handler for {} refused the request: {} {}", event, status, e.what());
+    return Response::problem(status, reason_phrase(status), e.what());
+  } catch (const Unavailable& e) {
+    return Response::problem(503, "Service Unavailable", e.what()).header("Retry-After", "1");
+  } catch (const std::exception& e) {
+    spdlog::error("handler for {} threw: {}", event, e.what());
+    return Response::problem(500, "Internal Server Error",
+                             production ? "the handler failed" : std::string("handler threw: ") + e.what());
+  } catch (...) {
+    spdlog::error("handler for {} threw a non-exception", event);
+    return Response::problem(500, "Internal Server Error", "the handler failed");
+  }
+}
+
+Coroutines::Coroutines(EventLoop& loop, std::size_t max_waiting, bool production, Answer answer)
+    : max_waiting_(max_waiting),
+      production_(production),
+      answer_(std::move(answer)),
+      timer_(loop, [this] { expire(); }) {}
+
+Coroutines::~Coroutines() {
+  for (auto& [id, w] : waiting_) {
+    w.flow->abandon();
+    w.frame.destroy();
+  }
+}
+
+Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context& ctx,
+                        const envelope::EnvelopeHeader& header, Clock::time_point deadline) {
+  if (waiting_.size() >= max_waiting_)
+    return Response::problem(503, "Service Unavailable", "this domain has EDRI_MAX_WAITING requests waiting already")
+        .header("Retry-After", "1");
+  auto request = std::make_unique<OwnedRequest>(req);
+  const Frame frame = handler(request->request(), ctx).release();
+  auto flow = std::make_shared<detail::Flow>();
+  frame.promise().flow = flow;
+  flow->waiting = frame;
+  if (flow->resume()) {  // returned without waiting
+    auto answer = outcome(frame, req.event);
+    frame.destroy();
+    return answer ? std::move(*answer) : Reply{Deferred{}};
+  }
+  const std::uint64_t id = next_++;
+  const auto at = deadlines_.emplace(deadline, id);
+  waiting_.emplace(id, Waiting{std::move(request), header, flow, frame, at});
+  flow->on_finish = [this, id] { finish(id); };
+  if (at == deadlines_.begin()) arm();
+  return Deferred{};
+}
+
+void Coroutines::finish(std::uint64_t id) {
+  const auto it = waiting_.find(id);
+  if (it == waiting_.end()) return;
+  Waiting w = std::move(it->second);
+  waiting_.erase(it);
+  if (w.deadline != deadlines_.end()) deadlines_.erase(w.deadline);
+  auto answer = outcome(w.frame, w.request->request().event);
+  w.frame.destroy();
+  if (answer) answer_(w.header, std::move(*answer));
+}
+
+std::optional<Response> Coroutines::outcome(Frame frame, std::string_view event) const {
+  try {
+    return frame.promise().take();
+  } catch (const Cancelled& e) {
+    spdlog::debug("handler for {} cancelled: {}", event, e.what());
+    return std::nullopt;
+  } catch (...) {
+    return answer_for_failure(std::current_exception(), event, production_);
+  }
+}
+
+void Coroutines::expire() {
+  const auto now = Clock::now();
+  std::vector<std::uint64_t> due;
+  for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now; ++it) due.push_back(it->second);
+  for (const auto id : due) {
+    const auto it = waiting_.find(id);
+    if (it == waiting_.end()) continue;
+    // Once: a handler that catches Cancelled and never returns is not
+    // cancelled again and again.
+    deadlines_.erase(it->second.deadline);
+    it->second.deadline = deadlines_.end();
+    std::shared_ptr<detail::Flow>(it->second.flow)->cancel("the request's deadline passed");
+  }
+  arm();
+}
+
+void Coroutines::arm() {
+  if (deadlines_.empty()) return timer_.cancel();
+  const auto wait = deadlines_.begin()->first - Clock::now();
+  timer_.expires_after(std::max(wait, Clock::duration(std::chrono::microseconds(100))));
+}
+
+}  // namespace edri::manager

@@ -1,0 +1,75 @@
+// Coroutines: the handler coroutines of one manager that wait
+// (include/edri/async.hpp, docs/decisions/0030).
+//
+// Each waiting handler holds a copy of its request (OwnedRequest), its
+// frame and its flow; at most EDRI_MAX_WAITING wait at once, past which a
+// request is answered 503 without running. When a request's deadline
+// passes while it waits (the client's, or EDRI_API_RESPONSE_TIMEOUT, when
+// the broker has answered 504 already), the operation it waits on is
+// dropped and the handler resumes with edri::Cancelled; nothing is sent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+
+#include <edri/context.hpp>
+
+#include "envelope/envelope.hpp"
+#include "manager/owned_request.hpp"
+#include "runtime/event_loop.hpp"
+
+namespace edri::manager {
+
+// The answer for a handler that threw `error` (what call_handler makes of
+// an exception): a RequestError's status, 503 for Unavailable, else 500
+// (its text hidden when `production`).
+Response answer_for_failure(std::exception_ptr error, std::string_view event, bool production);
+
+class Coroutines {
+ public:
+  using Answer = std::function<void(const envelope::EnvelopeHeader& request, Response)>;
+  using Clock = std::chrono::steady_clock;
+
+  Coroutines(EventLoop& loop, std::size_t max_waiting, bool production, Answer answer);
+  ~Coroutines();  // every waiting frame goes; late completions find nothing
+  Coroutines(const Coroutines&) = delete;
+  Coroutines& operator=(const Coroutines&) = delete;
+
+  // Runs `handler` on a copy of `req`, for the request `header`, until it
+  // waits or returns. A Response when it returned at once (or could not
+  // start), else Deferred: `answer` is called when it returns.
+  Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader& header,
+              Clock::time_point deadline);
+  std::size_t waiting() const { return waiting_.size(); }
+
+ private:
+  using Frame = Async<Response>::Handle;
+  struct Waiting {
+    std::unique_ptr<OwnedRequest> request;
+    envelope::EnvelopeHeader header;
+    std::shared_ptr<detail::Flow> flow;
+    Frame frame;
+    std::multimap<Clock::time_point, std::uint64_t>::iterator deadline;
+  };
+  // Its handler returned: answered (unless cancelled) and forgotten.
+  void finish(std::uint64_t id);
+  // What a finished frame answers; nothing when it was cancelled.
+  std::optional<Response> outcome(Frame frame, std::string_view event) const;
+  void expire();
+  void arm();
+
+  std::size_t max_waiting_;
+  bool production_;
+  Answer answer_;
+  std::unordered_map<std::uint64_t, Waiting> waiting_;
+  std::multimap<Clock::time_point, std::uint64_t> deadlines_;
+  EventLoop::Timer timer_;
+  std::uint64_t next_ = 0;
+};
+
+}  // namespace edri::manager

@@ -1,0 +1,83 @@
+// The plugin the coroutine handler tests run (include/edri/async.hpp):
+// handlers that await a timer, another domain, a worker thread and a
+// worker process, and use the request and the context after; one that
+// throws after waiting; one that counts the cancellations it sees.
+#include <edri/plugin.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace {
+
+int cancelled = 0;  // handlers that saw Cancelled (GET /co/cancelled)
+
+void reg(edri::Registry& r) {
+  r.domain("co");
+  r.worker_threads(2);
+  r.task("twice", [](std::string_view in) { return std::string(in) + std::string(in); });
+
+  r.get("/co/sleep/{ms:int}", "co.sleep", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto ms = req.int_param("ms");
+    try {
+      co_await ctx.sleep(std::chrono::milliseconds(ms));
+    } catch (const edri::Cancelled&) {
+      ++cancelled;
+      throw;
+    }
+    // The request is still whole after the wait: its views were copied.
+    co_return edri::Response::json({{"slept", ms}, {"event", std::string(req.event)}, {"id", std::string(req.id)}});
+  });
+  r.get("/co/cancelled", "co.cancelled", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"cancelled", cancelled}});
+  });
+  r.get("/co/hello", "co.hello", [](const edri::Request&, edri::Context&) { return edri::Response::text("hello"); });
+
+  // Awaits the other domain, twice in a row, then a helper coroutine.
+  r.get("/co/ask/{name}", "co.ask", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const std::string name(*req.path_param("name"));
+    // GCC 12 cannot keep a braced list alive across a co_await in the same
+    // statement ("array used as initializer"): the JSON is made first.
+    nlohmann::json to_first = {{"name", name}};
+    edri::Response first = co_await ctx.ask("peer.greet", std::move(to_first));
+    nlohmann::json to_second = {{"name", name + "!"}};
+    edri::Response second = co_await ctx.ask("peer.greet", std::move(to_second));
+    co_return edri::Response::json({{"first", nlohmann::json::parse(std::get<std::string>(first.body))},
+                                    {"second", nlohmann::json::parse(std::get<std::string>(second.body))}});
+  });
+  r.get("/co/thread/{n:int}", "co.thread", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto n = req.int_param("n");
+    const auto sum = co_await ctx.thread([n] {
+      std::int64_t s = 0;
+      for (std::int64_t i = 1; i <= n; ++i) s += i;
+      return s;
+    });
+    // Back on the loop: the context may be used again.
+    ctx.publish("co.summed", {{"sum", sum}});
+    co_return edri::Response::json({{"sum", sum}, {"domain", ctx.domain()}});
+  });
+  r.notification("co.summed");
+  r.get("/co/task/{text}", "co.task", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const edri::TaskResult t = co_await ctx.task("twice", std::string(*req.path_param("text")));
+    if (!t.ok()) co_return t.problem();
+    co_return edri::Response::json({{"output", t.output}});
+  });
+  r.get("/co/throw", "co.throw", [](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
+    co_await ctx.sleep(std::chrono::milliseconds(1));
+    throw std::runtime_error("thrown after a wait");
+  });
+  r.get("/co/now", "co.now",
+        [](const edri::Request&, edri::Context&) -> edri::Async<> { co_return edri::Response::text("at once"); });
+
+  r.domain("peer");
+  r.event("peer.greet");
+  r.handle("peer.greet", [](const edri::Request& req, edri::Context&) {
+    return edri::Response::json({{"greeting", "hi " + req.json().value("name", std::string())}});
+  });
+}
+
+}  // namespace
+
+EDRI_PLUGIN("co", reg)
