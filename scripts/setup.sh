@@ -27,6 +27,9 @@ packages=(
   chromium
   # references measured side by side by `bench` (optional at run time)
   nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
+  # nginx's stream module: the PROXY protocol test puts nginx in front of edri
+  # (tests/support/nginx_stream.hpp)
+  libnginx-mod-stream
   # bench --record draws its charts with it
   gnuplot-nox
   # bench fanout's reference: a Node.js `ws` server (its package from npm,

@@ -102,7 +102,8 @@ class Request {
   // "websocket" or "grpc".
   std::string_view protocol;
   // The client's IP address, as the listener's socket saw it, or as a
-  // trusted proxy named it (X-Forwarded-For, Forwarded; only from the
+  // trusted proxy named it (a PROXY protocol header with
+  // EDRI_PROXY_PROTOCOL=on, X-Forwarded-For, Forwarded; only from the
   // addresses of EDRI_TRUSTED_PROXIES). "unix" over a Unix socket.
   std::string_view client_address;
   // Who the caller is, as middleware named it (Admission::set_principal);

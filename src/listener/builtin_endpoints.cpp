@@ -208,12 +208,19 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   for (std::uint32_t l = 0; l < h.listener_count; ++l)
     o << "edri_client_output_bytes{listener=\"" << l << "\"} "
       << segment_.listener_metrics(l).output_held_bytes.load(std::memory_order_relaxed) << '\n';
-  o << "# HELP edri_clients_shed_total Clients closed for falling too far behind their output.\n"
-       "# TYPE edri_clients_shed_total counter\n";
-  std::uint64_t shed = 0;
-  for (std::uint32_t l = 0; l < h.listener_count; ++l)
-    shed += segment_.listener_metrics(l).clients_shed.load(std::memory_order_relaxed);
-  o << "edri_clients_shed_total " << shed << '\n';
+  // A counter each listener keeps, summed.
+  auto listeners_counter = [&](const char* name, const char* help,
+                               std::atomic<std::uint64_t> ListenerMetricsHeader::*v) {
+    std::uint64_t n = 0;
+    for (std::uint32_t l = 0; l < h.listener_count; ++l)
+      n += (segment_.listener_metrics(l).*v).load(std::memory_order_relaxed);
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n" << name << ' ' << n << '\n';
+  };
+  listeners_counter("edri_clients_shed_total", "Clients closed for falling too far behind their output.",
+                    &ListenerMetricsHeader::clients_shed);
+  listeners_counter("edri_proxy_headers_refused_total",
+                    "Connections from trusted proxies closed without a valid PROXY protocol header.",
+                    &ListenerMetricsHeader::proxy_headers_refused);
 
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";

@@ -210,14 +210,49 @@ void Connection::mark_dirty() {
   if (!dirty && !closed_) owner_.wants_flush(*this);
 }
 
-ssize_t Connection::read_some(char* buf, std::size_t n) {
-  if (tls_) return tls_->read(buf, n);
+ssize_t Connection::read_some(char* buf, std::size_t n) { return tls_ ? tls_->read(buf, n) : recv_raw(buf, n, 0); }
+
+ssize_t Connection::recv_raw(char* buf, std::size_t n, int flags) {
   for (;;) {
-    const ssize_t r = ::recv(fd_.get(), buf, n, 0);
+    const ssize_t r = ::recv(fd_.get(), buf, n, flags);
     if (r >= 0) return r;
     if (errno == EINTR) continue;
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
   }
+}
+
+bool Connection::read_proxy_header() {
+  // Peeked, not read: only the header's own bytes are taken off the
+  // socket, so what follows (a request, a TLS ClientHello) is read as if
+  // the proxy were not there. A header still arriving stays in the socket
+  // and is peeked again, whole, at the next edge.
+  char* head = read_buffer();
+  const ssize_t n = recv_raw(head, http::kProxyHeaderMax, MSG_PEEK);
+  if (n <= 0 && n != TlsSession::kWouldBlock) on_peer_closed(n < 0);
+  if (n <= 0) return false;
+  const auto h = http::parse_proxy_header({head, static_cast<std::size_t>(n)});
+  if (h.status == http::ProxyHeader::Status::Invalid) refuse_proxy_header(h.error);
+  return h.status == http::ProxyHeader::Status::Parsed && take_proxy_header(h);
+}
+
+bool Connection::take_proxy_header(const http::ProxyHeader& h) {
+  // The bytes were peeked: they are there to take.
+  if (recv_raw(read_buffer(), h.consumed, 0) != static_cast<ssize_t>(h.consumed)) {
+    on_peer_closed(true);
+    return false;
+  }
+  if (h.source) peer_ = *h.source;
+  proxy_header_ = false;
+  // The first request has its own EDRI_HEADER_TIMEOUT from here.
+  last_input_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+void Connection::refuse_proxy_header(std::string_view why) {
+  // Not HTTP yet, so no HTTP answer: the proxy is misconfigured, or the
+  // peer is not the proxy it is trusted as.
+  owner_.proxy_header_refused(*this, why);
+  close();
 }
 
 ssize_t Connection::write_some(const char* buf, std::size_t n) {
@@ -344,6 +379,7 @@ void Connection::pump_h2() {
 }
 
 void Connection::read_available() {
+  if (proxy_header_ && !read_proxy_header()) return;
   for (;;) {
     if (must_pause()) {
       // Backpressure: too many requests in flight on this connection, or
@@ -409,6 +445,13 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   const auto& config = owner_.config();
   if (lingering_) {
     if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
+    return;
+  }
+  if (proxy_header_) {
+    // Counted from the accept, not from the last byte: a header trickled
+    // in gets no more time than a silent one.
+    if (now - last_input_ > seconds(config.header_timeout_s))
+      refuse_proxy_header("no whole PROXY protocol header within EDRI_HEADER_TIMEOUT");
     return;
   }
   if (events_) return;  // an event stream idles as long as its client stays

@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "http/proxy_header.hpp"
 #include "http/request_parser.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/file_body.hpp"
@@ -195,6 +196,10 @@ class Connection final : public WebSocketSession::Owner {
   // when the connection is accepted.
   const std::string& peer() const { return peer_; }
   void set_peer(std::string peer) { peer_ = std::move(peer); }
+  // The peer is a trusted proxy and EDRI_PROXY_PROTOCOL is on: the
+  // connection must begin with a PROXY protocol header, whose source
+  // becomes peer(); before start().
+  void expect_proxy_header() { proxy_header_ = true; }
   // Accepted on EDRI_ADMIN_SOCKET: the built-in endpoints answer in full,
   // and nothing else is served.
   bool admin() const { return admin_; }
@@ -245,6 +250,18 @@ class Connection final : public WebSocketSession::Owner {
   void ws_ended() override;
 
   void on_events(std::uint32_t events);
+  // The PROXY protocol header, read before anything else (TLS included):
+  // true once it is read, false while it is awaited or when it failed
+  // (the connection is then closed).
+  bool read_proxy_header();
+  // Takes the header `h` (peeked whole) off the socket; its source becomes
+  // the peer.
+  bool take_proxy_header(const http::ProxyHeader& h);
+  // Peeks at what the socket holds, or takes `n` bytes off it: bytes, 0 at
+  // its end, TlsSession::kWouldBlock or kFailed, as read_some() says.
+  ssize_t recv_raw(char* buf, std::size_t n, int flags);
+  // No valid header (`why`): counted, and closed without an answer.
+  void refuse_proxy_header(std::string_view why);
   // A Server-Sent Events connection: reads and drops; its end closes.
   void drop_events_input();
   void read_available();
@@ -316,6 +333,7 @@ class Connection final : public WebSocketSession::Owner {
   std::unique_ptr<TlsSession> tls_;
   std::uint32_t id_;
   std::string peer_;
+  bool proxy_header_ = false;  // a PROXY protocol header is awaited
   bool admin_ = false;
   std::uint32_t generation_;
   http::RequestParser parser_;

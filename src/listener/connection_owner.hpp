@@ -63,6 +63,9 @@ class ConnectionOwner {
   // EDRI_OUTPUT_BUFFER_TOTAL); it was closed for falling behind.
   virtual void held_changed(std::size_t before, std::size_t after) = 0;
   virtual void shed() = 0;
+  // A trusted proxy's connection came without a valid PROXY protocol
+  // header (`why`); it closes unanswered.
+  virtual void proxy_header_refused(Connection& c, std::string_view why) = 0;
 
   // A streamed answer's client took `bytes` more (its producer may make as
   // many), or went away (its producer stops).

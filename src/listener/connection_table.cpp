@@ -1,6 +1,5 @@
 #include "listener/connection_table.hpp"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -14,6 +13,8 @@
 
 #include <edri/problem.hpp>
 
+#include "http/proxy_header.hpp"
+
 namespace edri::listener {
 
 namespace {
@@ -21,19 +22,17 @@ namespace {
 // A peer's address as Request::client_address shows it: IPv4 dotted (also
 // when a dual-stack socket maps it into IPv6), IPv6 compressed, "unix".
 std::string address_text(const sockaddr_storage& peer) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (peer.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof text);
-  } else if (peer.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&a))
-      ::inet_ntop(AF_INET, a.s6_addr + 12, text, sizeof text);
-    else
-      ::inet_ntop(AF_INET6, &a, text, sizeof text);
-  } else {
-    return "unix";
-  }
-  return text;
+  if (peer.ss_family == AF_INET)
+    return http::address_text(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr);
+  if (peer.ss_family == AF_INET6)
+    return http::address_text(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr);
+  return "unix";
+}
+
+// This listener is the only writer of its metrics block: a plain load and
+// store.
+void bump(std::atomic<std::uint64_t>& counter) {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -44,7 +43,8 @@ ConnectionTable::ConnectionTable(ConnectionOwner& owner, const Config& config,
       config_(config),
       metrics_(metrics),
       on_refused_(std::move(on_refused)),
-      cap_(config.connections_per_listener()) {}
+      cap_(config.connections_per_listener()),
+      proxy_peers_(config.proxy_protocol ? parse_ranges(config.trusted_proxies) : std::vector<AddressRange>{}) {}
 
 ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsContext* tls, bool admin) {
   for (;;) {
@@ -77,6 +77,7 @@ ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsC
     }
     connections_[id] = std::make_unique<Connection>(owner_, std::move(fd), id, generations_[id], tls);
     connections_[id]->set_peer(address_text(peer));
+    if (expects_proxy_header(connections_[id]->peer())) connections_[id]->expect_proxy_header();
     if (admin) connections_[id]->set_admin();
     connections_[id]->start();
   }
@@ -146,9 +147,21 @@ void ConnectionTable::held_changed(std::size_t before, std::size_t after) {
   metrics_.output_held_bytes.store(held_total_, std::memory_order_relaxed);
 }
 
-void ConnectionTable::count_shed() {
-  // This listener is the only writer of its block: a plain load and store.
-  metrics_.clients_shed.store(metrics_.clients_shed.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+bool ConnectionTable::expects_proxy_header(const std::string& peer) const {
+  if (proxy_peers_.empty()) return false;
+  const auto address = parse_ip(peer);  // "unix" is none: a Unix socket's peer is never a trusted proxy
+  return address && any_contains(proxy_peers_, *address);
+}
+
+void ConnectionTable::count_shed() { bump(metrics_.clients_shed); }
+
+void ConnectionTable::count_proxy_refused(const Connection& c, std::string_view why) {
+  bump(metrics_.proxy_headers_refused);
+  // A misconfigured proxy has every connection refused: the log says so
+  // without a line for each.
+  const auto level = proxy_refusals_++ % 1000 == 0 ? spdlog::level::warn : spdlog::level::debug;
+  spdlog::log(level, "closed connection {} from trusted proxy {} unanswered: {} ({} so far)", c.id(), c.peer(), why,
+              proxy_refusals_);
 }
 
 void ConnectionTable::shed_output() {

@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "listener/connection.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/tls.hpp"
+#include "runtime/address_range.hpp"
 #include "runtime/config.hpp"
 #include "transport/shm_layout.hpp"
 #include "transport/unique_fd.hpp"
@@ -59,9 +62,15 @@ class ConnectionTable {
 
   void held_changed(std::size_t before, std::size_t after);
   void count_shed();
+  // A trusted proxy's connection without a valid PROXY protocol header:
+  // counted (/metrics) and logged, warned of at the first and each 1000th.
+  void count_proxy_refused(const Connection& c, std::string_view why);
 
  private:
   void refuse(UniqueFd fd, bool tls);
+  // EDRI_PROXY_PROTOCOL: whether connections from `peer` begin with a
+  // PROXY protocol header (it is a trusted proxy).
+  bool expects_proxy_header(const std::string& peer) const;
   void shed_output();
 
   ConnectionOwner& owner_;
@@ -70,6 +79,9 @@ class ConnectionTable {
   std::function<void()> on_refused_;
   std::size_t cap_;  // this listener's share of EDRI_MAX_CONNECTIONS
   std::uint64_t refusals_ = 0;
+  std::uint64_t proxy_refusals_ = 0;
+  // EDRI_TRUSTED_PROXIES when EDRI_PROXY_PROTOCOL is on, else empty.
+  std::vector<AddressRange> proxy_peers_;
   std::vector<std::unique_ptr<Connection>> connections_;  // by id
   std::vector<std::uint32_t> generations_;                // by id
   std::vector<std::uint32_t> free_ids_;

@@ -55,12 +55,11 @@ std::vector<std::string_view> entries(const http::HttpRequest& head, std::string
 
 }  // namespace
 
-Gate::Gate(const Config& config, const plugin::PluginSet& plugins) : production_(config.production) {
+Gate::Gate(const Config& config, const plugin::PluginSet& plugins)
+    : production_(config.production), trusted_(parse_ranges(config.trusted_proxies)) {
   for (const auto& mw : plugins.middlewares())
     if (mw.on_request) middlewares_.push_back(mw);
-  for (const auto& text : config.trusted_proxies)
-    if (auto r = AddressRange::parse(text)) trusted_.push_back(*r);  // checked when the setting was read
-  view_.max_json_depth = config.max_json_depth;                      // a middleware's req.json() too
+  view_.max_json_depth = config.max_json_depth;  // a middleware's req.json() too
 }
 
 bool Gate::applies(const MiddlewareDecl& m, const Call& call) const {

@@ -89,6 +89,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   void closed(Connection& c) override;
   void held_changed(std::size_t before, std::size_t after) override { table_.held_changed(before, after); }
   void shed() override { table_.count_shed(); }
+  void proxy_header_refused(Connection& c, std::string_view why) override { table_.count_proxy_refused(c, why); }
   void stream_credit(const StreamRef& s, std::uint64_t bytes) override { sender_.stream_credit(s, bytes); }
   void stream_cancel(const StreamRef& s) override { sender_.stream_cancel(s); }
   void stream_drained(Connection& c) override { streams_.drained(c); }

@@ -52,6 +52,13 @@ bool AddressRange::contains(const in6_addr& address) const {
   return true;
 }
 
+std::vector<AddressRange> parse_ranges(const std::vector<std::string>& texts) {
+  std::vector<AddressRange> out;
+  for (const auto& text : texts)
+    if (auto r = AddressRange::parse(text)) out.push_back(*r);
+  return out;
+}
+
 bool any_contains(const std::vector<AddressRange>& ranges, const in6_addr& address) {
   for (const auto& r : ranges)
     if (r.contains(address)) return true;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,10 @@ class AddressRange {
 
 // `text` as an address (IPv4 as IPv4-mapped IPv6), or nullopt.
 std::optional<in6_addr> parse_ip(std::string_view text);
+
+// The ranges of `texts` that parse (EDRI_TRUSTED_PROXIES' parser refused
+// the others when the setting was read).
+std::vector<AddressRange> parse_ranges(const std::vector<std::string>& texts);
 
 // Whether any of `ranges` holds `address`.
 bool any_contains(const std::vector<AddressRange>& ranges, const in6_addr& address);

@@ -52,6 +52,16 @@ void check_tls_pair(const Config& c) {
                                         : "EDRI_SSL_CERTIFICATE is not set but EDRI_SSL_KEY is");
 }
 
+// The PROXY protocol is read from trusted proxies alone: with none, every
+// connection would be served as if it were off, which is not what was
+// asked for.
+void check_proxy_protocol(const Config& c) {
+  if (c.proxy_protocol && c.trusted_proxies.empty())
+    throw ConfigError(
+        "EDRI_PROXY_PROTOCOL=on needs EDRI_TRUSTED_PROXIES: the PROXY protocol is read only from the proxies listed "
+        "there");
+}
+
 // Settings of several hosts mean nothing on one.
 void check_cluster(const Config& c) {
   if (c.nats_certificate.empty() != c.nats_key.empty())
@@ -105,6 +115,7 @@ Config Config::from_env() {
   check_output_bounds(c);
   check_upload_threshold(c);
   check_cluster(c);
+  check_proxy_protocol(c);
   return c;
 }
 

@@ -92,7 +92,10 @@ struct Config {
   bool server_timing = false;                // EDRI_SERVER_TIMING=1
   bool request_id = true;                    // EDRI_REQUEST_ID: X-Request-Id on every response
   std::vector<std::string> trusted_proxies;  // EDRI_TRUSTED_PROXIES: addresses and CIDR blocks
-  std::vector<std::string> cors_origins;     // EDRI_CORS_ORIGINS: allowed origins, or "*"; empty: CORS off
+  // EDRI_PROXY_PROTOCOL=on: a connection from a trusted proxy starts with
+  // a PROXY protocol header naming the client (docs/security.md).
+  bool proxy_protocol = false;
+  std::vector<std::string> cors_origins;  // EDRI_CORS_ORIGINS: allowed origins, or "*"; empty: CORS off
   std::string cors_headers = "Content-Type, Authorization, X-Request-Id";  // EDRI_CORS_HEADERS ("*": echo)
   bool cors_credentials = false;                                           // EDRI_CORS_CREDENTIALS
   int cors_max_age = 600;                                                  // EDRI_CORS_MAX_AGE (seconds)

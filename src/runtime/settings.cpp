@@ -158,7 +158,13 @@ std::vector<Setting> make_settings() {
        "allowed origins, comma-separated (`https://app.example`), or `*`"},
       {"EDRI_TRUSTED_PROXIES", "unset (none)", parse::address_ranges(&Config::trusted_proxies),
        "addresses or CIDR blocks (`10.0.0.0/8, ::1`), comma-separated, of proxies whose `X-Forwarded-For` or "
-       "`Forwarded` names the client (`Request::client_address`); from any other peer those headers are ignored"},
+       "`Forwarded` (and, with `EDRI_PROXY_PROTOCOL=on`, PROXY protocol header) names the client "
+       "(`Request::client_address`); from any other peer those are ignored"},
+      {"EDRI_PROXY_PROTOCOL", "`off`", parse::choice(&Config::proxy_protocol, {{"off", false}, {"on", true}}),
+       "`on`: a connection from a peer in `EDRI_TRUSTED_PROXIES` must begin with a PROXY protocol header (HAProxy's, "
+       "v1 text or v2 binary; before the TLS handshake on a TLS port), whose source address becomes the client's; "
+       "one without a valid header within `EDRI_HEADER_TIMEOUT` is closed unanswered. Other peers are served as "
+       "with `off`, their bytes never read as a header. Needs `EDRI_TRUSTED_PROXIES` (docs/security.md)"},
       {"EDRI_CORS_HEADERS", "`Content-Type, Authorization, X-Request-Id`", parse::text(&Config::cors_headers),
        "`Access-Control-Allow-Headers` for preflights; `*` echoes what the browser asked for"},
       {"EDRI_CORS_CREDENTIALS", "`0`", parse::flag(&Config::cors_credentials),

@@ -179,6 +179,9 @@ struct ListenerMetricsHeader {
   // falling too far behind.
   std::atomic<std::uint64_t> output_held_bytes;
   std::atomic<std::uint64_t> clients_shed;
+  // Trusted proxies' connections closed without a valid PROXY protocol
+  // header (EDRI_PROXY_PROTOCOL).
+  std::atomic<std::uint64_t> proxy_headers_refused;
   // followed by (route_count + 1) * kStatusColumns counters
 };
 

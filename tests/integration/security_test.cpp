@@ -7,7 +7,6 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 
 #include "support/http_client.hpp"
@@ -16,13 +15,6 @@
 
 using namespace edri::test;
 namespace fs = std::filesystem;
-
-namespace {
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-}  // namespace
 
 TEST_CASE("two instances each have their own shared memory, 0600, and never touch each other's", "[security]") {
   ServerProcess first({plugin_path("bench_app")});

@@ -43,6 +43,9 @@ class HttpClient {
   std::string read_bytes(std::size_t n);
   // True if the server closed the connection (read returns 0) within the timeout.
   bool closed_by_peer(int timeout_ms = 2000);
+  // Bytes received that no read took yet (what closed_by_peer() saw
+  // before the close).
+  const std::string& unread() const { return buf_; }
 
  private:
   bool fill(int timeout_ms);

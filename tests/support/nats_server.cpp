@@ -1,6 +1,5 @@
 #include "support/nats_server.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "loopback_port.hpp"
 #include "support/http_client.hpp"
+#include "support/server_process.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -21,17 +21,6 @@
 #include <catch2/catch.hpp>
 
 namespace edri::test {
-
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 NatsServer::NatsServer(std::vector<std::string> options, bool jetstream, std::string host)
     : options_(std::move(options)), host_(std::move(host)), port_(bench::free_loopback_port()) {
@@ -60,18 +49,7 @@ void NatsServer::start() {
   if (pid_ > 0) return;
   std::vector<std::string> args{"/usr/sbin/nats-server", "-a", host_, "-p", std::to_string(port_)};
   args.insert(args.end(), options_.begin(), options_.end());
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    const int log = ::open(log_path_.c_str(), O_WRONLY | O_APPEND);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  pid_ = spawn_logged(args, log_path_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!accepts()) {
     int status = 0;

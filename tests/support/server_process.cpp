@@ -64,13 +64,6 @@ int wait_exit(pid_t pid, int timeout_ms) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string temp_file(const char* stem) {
   std::string path = std::string("/tmp/") + stem + ".XXXXXX";
   const int fd = ::mkstemp(path.data());
@@ -92,6 +85,23 @@ std::string from_build(const char* own, const char* sub) {
 }
 
 }  // namespace
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log < 0) throw std::runtime_error("cannot open " + log_path);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  const pid_t pid = spawn(args, env, log, log);
+  ::close(log);
+  return pid;
+}
 
 std::string server_binary() { return from_build(EDRI_SERVER_BIN, "bin/edri-server"); }
 std::string test_plugin_dir() { return from_build(EDRI_TEST_PLUGIN_DIR, "test-plugins"); }

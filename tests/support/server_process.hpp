@@ -33,6 +33,12 @@ std::vector<ProcessInfo> children_of(pid_t parent);
 bool process_alive(pid_t pid);
 // /dev/shm entries whose name starts with `prefix`.
 std::vector<std::string> shm_segments(const std::string& prefix);
+// A file's whole text (empty if it cannot be read).
+std::string read_file(const std::string& path);
+// fork+exec of `args` (the first a path) in this environment, its stdout
+// and stderr appended to `log_path`; its pid (a helper server a test
+// starts and stops by it: nats-server, nginx).
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log_path);
 
 class ServerProcess {
  public:

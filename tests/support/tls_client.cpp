@@ -14,7 +14,7 @@
 
 namespace edri::test {
 
-TlsClient::TlsClient(std::uint16_t port) {
+TlsClient::TlsClient(std::uint16_t port, const std::string& preamble) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   timeval tv{5, 0};
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -23,6 +23,8 @@ TlsClient::TlsClient(std::uint16_t port) {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
+  if (!preamble.empty() && ::send(fd_, preamble.data(), preamble.size(), MSG_NOSIGNAL) != ssize_t(preamble.size()))
+    throw std::runtime_error("sending the preamble failed");
   ctx_ = SSL_CTX_new(TLS_client_method());
   ssl_ = SSL_new(ctx_);
   SSL_set_fd(ssl_, fd_);

@@ -16,7 +16,9 @@ class TlsClient {
  public:
   // Connects and completes the handshake; throws on failure. The server's
   // certificate is not verified (tests use a throwaway self-signed one).
-  explicit TlsClient(std::uint16_t port);
+  // `preamble`: bytes sent in the clear before the handshake (a PROXY
+  // protocol header).
+  explicit TlsClient(std::uint16_t port, const std::string& preamble = {});
   ~TlsClient();
   TlsClient(const TlsClient&) = delete;
   TlsClient& operator=(const TlsClient&) = delete;

@@ -121,6 +121,12 @@ TEST_CASE("settings checked together name the one that does not fit", "[config]"
     EnvVar a("EDRI_BLOB_BYTES", "65536"), b("EDRI_UPLOAD_THRESHOLD", "100000");
     CHECK_THROWS_WITH(Config::from_env(), Catch::StartsWith("EDRI_UPLOAD_THRESHOLD=100000"));
   }
+  {
+    EnvVar on("EDRI_PROXY_PROTOCOL", "on");
+    CHECK_THROWS_WITH(Config::from_env(), Catch::StartsWith("EDRI_PROXY_PROTOCOL=on needs EDRI_TRUSTED_PROXIES"));
+    EnvVar trusted("EDRI_TRUSTED_PROXIES", "10.0.0.0/8");
+    CHECK(Config::from_env().proxy_protocol);
+  }
   char path[] = "/tmp/edri-config-test-XXXXXX";
   const int fd = ::mkstemp(path);
   REQUIRE(fd >= 0);
