@@ -164,6 +164,10 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
     edri::Reply start(const edri::AsyncHandler&, const edri::Request&) override { return edri::Deferred{}; }
     bool run_on_thread(std::function<void()>, std::function<void()>) override { return false; }
     void run_task(std::string_view, std::string, std::function<void(const edri::TaskResult&)>) override {}
+    std::function<void()> http(edri::HttpCall, std::chrono::steady_clock::time_point,
+                               std::function<void(edri::HttpReply)>) override {
+      return [] {};
+    }
   } ctx;
   edri::Request req;
   std::vector<std::byte> out(4096);

@@ -19,6 +19,8 @@ packages=(
   libprotobuf-dev protobuf-compiler python3-protobuf
   # bearer tokens for middleware (edri::jwt, docs/security.md)
   libjwt-dev
+  # outbound HTTP from handlers, on the manager's loop (Context::fetch)
+  libcurl4-openssl-dev
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)

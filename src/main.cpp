@@ -116,7 +116,7 @@ int run_child(std::uint32_t slot) {
   if (role == transport::Role::Listener || role == transport::Role::Manager || role == transport::Role::Switch) {
     plugins = plugin::PluginSet::load(config.plugins);
     if (role == transport::Role::Manager) {
-      const auto domains = plugins->manager_domains(config.manager_replicas, config.domains);
+      const auto domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
       domain = domains.at(index);
       manager_title = plugin::manager_titles(domains).at(index);
       name += " " + manager_title;
@@ -171,8 +171,14 @@ int run_child(std::uint32_t slot) {
     case transport::Role::Manager: {
       manager::Manager m(loop, config, *plugins, domain, manager_title, allowed_cpus,
                          manager_floats ? home : std::nullopt);
-      m.start();
+      try {
+        m.start();
+      } catch (const manager::Manager::StartFailed& e) {
+        spdlog::critical("{}", e.what());
+        return kExitStartFailed;
+      }
       loop.run();
+      m.stop();
       break;
     }
     case transport::Role::Switch: {
@@ -196,7 +202,7 @@ std::string join_domains(const plugin::PluginSet& plugins) {
 // topology exists; the children read it from the topology.
 void settle_listener_workers(Config& config, const plugin::PluginSet& plugins) {
   if (!config.listener_workers_auto) return;
-  const auto managers = plugins.manager_domains(config.manager_replicas, config.domains).size();
+  const auto managers = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas).size();
   // The processes besides the listeners, as the topology counts them (not
   // the supervisor, which sleeps).
   const transport::Topology one_listener(1, static_cast<std::uint32_t>(managers), config.clustered());

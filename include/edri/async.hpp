@@ -31,6 +31,7 @@
 #include <utility>
 #include <variant>
 
+#include <edri/request.hpp>
 #include <edri/response.hpp>
 
 namespace edri {
@@ -59,10 +60,12 @@ namespace detail {
 // waits on now, so that a completion resumes it once and a cancellation
 // can resume it instead.
 struct Flow {
-  std::coroutine_handle<> waiting;  // the frame suspended on an operation
-  std::uint64_t operation = 0;      // the one it waits on; older completions are dropped
-  const char* cancelled = nullptr;  // why, once cancelled
-  bool finished = false;            // the handler's coroutine returned (or threw)
+  std::coroutine_handle<> waiting;   // the frame suspended on an operation
+  std::uint64_t operation = 0;       // the one it waits on; older completions are dropped
+  const char* cancelled = nullptr;   // why, once cancelled
+  bool finished = false;             // the handler's coroutine returned (or threw)
+  std::function<void()> abort;       // stops the operation waited on, if it can be
+  const Request* request = nullptr;  // the handler's (its copy, which lives as long)
 
   // Resumes the frame that waits; true when the handler has finished.
   bool resume() {
@@ -79,6 +82,7 @@ struct Flow {
   void cancel(const char* why) {
     cancelled = why;
     ++operation;
+    if (abort) std::exchange(abort, {})();
     resume_and_settle();
   }
   // The frame goes without resuming (the manager stops): a completion
@@ -87,6 +91,7 @@ struct Flow {
     cancelled = "the manager stopped";
     ++operation;
     waiting = {};
+    abort = {};
   }
 };
 
@@ -213,6 +218,12 @@ class [[nodiscard]] Pending {
         finish();
       }
     }
+    // How to stop the operation should the wait be cancelled.
+    void on_cancel(std::function<void()> stop) const {
+      if (flow_->operation == operation_) flow_->abort = std::move(stop);
+    }
+    // The request of the handler that waits (null outside a manager).
+    const Request* request() const { return flow_->request; }
 
    private:
     friend class Pending;
@@ -223,6 +234,7 @@ class [[nodiscard]] Pending {
     bool settle() const {
       if (flow_->operation != operation_ || flow_->cancelled) return false;
       ++flow_->operation;
+      flow_->abort = {};
       return true;
     }
     // Resumes the coroutine, unless the operation completed while it was
@@ -255,6 +267,7 @@ class [[nodiscard]] Pending {
       start_(Completion(this, flow_, ++flow_->operation));
     } catch (...) {
       ++flow_->operation;  // what it may have started is dropped
+      flow_->abort = {};
       result_.template emplace<2>(std::current_exception());
       done_while_starting_ = true;
     }

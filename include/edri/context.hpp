@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <edri/async.hpp>
+#include <edri/http_call.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 
@@ -189,6 +190,25 @@ class Context {
       run_task(name, std::move(input), done);
     });
   }
+
+  // The answer of another service over HTTP (include/edri/http_call.hpp),
+  // the request's X-Request-Id sent with it and its deadline bounding the
+  // call. A failure (refused, timed out, too large, TLS) is a HttpReply
+  // whose `error` says what; a cancelled wait stops the call.
+  Pending<HttpReply> fetch(HttpCall call) {
+    return Pending<HttpReply>([this, call = std::move(call)](auto done) mutable {
+      auto deadline = std::chrono::steady_clock::time_point::max();
+      if (const Request* req = done.request()) {
+        if (!req->id.empty()) call.headers.emplace_back("X-Request-Id", std::string(req->id));
+        deadline = req->deadline;
+      }
+      done.on_cancel(http(std::move(call), deadline, done));
+    });
+  }
+  // fetch() for a callback handler: `done` runs later in this manager's
+  // loop. What it returns stops the call (`done` is then not called).
+  virtual std::function<void()> http(HttpCall call, std::chrono::steady_clock::time_point deadline,
+                                     std::function<void(HttpReply)> done) = 0;
 
   // The manager's side of coroutines. start(): runs `handler` on a copy
   // of `req` that lives as long as it does; returns what the handler must

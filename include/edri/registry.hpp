@@ -51,6 +51,16 @@ struct PushDecl {
   std::string unsubscribe;
 };
 
+// What runs in a domain's manager (each replica's) around its service:
+// `on_start` before it serves (open a database, check configuration,
+// start a periodic timer with Context::after); a throw stops start-up
+// with its message. `on_stop` on a graceful stop, after its last answer.
+struct LifecycleDecl {
+  std::string domain;
+  std::function<void(Context&)> on_start = {};
+  std::function<void(Context&)> on_stop = {};
+};
+
 // The worker thread pool of a domain.
 struct WorkerPoolDecl {
   std::string domain;
@@ -131,6 +141,7 @@ struct RegistryDeclarations {
   std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
   std::vector<GrpcServiceDecl> grpc_services;
   std::vector<std::string> all_headers;  // events declared with all_headers()
+  std::vector<LifecycleDecl> lifecycle;  // on_start() and on_stop() hooks, by domain
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -268,10 +279,28 @@ class Registry {
     return *this;
   }
 
+  // Runs `hook` in each manager of the current domain before it serves:
+  // /ready says 200 only once every domain's hooks returned, and a hook
+  // that throws stops start-up with its message and a non-zero exit
+  // (never a restart loop). The Context may publish, ask and start timers
+  // (Context::after: a periodic job); there is no request to defer.
+  Registry& on_start(std::function<void(Context&)> hook) {
+    d_.lifecycle.push_back(LifecycleDecl{current_domain_, std::move(hook), {}});
+    return *this;
+  }
+  // Runs `hook` in each manager of the current domain on a graceful stop,
+  // once it has given its last answer (close what on_start opened).
+  Registry& on_stop(std::function<void(Context&)> hook) {
+    d_.lifecycle.push_back(LifecycleDecl{current_domain_, {}, std::move(hook)});
+    return *this;
+  }
+
   // Runs the current domain in `n` manager processes (replicas); the router
   // spreads its requests over them, and each notification reaches one of
   // them. Only for domains whose state is not in the process (a database,
-  // or none). EDRI_MANAGER_REPLICAS, when set, wins.
+  // or none); one that keeps state declares replicas(1) and stays single
+  // whatever EDRI_MANAGER_REPLICAS says. EDRI_DOMAIN_REPLICAS, when it
+  // names the domain, wins.
   Registry& replicas(std::size_t n) {
     d_.replica_counts.emplace_back(current_domain_, n);
     return *this;

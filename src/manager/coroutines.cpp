@@ -48,6 +48,7 @@ Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context
   auto flow = std::make_shared<detail::Flow>();
   frame.promise().flow = flow;
   flow->waiting = frame;
+  flow->request = &request->request();
   if (flow->resume()) {  // returned without waiting
     auto answer = outcome(frame, req.event);
     frame.destroy();

@@ -93,7 +93,8 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
       to_manager_.push_back(slot == loop.slot() ? nullptr : &loop.outbox_to(slot));
       if (slot != loop.slot()) loop.on_records_from(slot, [this](std::span<const std::byte> rec) { on_record(rec); });
     }
-    direct_ = plugin::DirectRoutes(plugins, plugins.manager_domains(config.manager_replicas, config.domains));
+    direct_ = plugin::DirectRoutes(
+        plugins, plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas));
   }
   if (topo.has_switch()) {
     switch_slot_ = static_cast<std::uint16_t>(topo.switch_slot());
@@ -146,7 +147,28 @@ void Manager::start() {
     for (const auto* t : plugins_.tasks(domain_)) o.tasks.insert(t->name);
     processes_ = std::make_unique<WorkerProcesses>(loop_.events(), std::move(o));
   }
+  // Before the subscription: nothing reaches the domain, and /ready waits,
+  // until its hooks returned.
+  for (const auto* l : plugins_.lifecycle(domain_)) {
+    if (!l->on_start) continue;
+    try {
+      l->on_start(*this);
+    } catch (const std::exception& e) {
+      throw StartFailed("domain " + domain_ + ": its start hook failed: " + e.what());
+    }
+  }
   subscribe();
+}
+
+void Manager::stop() {
+  for (const auto* l : plugins_.lifecycle(domain_)) {
+    if (!l->on_stop) continue;
+    try {
+      l->on_stop(*this);
+    } catch (const std::exception& e) {
+      spdlog::error("domain {}: its stop hook threw: {}", domain_, e.what());
+    }
+  }
 }
 
 void Manager::subscribe() {
@@ -478,6 +500,18 @@ void Manager::run_task(std::string_view name, std::string input, std::function<v
   }
   throw std::invalid_argument("the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
                               std::to_string(processes.max_input(name)) + " bytes)");
+}
+
+std::function<void()> Manager::http(HttpCall call, std::chrono::steady_clock::time_point deadline,
+                                    std::function<void(HttpReply)> done) {
+  if (!http_) {
+    auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
+    http_ = std::make_unique<HttpClient>(
+        loop_.events(),
+        HttpClient::Settings{ms(config_.http_client_timeout_s), ms(config_.http_client_connect_timeout_s),
+                             config_.http_client_max_response, config_.http_client_ca_file});
+  }
+  return http_->start(std::move(call), deadline, std::move(done));
 }
 
 Responder Manager::defer() {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
 #include "manager/coroutines.hpp"
+#include "manager/http_client.hpp"
 #include "manager/loop_placement.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
@@ -45,9 +47,16 @@ class Manager final : public Context {
           std::string title, std::vector<int> worker_cpus = {}, std::optional<int> home_cpu = {});
   ~Manager() override;
 
-  // Subscribes at the router and starts the worker processes, if the
-  // domain registered tasks.
+  // What start() throws when a start hook of the domain threw.
+  struct StartFailed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  // Starts the worker processes, if the domain registered tasks, runs its
+  // start hooks (Registry::on_start; StartFailed if one throws), then
+  // subscribes at the router.
   void start();
+  // Runs the domain's stop hooks (Registry::on_stop), once its loop ended.
+  void stop();
 
   // Context
   std::string_view domain() const override { return domain_; }
@@ -67,6 +76,8 @@ class Manager final : public Context {
   Reply start(const AsyncHandler& handler, const Request& req) override;
   bool run_on_thread(std::function<void()> work, std::function<void()> done) override;
   void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) override;
+  std::function<void()> http(HttpCall call, std::chrono::steady_clock::time_point deadline,
+                             std::function<void(HttpReply)> done) override;
 
   // Sends `resp` as the answer to the request with header `request`; a
   // stream opens here and goes on as its client takes it.
@@ -185,6 +196,7 @@ class Manager final : public Context {
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> stream_deadlines_;  // (deadline, id)
   EventLoop::Timer stream_control_timer_;
   EventLoop::Timer later_timer_;
+  std::unique_ptr<HttpClient> http_;  // made by the first outbound call
   // Last: its waiting handlers go first, while all they refer to lives.
   Coroutines coroutines_;
 };

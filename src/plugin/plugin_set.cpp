@@ -18,17 +18,22 @@ int PluginSet::event_index(std::string_view name) const {
   return -1;
 }
 
-std::vector<std::string> PluginSet::manager_domains(std::uint32_t replicas,
-                                                    const std::vector<std::string>& only) const {
-  std::vector<std::string> out;
-  for (const auto& d : domains_) {
-    if (!only.empty() && std::find(only.begin(), only.end(), d) == only.end()) continue;
-    std::size_t n = 1;
+std::vector<std::string> PluginSet::manager_domains(
+    std::uint32_t replicas, const std::vector<std::string>& only,
+    const std::vector<std::pair<std::string, std::uint32_t>>& per_domain) const {
+  for (const auto& [domain, count] : per_domain)
+    if (std::find(domains_.begin(), domains_.end(), domain) == domains_.end())
+      throw PluginError("EDRI_DOMAIN_REPLICAS names " + domain + ", which no plugin declares");
+  auto count_of = [&](const std::string& d) -> std::size_t {
+    for (const auto& [domain, count] : per_domain)
+      if (domain == d) return count;
     for (const auto& [domain, count] : replica_counts_)
-      if (domain == d) n = count;
-    if (replicas) n = replicas;
-    out.insert(out.end(), n, d);
-  }
+      if (domain == d) return count;
+    return replicas ? replicas : 1;
+  };
+  std::vector<std::string> out;
+  for (const auto& d : domains_)
+    if (only.empty() || std::find(only.begin(), only.end(), d) != only.end()) out.insert(out.end(), count_of(d), d);
   return out;
 }
 
@@ -40,6 +45,13 @@ std::vector<std::string> manager_titles(const std::vector<std::string>& manager_
       if (manager_domains[i] == manager_domains[j]) ++replica;
     out.push_back(replica == 1 ? manager_domains[j] : manager_domains[j] + " " + std::to_string(replica));
   }
+  return out;
+}
+
+std::vector<const LifecycleDecl*> PluginSet::lifecycle(const std::string& domain) const {
+  std::vector<const LifecycleDecl*> out;
+  for (const auto& l : lifecycle_)
+    if (l.domain == domain) out.push_back(&l);
   return out;
 }
 
@@ -338,6 +350,7 @@ void PluginSet::Builder::take_replays(const RegistryDeclarations& d) {
 }
 
 void PluginSet::Builder::take_pool_sizes(RegistryDeclarations& d) {
+  for (auto& l : d.lifecycle) set_.lifecycle_.push_back(std::move(l));
   for (auto& [domain, n] : d.replica_counts) {
     if (n == 0 || n > 64)
       throw PluginError(where_ + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");

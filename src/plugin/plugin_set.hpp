@@ -81,9 +81,18 @@ class PluginSet {
   // repeated for its replicas (`replicas` when not 0, else what its plugin
   // asked for, else 1). Supervisor and children compute it alike. Where
   // `only` is not empty (EDRI_DOMAINS), just the domains it names.
-  std::vector<std::string> manager_domains(std::uint32_t replicas = 0, const std::vector<std::string>& only = {}) const;
+  // The domain of each manager process, a domain once per replica: what
+  // `per_domain` names (EDRI_DOMAIN_REPLICAS), else what its plugin
+  // declared (Registry::replicas), else `replicas` (EDRI_MANAGER_REPLICAS),
+  // else 1. `only`: these domains alone (EDRI_DOMAINS). Throws PluginError
+  // for a domain in `per_domain` that no plugin declares.
+  std::vector<std::string> manager_domains(
+      std::uint32_t replicas = 0, const std::vector<std::string>& only = {},
+      const std::vector<std::pair<std::string, std::uint32_t>>& per_domain = {}) const;
   // The worker pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
+  // The start and stop hooks of `domain`, in declaration order.
+  std::vector<const LifecycleDecl*> lifecycle(const std::string& domain) const;
   // The worker process pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerProcessesDecl> worker_processes(const std::string& domain) const;
   // The tasks registered in `domain` (Registry::task), in registration order.
@@ -114,6 +123,7 @@ class PluginSet {
   std::vector<LoadedPush> pushes_;
   std::vector<GrpcServiceDecl> grpc_services_;
   std::vector<WorkerPoolDecl> worker_pools_;
+  std::vector<LifecycleDecl> lifecycle_;
   std::vector<WorkerProcessesDecl> worker_process_pools_;
   std::vector<TaskDecl> tasks_;
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;

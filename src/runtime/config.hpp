@@ -14,6 +14,11 @@
 
 namespace edri {
 
+// The exit status of a child that cannot start for what a plugin declared
+// (a domain's start hook threw): the supervisor stops start-up with it
+// instead of restarting the child (EX_CONFIG, sysexits.h).
+inline constexpr int kExitStartFailed = 78;
+
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -32,15 +37,19 @@ struct Config {
   // its topology.
   std::uint32_t listener_workers = 1;
   bool listener_workers_auto = true;
-  double api_response_timeout_s = 30.0;      // EDRI_API_RESPONSE_TIMEOUT
-  std::size_t max_waiting = 16384;           // EDRI_MAX_WAITING: coroutine handlers waiting per manager
-  std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
-  std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
-  std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE
-  std::size_t max_header_count = 100;        // EDRI_MAX_HEADER_COUNT
-  double header_timeout_s = 30.0;            // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
-  double keepalive_timeout_s = 75.0;         // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
-  std::uint32_t max_connections = 10000;     // EDRI_MAX_CONNECTIONS: open client connections, all listeners
+  double api_response_timeout_s = 30.0;              // EDRI_API_RESPONSE_TIMEOUT
+  std::size_t max_waiting = 16384;                   // EDRI_MAX_WAITING: coroutine handlers waiting per manager
+  double http_client_timeout_s = 30.0;               // EDRI_HTTP_CLIENT_TIMEOUT: a whole outbound call
+  double http_client_connect_timeout_s = 5.0;        // EDRI_HTTP_CLIENT_CONNECT_TIMEOUT
+  std::size_t http_client_max_response = 16u << 20;  // EDRI_HTTP_CLIENT_MAX_RESPONSE: bytes of an answer body
+  std::string http_client_ca_file;                   // EDRI_HTTP_CLIENT_CA_FILE: trusted CAs; empty: the system's
+  std::size_t max_body_size = 512 * 1024;            // EDRI_MAX_BODY_SIZE
+  std::size_t max_header_bytes = 16 * 1024;          // EDRI_MAX_HEADER_SIZE
+  std::size_t max_url_bytes = 8 * 1024;              // EDRI_MAX_URL_SIZE
+  std::size_t max_header_count = 100;                // EDRI_MAX_HEADER_COUNT
+  double header_timeout_s = 30.0;                    // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
+  double keepalive_timeout_s = 75.0;                 // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
+  std::uint32_t max_connections = 10000;             // EDRI_MAX_CONNECTIONS: open client connections, all listeners
   // Each listener's share of max_connections (the kernel spreads new
   // connections evenly over the listeners).
   std::uint32_t connections_per_listener() const {
@@ -111,7 +120,8 @@ struct Config {
   std::size_t stream_max_bytes = 256u << 10;       // EDRI_STREAM_MAX_BYTES: a live stream's state or patch, as JSON
   std::uint32_t stream_send_buffer =
       32u << 10;                       // EDRI_STREAM_SEND_BUFFER: SO_SNDBUF of a stream subscriber (0: the kernel's)
-  std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes per domain (0: the plugins' choice, else 1)
+  std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes of a domain that declared none (0: 1)
+  std::vector<std::pair<std::string, std::uint32_t>> domain_replicas;  // EDRI_DOMAIN_REPLICAS: "name=n,..."
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
   std::string admin_socket;  // EDRI_ADMIN_SOCKET: the built-in endpoints here alone
   std::string health_path = "/health";    // EDRI_HEALTH_PATH (empty: not served)

@@ -20,7 +20,21 @@ EventLoop::EventLoop() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), events_(256)
 
 EventLoop::~EventLoop() = default;
 
-void EventLoop::watch(int fd, std::uint32_t events, Callback cb) {
+void EventLoop::watch(int fd, std::uint32_t events, Callback cb) { add(fd, events | EPOLLET, std::move(cb)); }
+
+void EventLoop::watch_level(int fd, std::uint32_t events, Callback cb) { add(fd, events, std::move(cb)); }
+
+void EventLoop::rewatch_level(int fd, std::uint32_t events) {
+  if (fd < 0 || static_cast<std::size_t>(fd) >= slot_of_fd_.size() || !slot_of_fd_[fd]) return;
+  const std::uint32_t slot = slot_of_fd_[fd] - 1;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = pack(slot, entries_[slot].generation);
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, fd, &ev) != 0)
+    throw std::system_error(errno, std::generic_category(), "epoll_ctl MOD");
+}
+
+void EventLoop::add(int fd, std::uint32_t events, Callback cb) {
   if (fd < 0) throw std::invalid_argument("EventLoop::watch: bad descriptor");
   if (static_cast<std::size_t>(fd) >= slot_of_fd_.size()) slot_of_fd_.resize(static_cast<std::size_t>(fd) + 64, 0);
   if (slot_of_fd_[fd]) throw std::logic_error("EventLoop::watch: descriptor already watched");
@@ -36,7 +50,7 @@ void EventLoop::watch(int fd, std::uint32_t events, Callback cb) {
   e.fd = fd;
   e.cb = std::move(cb);
   epoll_event ev{};
-  ev.events = events | EPOLLET;
+  ev.events = events;
   ev.data.u64 = pack(slot, e.generation);
   if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
     const int err = errno;

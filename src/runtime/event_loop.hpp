@@ -33,6 +33,11 @@ class EventLoop {
   // `events` (edge-triggered: read or write until EAGAIN or a short
   // transfer before waiting again). Throws std::system_error on failure.
   void watch(int fd, std::uint32_t events, Callback cb);
+  // Level-triggered instead, and its interest changed with rewatch(): for
+  // a library that reads what it wants and says what it waits for next
+  // (libcurl), not until EAGAIN.
+  void watch_level(int fd, std::uint32_t events, Callback cb);
+  void rewatch_level(int fd, std::uint32_t events);
   // Stops watching; pending events for `fd` in the current batch are
   // dropped. Call before closing the descriptor.
   void unwatch(int fd);
@@ -58,6 +63,7 @@ class EventLoop {
   };
 
  private:
+  void add(int fd, std::uint32_t events, Callback cb);
   struct Entry {
     int fd = -1;
     std::uint32_t generation = 0;

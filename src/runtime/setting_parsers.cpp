@@ -220,6 +220,24 @@ Binding subject_token_list(std::vector<std::string> Config::*member) {
           [=](const Config& c) { return join(c.*member); }};
 }
 
+Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config::*member, std::uint32_t min,
+                       std::uint32_t max) {
+  return {[=](Config& c, const EnvValue& v) {
+            (c.*member).clear();
+            for (const auto& item : comma_list(v.text)) {
+              const auto eq = item.find('=');
+              if (eq == std::string::npos || eq == 0) invalid(v, "\"" + item + "\" is not name=count");
+              const EnvValue count{v.name, trimmed(item.substr(eq + 1))};
+              (c.*member).emplace_back(trimmed(item.substr(0, eq)), parse_integer<std::uint32_t>(count, min, max));
+            }
+          },
+          [=](const Config& c) {
+            std::string out;
+            for (const auto& [name, n] : c.*member) out += (out.empty() ? "" : ",") + name + "=" + std::to_string(n);
+            return out;
+          }};
+}
+
 namespace {
 
 // nats:// or tls://, [user[:password]@]host[:port] with a port of 1..65535.

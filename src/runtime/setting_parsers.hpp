@@ -120,6 +120,9 @@ Binding address_ranges(std::vector<std::string> Config::*member);
 // One NATS subject token (A-Z a-z 0-9 _ -), or a ',' separated list of them.
 Binding subject_token(std::string Config::*member);
 Binding subject_token_list(std::vector<std::string> Config::*member);
+// "name=n,name=n": a count in [min, max] per name (EDRI_DOMAIN_REPLICAS).
+Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config::*member, std::uint32_t min,
+                       std::uint32_t max);
 // NATS server URLs, ',' separated: nats:// or tls://, [user[:password]@]host[:port].
 Binding nats_urls(std::string Config::*member);
 // A value --print-config does not show (it shows `(set)`).

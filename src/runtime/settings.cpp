@@ -47,6 +47,17 @@ std::vector<Setting> make_settings() {
        "coroutine handlers (`edri::Async`) one manager holds waiting at once; past it a request of that domain is "
        "answered 503 with `Retry-After: 1` without running (docs/decisions/0030: each holds its request's bytes and "
        "its frames)"},
+      {"EDRI_HTTP_CLIENT_TIMEOUT", "`30`", parse::seconds(&Config::http_client_timeout_s),
+       "seconds an outbound HTTP call (`Context::fetch`, `http`) may take in all, unless the call says otherwise; "
+       "never "
+       "past the deadline of the request whose handler makes it"},
+      {"EDRI_HTTP_CLIENT_CONNECT_TIMEOUT", "`5`", parse::seconds(&Config::http_client_connect_timeout_s),
+       "seconds an outbound HTTP call may take to connect (TLS handshake included)"},
+      {"EDRI_HTTP_CLIENT_MAX_RESPONSE", "`16777216`", parse::integer(&Config::http_client_max_response, 1, kTiB),
+       "bytes of an outbound call's answer body, unless the call says otherwise; a longer one ends the call with an "
+       "error"},
+      {"EDRI_HTTP_CLIENT_CA_FILE", "unset (the system's)", parse::regular_file(&Config::http_client_ca_file),
+       "a PEM file of the certificate authorities outbound HTTPS calls trust"},
       {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 1, kTiB),
        "largest request body in bytes (1..1 TiB): a declared `Content-Length` above it is a 413 at the headers, a "
        "chunked body a 413 as soon as it passes it, while reading"},
@@ -207,9 +218,13 @@ std::vector<Setting> make_settings() {
        "(autotuned up to megabytes). Coalescing starts where the socket stops taking bytes: with the kernel's "
        "buffer a client that stops reading would hold megabytes of frames there before it got one composed patch"},
       {"EDRI_MANAGER_REPLICAS", "unset", parse::integer(&Config::manager_replicas, 1, 64),
-       "manager processes per domain (1..64); unset: what each plugin asked for (`Registry::replicas`), else 1. "
-       "Requests of a domain are shared among its replicas (`EDRI_ROUTING`); each notification reaches one replica of "
-       "every subscribed domain. Only for domains that keep no state in the process"},
+       "manager processes of each domain that declared none (`Registry::replicas`) and is not named in "
+       "`EDRI_DOMAIN_REPLICAS` (1..64); unset: 1. Requests of a domain are shared among its replicas "
+       "(`EDRI_ROUTING`); each notification reaches one replica of every subscribed domain. Only for domains that "
+       "keep no state in the process: a domain that does declares `replicas(1)` and stays single"},
+      {"EDRI_DOMAIN_REPLICAS", "unset", parse::counts_by_name(&Config::domain_replicas, 1, 64),
+       "manager processes of the named domains, `name=count,...` (1..64 each), over what the plugins declared and "
+       "`EDRI_MANAGER_REPLICAS`; an unknown domain stops start-up"},
       {"EDRI_ROUTING", "`least_loaded`",
        parse::choice(&Config::least_loaded, {{"round_robin", false}, {"least_loaded", true}}),
        "how the router shares a domain's requests among its replicas: `least_loaded` (the replica with the fewest "

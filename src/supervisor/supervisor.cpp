@@ -69,7 +69,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     : io_(),
       config_(config),
       topology_(config.listener_workers,
-                static_cast<std::uint32_t>(plugins.manager_domains(config.manager_replicas, config.domains).size()),
+                static_cast<std::uint32_t>(
+                    plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas).size()),
                 config.clustered()),
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
       kill_timer_(io_),
@@ -100,7 +101,8 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     c.restart_timer = std::make_unique<asio::steady_timer>(io_);
     children_.push_back(std::move(c));
   };
-  const auto titles = plugin::manager_titles(plugins.manager_domains(config.manager_replicas, config.domains));
+  const auto titles =
+      plugin::manager_titles(plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas));
   for (std::uint32_t j = 0; j < topology_.managers(); ++j)
     add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
   if (topology_.has_switch()) add(topology_.switch_slot(), "edri-server: switch");
@@ -240,7 +242,7 @@ int Supervisor::run() {
   transport::Segment::remove(segment_->name());
   remove_unix_sockets();
   spdlog::info("stopped");
-  return 0;
+  return exit_status_;
 }
 
 void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_up) {
@@ -387,6 +389,16 @@ void Supervisor::reap() {
       if (c.pid != pid) continue;
       c.pid = -1;
       if (stopping_) break;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitStartFailed) {
+        // What a plugin declared cannot start (its message is above):
+        // restarting would fail alike, for ever.
+        spdlog::critical("{} could not start: stopping", c.title);
+        std::fprintf(stderr, "edri-server: %s could not start (a start hook failed; see the log above)\n",
+                     c.title.c_str());
+        exit_status_ = 3;
+        stop_children();
+        break;
+      }
       const auto lived = std::chrono::steady_clock::now() - c.started;
       c.failures = lived > kStableAfter ? 0 : c.failures + 1;
       const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));

@@ -93,6 +93,7 @@ class Supervisor {
   std::unique_ptr<transport::BlobArena> blobs_;
   asio::steady_timer blob_sweep_;
   bool stopping_ = false;
+  int exit_status_ = 0;          // run()'s: non-zero once a child could not start
   bool others_stopped_ = false;  // the non-listeners were sent SIGTERM
 };
 

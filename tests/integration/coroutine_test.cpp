@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/http_client.hpp"
@@ -76,4 +77,61 @@ TEST_CASE("a coroutine whose deadline passes is cancelled, and at most EDRI_MAX_
   // Each was resumed with Cancelled at its deadline, not after its timer.
   CHECK(json::parse(http_get(server.port(), "/co/cancelled").body)["cancelled"] == 2);
   CHECK(http_get(server.port(), "/co/sleep/10").status == 200);
+}
+
+TEST_CASE("a domain's start hook runs before it serves, and its stop hook after its last answer", "[coroutine]") {
+  TempDir dir;
+  const std::string stop_file = (dir.path / "stopped").string();
+  {
+    ServerProcess server({test_plugin_path("coroutines")}, {{"COROUTINES_STOP_FILE", stop_file}});
+    const auto first = json::parse(http_get(server.port(), "/life/state").body);
+    CHECK(first["started"] == true);
+    // The timer the hook started runs on in the manager's loop.
+    CHECK(
+        eventually([&] { return json::parse(http_get(server.port(), "/life/state").body)["ticks"] > first["ticks"]; }));
+    CHECK(server.stop() == 0);
+  }
+  CHECK(read_file(stop_file).rfind("stopped after ", 0) == 0);
+}
+
+TEST_CASE("a start hook that throws stops start-up with its message, never a restart loop", "[coroutine]") {
+  const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", test_plugin_path("coroutines")},
+                                         {"EDRI_HOST", "127.0.0.1"},
+                                         {"EDRI_PORT", "0"},
+                                         {"COROUTINES_START_FAIL", "/nope/db.sqlite"}});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("domain life: its start hook failed: no database at /nope/db.sqlite") != std::string::npos);
+  CHECK(r.err.find("restarting") == std::string::npos);
+}
+
+namespace {
+std::set<std::string> process_names(const ServerProcess& server) {
+  std::set<std::string> names;
+  const auto health = json::parse(http_get(server.port(), "/health").body);
+  for (const auto& p : health["processes"]) names.insert(p["name"].get<std::string>());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("replicas are set per domain: a domain that declared one stays single", "[coroutine]") {
+  SECTION("EDRI_MANAGER_REPLICAS is the default for domains that say nothing") {
+    ServerProcess server({test_plugin_path("coroutines")}, {{"EDRI_MANAGER_REPLICAS", "2"}});
+    const auto names = process_names(server);
+    CHECK(names.count("manager co 2") == 1);
+    CHECK(names.count("manager peer 2") == 1);
+    CHECK(names.count("manager life") == 1);
+    CHECK(names.count("manager life 2") == 0);
+  }
+  SECTION("EDRI_DOMAIN_REPLICAS names domains, over what they declared") {
+    ServerProcess server({test_plugin_path("coroutines")}, {{"EDRI_DOMAIN_REPLICAS", "life=2, co=1"}});
+    const auto names = process_names(server);
+    CHECK(names.count("manager life 2") == 1);
+    CHECK(names.count("manager co 2") == 0);
+  }
+  SECTION("a domain no plugin declares stops start-up") {
+    const auto r = run_server_to_exit(
+        {}, {{"EDRI_PLUGINS", test_plugin_path("coroutines")}, {"EDRI_DOMAIN_REPLICAS", "nosuch=2"}});
+    CHECK(r.status != 0);
+    CHECK(r.err.find("EDRI_DOMAIN_REPLICAS names nosuch") != std::string::npos);
+  }
 }

@@ -6,13 +6,25 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 namespace {
 
-int cancelled = 0;  // handlers that saw Cancelled (GET /co/cancelled)
+int cancelled = 0;     // handlers that saw Cancelled (GET /co/cancelled)
+bool started = false;  // the start hook of domain "life" ran
+int ticks = 0;         // its periodic timer's runs
+// A periodic job: counts, and runs again in 20 ms.
+void tick(edri::Context& ctx) {
+  ctx.after(std::chrono::milliseconds(20), [&ctx] {
+    ++ticks;
+    tick(ctx);
+  });
+}
 
 void reg(edri::Registry& r) {
   r.domain("co");
@@ -70,6 +82,45 @@ void reg(edri::Registry& r) {
   });
   r.get("/co/now", "co.now",
         [](const edri::Request&, edri::Context&) -> edri::Async<> { co_return edri::Response::text("at once"); });
+
+  // Outbound HTTP: GET http(s)://127.0.0.1:{port}/{file}, answered with
+  // what came back (status 0 and the error when nothing did).
+  auto fetch = [](const char* scheme) {
+    return [scheme](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+      edri::HttpCall call;
+      call.url = std::string(scheme) + "://127.0.0.1:" + std::to_string(req.int_param("port")) + "/" +
+                 std::string(*req.path_param("file"));
+      if (auto ms = req.path_param("ms")) call.timeout = std::chrono::milliseconds(req.int_param("ms"));
+      if (auto max = req.path_param("max")) call.max_response_bytes = static_cast<std::size_t>(req.int_param("max"));
+      const edri::HttpReply reply = co_await ctx.fetch(std::move(call));
+      co_return edri::Response::json({{"status", reply.status},
+                                      {"body", reply.body},
+                                      {"error", reply.error},
+                                      {"server", std::string(reply.header("Server").value_or(""))}});
+    };
+  };
+  r.get("/co/fetch/{port:int}/{file}", "co.fetch", fetch("http"));
+  r.get("/co/fetchs/{port:int}/{file}", "co.fetchs", fetch("https"));
+  r.get("/co/fetch-within/{ms:int}/{port:int}/{file}", "co.fetch_within", fetch("http"));
+  r.get("/co/fetch-max/{max:int}/{port:int}/{file}", "co.fetch_max", fetch("http"));
+
+  // Lifecycle: a start hook that fails when COROUTINES_START_FAIL is set
+  // (a database path that is wrong), else starts a periodic timer; a stop
+  // hook that writes COROUTINES_STOP_FILE.
+  r.domain("life");
+  r.replicas(1);  // its ticks are state in the process: one manager, whatever EDRI_MANAGER_REPLICAS says
+  r.on_start([](edri::Context& ctx) {
+    if (const char* bad = std::getenv("COROUTINES_START_FAIL"))
+      throw std::runtime_error(std::string("no database at ") + bad);
+    started = true;
+    tick(ctx);
+  });
+  r.on_stop([](edri::Context&) {
+    if (const char* file = std::getenv("COROUTINES_STOP_FILE")) std::ofstream(file) << "stopped after " << ticks;
+  });
+  r.get("/life/state", "life.state", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"started", started}, {"ticks", ticks}});
+  });
 
   r.domain("peer");
   r.event("peer.greet");

@@ -4,17 +4,13 @@
 // edri: it listens on a free loopback port and hands each connection to
 // the server with `proxy_protocol on` (a v1 header first), connecting from
 // `source` (a loopback address of its own, so that the server tells the
-// proxy from its clients). It runs as this user, one process, with its
-// config and logs in a temporary folder; stopped by PID, and the folder
-// removed, when it goes.
+// proxy from its clients). An NginxProcess.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
 
-#include "support/test_helpers.hpp"
+#include "support/nginx_process.hpp"
 
 namespace edri::test {
 
@@ -26,19 +22,11 @@ class NginxStream {
 
   // Throws when nginx does not start.
   NginxStream(std::uint16_t upstream_port, const std::string& source);
-  ~NginxStream();
-  NginxStream(const NginxStream&) = delete;
-  NginxStream& operator=(const NginxStream&) = delete;
 
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return nginx_.port(); }
 
  private:
-  void write_config(std::uint16_t upstream_port, const std::string& source) const;
-  void wait_until_listening();
-
-  TempDir dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  NginxProcess nginx_;
 };
 
 }  // namespace edri::test

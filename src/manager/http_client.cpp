@@ -1,0 +1,202 @@
+#include "manager/http_client.hpp"
+
+#include <curl/curl.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace edri::manager {
+
+namespace {
+
+std::once_flag g_curl_init;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+  return out;
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+struct HttpClient::Transfer {
+  std::uint64_t id;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  HttpReply reply;
+  Done done;
+  std::size_t max_bytes;
+  bool too_large = false;
+  char error[CURL_ERROR_SIZE] = {};
+  ~Transfer() {
+    if (easy) curl_easy_cleanup(easy);
+    if (headers) curl_slist_free_all(headers);
+  }
+
+  static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self) {
+    auto& t = *static_cast<Transfer*>(self);
+    if (t.reply.body.size() + n > t.max_bytes) {
+      t.too_large = true;
+      return 0;  // CURLE_WRITE_ERROR: the call ends
+    }
+    t.reply.body.append(data, size * n);
+    return size * n;
+  }
+  static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* self) {
+    auto& t = *static_cast<Transfer*>(self);
+    const std::string_view line(data, size * n);
+    // A new status line (after a 100 Continue): the fields start over.
+    if (line.rfind("HTTP/", 0) == 0) t.reply.headers.clear();
+    if (const auto colon = line.find(':'); colon != std::string_view::npos && colon > 0)
+      t.reply.headers.emplace_back(lower(line.substr(0, colon)), std::string(trimmed(line.substr(colon + 1))));
+    return size * n;
+  }
+};
+
+HttpClient::HttpClient(EventLoop& loop, Settings settings)
+    : loop_(loop), settings_(std::move(settings)), timer_(loop, [this] { on_timeout(); }) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  multi_ = curl_multi_init();
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &HttpClient::on_socket);
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &HttpClient::on_timer);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+}
+
+HttpClient::~HttpClient() {
+  for (auto& [id, t] : transfers_) curl_multi_remove_handle(multi_, t->easy);
+  transfers_.clear();
+  curl_multi_cleanup(multi_);
+  for (const int fd : watched_) loop_.unwatch(fd);
+}
+
+std::chrono::milliseconds HttpClient::budget(const HttpCall& call,
+                                             std::chrono::steady_clock::time_point deadline) const {
+  auto total = call.timeout.count() > 0 ? call.timeout : settings_.timeout;
+  if (deadline != std::chrono::steady_clock::time_point::max())
+    total = std::min(
+        total, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+  return std::max(total, std::chrono::milliseconds(1));
+}
+
+std::function<void()> HttpClient::start(HttpCall call, std::chrono::steady_clock::time_point deadline, Done done) {
+  auto t = std::make_unique<Transfer>();
+  t->id = next_++;
+  t->done = std::move(done);
+  t->max_bytes = call.max_response_bytes ? call.max_response_bytes : settings_.max_response_bytes;
+  t->easy = curl_easy_init();
+  CURL* e = t->easy;
+  curl_easy_setopt(e, CURLOPT_URL, call.url.c_str());
+  // No file://, ftp:// or the rest a URL from a client could name.
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call.method.c_str());
+  if (call.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  if (!call.body.empty() || call.method == "POST" || call.method == "PUT" || call.method == "PATCH") {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body.size()));
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, call.body.c_str());
+  }
+  for (const auto& [k, v] : call.headers) t->headers = curl_slist_append(t->headers, (k + ": " + v).c_str());
+  // curl would send "Expect: 100-continue" with a large body and wait.
+  t->headers = curl_slist_append(t->headers, "Expect:");
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(budget(call, deadline).count()));
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+  if (!settings_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, settings_.ca_file.c_str());
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+  const std::uint64_t id = t->id;
+  if (curl_multi_add_handle(multi_, e) != CURLM_OK) {
+    HttpReply failed;
+    failed.error = "the call could not be started";
+    t->done(std::move(failed));
+    return [] {};
+  }
+  transfers_.emplace(id, std::move(t));
+  return [this, id] { stop(id); };
+}
+
+void HttpClient::stop(std::uint64_t id) {
+  const auto it = transfers_.find(id);
+  if (it == transfers_.end()) return;
+  curl_multi_remove_handle(multi_, it->second->easy);
+  transfers_.erase(it);
+}
+
+int HttpClient::on_socket(void*, int socket, int what, void* self, void*) {
+  auto& c = *static_cast<HttpClient*>(self);
+  if (what == CURL_POLL_REMOVE) {
+    if (c.watched_.erase(socket)) c.loop_.unwatch(socket);
+    return 0;
+  }
+  const std::uint32_t events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  if (c.watched_.insert(socket).second)
+    c.loop_.watch_level(socket, events, [&c, socket](std::uint32_t ev) { c.on_ready(socket, ev); });
+  else
+    c.loop_.rewatch_level(socket, events);
+  return 0;
+}
+
+int HttpClient::on_timer(CURLM*, long timeout_ms, void* self) {
+  auto& c = *static_cast<HttpClient*>(self);
+  // -1: none wanted. 0: at once, which is on the loop's next turn (curl
+  // asks that socket_action not be called from here).
+  if (timeout_ms < 0)
+    c.timer_.cancel();
+  else
+    c.timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+  return 0;
+}
+
+void HttpClient::on_ready(int socket, std::uint32_t events) {
+  int mask = 0;
+  if (events & EPOLLIN) mask |= CURL_CSELECT_IN;
+  if (events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+  if (events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+  int running = 0;
+  curl_multi_socket_action(multi_, socket, mask, &running);
+  collect();
+}
+
+void HttpClient::on_timeout() {
+  int running = 0;
+  curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+  collect();
+}
+
+void HttpClient::collect() {
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    Transfer* raw = nullptr;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &raw);
+    const CURLcode result = m->data.result;
+    curl_multi_remove_handle(multi_, m->easy_handle);
+    auto node = transfers_.extract(raw->id);
+    std::unique_ptr<Transfer> t = std::move(node.mapped());
+    if (result == CURLE_OK) {
+      long status = 0;
+      curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+      t->reply.status = static_cast<int>(status);
+    } else {
+      t->reply.error = t->too_large ? "the answer passed " + std::to_string(t->max_bytes) + " bytes"
+                                    : std::string(t->error[0] ? t->error : curl_easy_strerror(result));
+    }
+    t->done(std::move(t->reply));
+  }
+}
+
+}  // namespace edri::manager
