@@ -179,6 +179,44 @@ void register_streams(edri::Registry& r) {
   });
 }
 
+// Handlers that wait without blocking their manager (coroutines,
+// docs/decisions/0030): a timer, an outbound HTTP GET, another domain.
+void register_waits(edri::Registry& r) {
+  r.domain("bench");
+  r.get("/wait/{ms:int}", "bench.wait", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto ms = req.int_param("ms");
+    if (ms < 0 || ms > 60000) co_return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+    co_await ctx.sleep(std::chrono::milliseconds(ms));
+    co_return edri::Response::json({{"waited", ms}});
+  });
+  const std::string fetch_url = std::getenv("BENCH_FETCH_URL") ? std::getenv("BENCH_FETCH_URL") : "";
+  r.get("/fetch", "bench.fetch", [fetch_url](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
+    if (fetch_url.empty())
+      co_return edri::Response::problem(503, "Service Unavailable", "BENCH_FETCH_URL is not set");
+    edri::HttpCall call;
+    call.url = fetch_url;
+    const edri::HttpReply reply = co_await ctx.fetch(std::move(call));
+    if (reply.timed_out) co_return edri::Response::problem(504, "Gateway Timeout", reply.error);
+    if (!reply.error.empty()) co_return edri::Response::problem(502, "Bad Gateway", reply.error);
+    co_return edri::Response::json({{"status", reply.status}, {"bytes", reply.body.size()}});
+  });
+  r.get("/ask-wait/{ms:int}", "bench.ask_wait", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto ms = req.int_param("ms");
+    if (ms < 0 || ms > 60000) co_return edri::Response::problem(422, "Unprocessable Content", "ms: 0..60000");
+    nlohmann::json body = {{"ms", ms}};  // made first: GCC 12 and braced lists in a co_await
+    edri::Response answer = co_await ctx.ask("pong.wait", std::move(body));
+    if (answer.status.code != 200) co_return answer;
+    co_return edri::Response::json({{"waited", ms}});
+  });
+  r.domain("pong");
+  r.event("pong.wait");
+  r.handle("pong.wait", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto ms = req.json().value("ms", std::int64_t{0});
+    co_await ctx.sleep(std::chrono::milliseconds(ms));
+    co_return ok();
+  });
+}
+
 void register_bench(edri::Registry& r) {
   r.domain("bench");
   r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) { return ok(); });
@@ -296,6 +334,8 @@ void register_bench(edri::Registry& r) {
   r.domain("pong");
   r.event("bench.pong");
   r.handle("bench.pong", [](const edri::Request&, edri::Context&) { return ok(); });
+
+  register_waits(r);
 
   register_streams(r);
 

@@ -33,6 +33,7 @@ struct HttpReply {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-case, in order
   std::string body;
   std::string error;  // empty when an answer came
+  bool timed_out = false;  // no answer within the call's time (`error` says which)
 
   // An answer came, and it is a 2xx.
   bool ok() const { return error.empty() && status >= 200 && status <= 299; }

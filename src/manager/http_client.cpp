@@ -192,6 +192,9 @@ void HttpClient::collect() {
       curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
       t->reply.status = static_cast<int>(status);
     } else {
+      t->reply.timed_out = result == CURLE_OPERATION_TIMEDOUT;
+      t->reply.body.clear();
+      t->reply.headers.clear();
       t->reply.error = t->too_large ? "the answer passed " + std::to_string(t->max_bytes) + " bytes"
                                     : std::string(t->error[0] ? t->error : curl_easy_strerror(result));
     }
