@@ -16,7 +16,9 @@
 #include "http/route_table.hpp"
 #include "http2/server_session.hpp"
 #include "listener/request_validator.hpp"
+#include "manager/coroutines.hpp"
 #include "notes_descriptor.hpp"
+#include "runtime/event_loop.hpp"
 #include "support/h2_client.hpp"
 
 namespace {
@@ -161,7 +163,15 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
                            std::function<edri::Response(const edri::TaskResult&)>) override {
       return edri::Deferred{};
     }
-    edri::Reply start(const edri::AsyncHandler&, const edri::Request&) override { return edri::Deferred{}; }
+    // A coroutine handler runs as the manager runs it: its request copied,
+    // its frame and flow made, started; one that awaits nothing returns.
+    edri::Reply start(const edri::AsyncHandler& h, const edri::Request& r) override {
+      const env::EnvelopeHeader header{};
+      return coroutines.start(h, r, *this, &header, std::chrono::steady_clock::time_point::max());
+    }
+    edri::EventLoop loop;
+    edri::manager::Coroutines coroutines{loop, 16384, false, [](const env::EnvelopeHeader&, edri::Response) {}};
+    void start(const edri::AsyncSubscriber&, const edri::Request&) override {}
     bool run_on_thread(std::function<void()>, std::function<void()>) override { return false; }
     void run_task(std::string_view, std::string, std::function<void(const edri::TaskResult&)>) override {}
     std::function<void()> http(edri::HttpCall, std::chrono::steady_clock::time_point,
@@ -197,6 +207,15 @@ void BM_ManagerDispatch(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_ManagerDispatch);
+
+// The same handler as a coroutine that awaits nothing (decision 0030):
+// what Async costs where nothing waits (issue 36's target: <= 1.1x).
+void BM_ManagerDispatchCoroutine(benchmark::State& state) {
+  manager_dispatch(state, edri::from_async([](const edri::Request& r, edri::Context&) -> edri::Async<> {
+                     co_return edri::Response::json({{"id", r.int_param("id")}, {"ok", true}});
+                   }));
+}
+BENCHMARK(BM_ManagerDispatchCoroutine);
 
 // The same answer built as an nlohmann DOM and serialized: what the braced
 // list cost before 0025, and what a handler that builds a json value pays.

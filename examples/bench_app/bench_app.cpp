@@ -191,8 +191,7 @@ void register_waits(edri::Registry& r) {
   });
   const std::string fetch_url = std::getenv("BENCH_FETCH_URL") ? std::getenv("BENCH_FETCH_URL") : "";
   r.get("/fetch", "bench.fetch", [fetch_url](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
-    if (fetch_url.empty())
-      co_return edri::Response::problem(503, "Service Unavailable", "BENCH_FETCH_URL is not set");
+    if (fetch_url.empty()) co_return edri::Response::problem(503, "Service Unavailable", "BENCH_FETCH_URL is not set");
     edri::HttpCall call;
     call.url = fetch_url;
     const edri::HttpReply reply = co_await ctx.fetch(std::move(call));
@@ -219,7 +218,12 @@ void register_waits(edri::Registry& r) {
 
 void register_bench(edri::Registry& r) {
   r.domain("bench");
-  r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) { return ok(); });
+  // BENCH_NOOP_COROUTINE=1: /noop as a coroutine that awaits nothing, for
+  // the A/B of what edri::Async costs where nothing waits (decision 0030).
+  if (env_int("BENCH_NOOP_COROUTINE", 0, 0, 1) == 1)
+    r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) -> edri::Async<> { co_return ok(); });
+  else
+    r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) { return ok(); });
   // The body was checked to be JSON in the listener; it goes back as it came.
   r.post("/echo", "bench.echo",
          [](const edri::Request& req, edri::Context&) { return edri::Response::raw_json(std::string(req.body)); },

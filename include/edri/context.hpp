@@ -69,6 +69,8 @@ struct TaskResult {
 class Context;
 // A coroutine handler (include/edri/async.hpp).
 using AsyncHandler = std::function<Async<Response>(const Request&, Context&)>;
+// A coroutine subscriber: it may wait, and answers nothing.
+using AsyncSubscriber = std::function<Async<void>(const Request&, Context&)>;
 
 // Services of the manager a handler runs in.
 class Context {
@@ -214,6 +216,10 @@ class Context {
   // of `req` that lives as long as it does; returns what the handler must
   // return (Deferred, or a 503 past EDRI_MAX_WAITING).
   virtual Reply start(const AsyncHandler& handler, const Request& req) = 0;
+  // start() for a coroutine subscriber and the notification `n`: it may
+  // wait (bounded by EDRI_API_RESPONSE_TIMEOUT and EDRI_MAX_WAITING like a
+  // handler); nothing is answered.
+  virtual void start(const AsyncSubscriber& subscriber, const Request& n) = 0;
   // Runs `work` on a worker thread, then `done` in this manager's loop;
   // false when the pool's queue is full.
   virtual bool run_on_thread(std::function<void()> work, std::function<void()> done) = 0;
@@ -238,5 +244,9 @@ inline Handler from_async(AsyncHandler h) {
 }
 // Runs for each published notification of an event a domain subscribed to.
 using Subscriber = std::function<void(const Request&, Context&)>;
+// A coroutine subscriber as a Subscriber.
+inline Subscriber from_async(AsyncSubscriber s) {
+  return [s = std::move(s)](const Request& n, Context& ctx) { ctx.start(s, n); };
+}
 
 }  // namespace edri

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -180,7 +181,17 @@ class Registry {
     return *this;
   }
   // The current domain runs `s` for every notification of `event_name`.
-  Registry& subscribe(std::string event_name, Subscriber s) {
+  // `s` may be a coroutine (returning edri::Async<void>): it may wait.
+  // (A std::function<void(...)> would take a coroutine too, and drop the
+  // task it returns unstarted: hence the test of what `s` returns.)
+  template <class F>
+  Registry& subscribe(std::string event_name, F s) {
+    if constexpr (std::is_same_v<std::invoke_result_t<F&, const Request&, Context&>, Async<void>>)
+      return add_subscriber(std::move(event_name), from_async(AsyncSubscriber(std::move(s))));
+    else
+      return add_subscriber(std::move(event_name), Subscriber(std::move(s)));
+  }
+  Registry& add_subscriber(std::string event_name, Subscriber s) {
     d_.subscribers.push_back(SubscriberDecl{std::move(event_name), current_domain_, std::move(s)});
     return *this;
   }
@@ -284,14 +295,19 @@ class Registry {
   // that throws stops start-up with its message and a non-zero exit
   // (never a restart loop). The Context may publish, ask and start timers
   // (Context::after: a periodic job); there is no request to defer.
-  Registry& on_start(std::function<void(Context&)> hook) {
-    d_.lifecycle.push_back(LifecycleDecl{current_domain_, std::move(hook), {}});
+  template <class F>
+  Registry& on_start(F hook) {
+    static_assert(std::is_void_v<std::invoke_result_t<F&, Context&>>,
+                  "a start hook returns nothing (a coroutine start hook is not supported yet)");
+    d_.lifecycle.push_back(LifecycleDecl{current_domain_, std::function<void(Context&)>(std::move(hook)), {}});
     return *this;
   }
   // Runs `hook` in each manager of the current domain on a graceful stop,
   // once it has given its last answer (close what on_start opened).
-  Registry& on_stop(std::function<void(Context&)> hook) {
-    d_.lifecycle.push_back(LifecycleDecl{current_domain_, {}, std::move(hook)});
+  template <class F>
+  Registry& on_stop(F hook) {
+    static_assert(std::is_void_v<std::invoke_result_t<F&, Context&>>, "a stop hook returns nothing");
+    d_.lifecycle.push_back(LifecycleDecl{current_domain_, {}, std::function<void(Context&)>(std::move(hook))});
     return *this;
   }
 

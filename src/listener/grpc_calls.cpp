@@ -17,6 +17,7 @@ void GrpcCall::clear() {
   last_input = {};
   stalled = false;
   starved = false;
+  failure.reset();
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {

@@ -19,6 +19,7 @@
 
 #include "grpc/framing.hpp"
 #include "grpc/service_catalog.hpp"
+#include "grpc/status.hpp"
 #include "http/request_parser.hpp"
 #include "listener/queued_body.hpp"
 
@@ -71,6 +72,9 @@ struct GrpcCall {
   // It took no event while its connection ran EDRI_MAX_PIPELINE of them:
   // woken when one ends.
   bool starved = false;
+  // A message it could not take ends it once the answers to the events
+  // before that message went (GrpcFront::fail): its status and message.
+  std::optional<std::pair<grpc::Code, std::string>> failure;
 };
 
 class GrpcCalls {

@@ -117,7 +117,7 @@ void GrpcFront::body(Connection& c, std::int32_t stream, std::string_view bytes,
   GrpcCall* call = link.grpc().find(stream);
   if (!call) return;
   if (end) call->client_done = true;
-  if (call->finished) return link.grpc_consume(stream, bytes.size());  // read and dropped
+  if (call->finished || call->failure) return link.grpc_consume(stream, bytes.size());  // read and dropped
   call->reader.append(bytes);
   take_messages(c, Where{link, stream, *call});
   // Nothing read and no end: the client took what the call was sent (its
@@ -154,20 +154,25 @@ void GrpcFront::take_messages(Connection& c, Where w) {
   }
   call.taking = true;
   std::string_view message;
-  while (!call.finished && room()) {
+  while (!call.finished && !call.failure && room()) {
     const auto next = call.reader.next(message);
     if (next == grpc::MessageReader::Next::NeedMore) break;
     if (next == grpc::MessageReader::Next::Compressed)
-      finish(w, Code::Internal, "a compressed message, and no grpc-encoding was agreed");
+      fail(w, Code::Internal, "a compressed message, and no grpc-encoding was agreed");
     else if (next == grpc::MessageReader::Next::TooLarge)
-      finish(w, Code::ResourceExhausted, "a message larger than EDRI_MAX_BODY_SIZE");
+      fail(w, Code::ResourceExhausted, "a message larger than EDRI_MAX_BODY_SIZE");
     else
       on_message(c, w, message);
   }
   call.taking = false;
   w.link.grpc_consume(w.stream, call.reader.take_consumed());
+  if (call.failure) {
+    w.link.grpc_consume(w.stream, call.reader.held());  // read and dropped
+    call.reader.clear();
+    return finish_if_drained(w);
+  }
   if (call.finished || !call.client_done) return;
-  if (call.reader.held() > 0 && room()) return finish(w, Code::Internal, "the stream ended inside a message");
+  if (call.reader.held() > 0 && room()) return fail(w, Code::Internal, "the stream ended inside a message");
   if (!call.streams() && call.messages == 0) return finish(w, Code::Internal, "a unary call ended without its message");
   finish_if_drained(w);
 }
@@ -180,7 +185,7 @@ void GrpcFront::on_message(Connection& c, Where w, std::string_view bytes) {
   if (call.method == Method::Typed) return typed(c, w, bytes);
   v1::Event ev;
   if (!ev.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return finish(w, Code::InvalidArgument, "a message that is not an edri.v1.Event");
+    return fail(w, Code::InvalidArgument, "a message that is not an edri.v1.Event");
   event(c, w, ev);
 }
 
@@ -414,9 +419,18 @@ void GrpcFront::send_message(Where w, std::string framed_messages, std::string_v
   w.link.grpc_respond(w.stream, std::string(kAcceptEncoding).append(metadata), std::move(body));
 }
 
+void GrpcFront::fail(Where w, Code code, std::string_view message) {
+  GrpcCall& call = w.call;
+  // The events taken before this message ran, or run: their answers go
+  // first, as a Connect client is promised one per event.
+  if (call.pending.empty() || call.failure) return finish(w, code, message);
+  call.failure.emplace(code, std::string(message));
+}
+
 void GrpcFront::finish_if_drained(Where w) {
   GrpcCall& call = w.call;
   if (call.finished || !call.streams() || !call.pending.empty()) return;
+  if (call.failure) return finish(w, call.failure->first, call.failure->second);
   // A client done sending that holds subscriptions still reads their
   // pushes and frames: the call lasts until it cancels.
   const bool subscribed = !call.subscriptions.empty() || streams_.call_subscribed(w.link.connection(), w.stream);

@@ -103,6 +103,9 @@ class GrpcFront {
   // The first message sends the answer's head, with `metadata` lines.
   void send_message(Where w, std::string framed, std::string_view metadata = {});
   void finish(Where w, grpc::Code code, std::string_view message);
+  // finish() for a message the call cannot take: on a call with events
+  // still unanswered, once their answers went (no more messages taken).
+  void fail(Where w, grpc::Code code, std::string_view message);
   // A Connect call whose client is done (or whose server stops) ends once
   // its last answer went.
   void finish_if_drained(Where w);

@@ -39,7 +39,7 @@ Coroutines::~Coroutines() {
 }
 
 Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context& ctx,
-                        const envelope::EnvelopeHeader& header, Clock::time_point deadline) {
+                        const envelope::EnvelopeHeader* header, Clock::time_point deadline) {
   if (waiting_.size() >= max_waiting_)
     return Response::problem(503, "Service Unavailable", "this domain has EDRI_MAX_WAITING requests waiting already")
         .header("Retry-After", "1");
@@ -56,7 +56,7 @@ Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context
   }
   const std::uint64_t id = next_++;
   const auto at = deadlines_.emplace(deadline, id);
-  waiting_.emplace(id, Waiting{std::move(request), header, flow, frame, at});
+  waiting_.emplace(id, Waiting{std::move(request), header ? std::optional(*header) : std::nullopt, flow, frame, at});
   flow->on_finish = [this, id] { finish(id); };
   if (at == deadlines_.begin()) arm();
   return Deferred{};
@@ -70,7 +70,7 @@ void Coroutines::finish(std::uint64_t id) {
   if (w.deadline != deadlines_.end()) deadlines_.erase(w.deadline);
   auto answer = outcome(w.frame, w.request->request().event);
   w.frame.destroy();
-  if (answer) answer_(w.header, std::move(*answer));
+  if (answer && w.header) answer_(*w.header, std::move(*answer));
 }
 
 std::optional<Response> Coroutines::outcome(Frame frame, std::string_view event) const {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -42,8 +43,9 @@ class Coroutines {
 
   // Runs `handler` on a copy of `req`, for the request `header`, until it
   // waits or returns. A Response when it returned at once (or could not
-  // start), else Deferred: `answer` is called when it returns.
-  Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader& header,
+  // start), else Deferred: `answer` is called when it returns. No header:
+  // a subscriber's, which answers nothing.
+  Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader* header,
               Clock::time_point deadline);
   std::size_t waiting() const { return waiting_.size(); }
 
@@ -51,7 +53,7 @@ class Coroutines {
   using Frame = Async<Response>::Handle;
   struct Waiting {
     std::unique_ptr<OwnedRequest> request;
-    envelope::EnvelopeHeader header;
+    std::optional<envelope::EnvelopeHeader> header;  // none: a subscriber's
     std::shared_ptr<detail::Flow> flow;
     Frame frame;
     std::multimap<Clock::time_point, std::uint64_t>::iterator deadline;

@@ -478,7 +478,25 @@ Reply Manager::start(const AsyncHandler& handler, const Request& req) {
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(config_.api_response_timeout_s));
   const auto deadline = std::min(req.deadline, std::chrono::steady_clock::now() + timeout);
-  return coroutines_.start(handler, req, *this, *current_, deadline);
+  return coroutines_.start(handler, req, *this, current_, deadline);
+}
+
+namespace {
+// A coroutine subscriber as a coroutine that answers (nothing is sent):
+// a function, not a lambda, so that its frame holds what it refers to.
+Async<Response> run_subscriber(const AsyncSubscriber* subscriber, const Request& n, Context& ctx) {
+  co_await (*subscriber)(n, ctx);
+  co_return Response();
+}
+}  // namespace
+
+void Manager::start(const AsyncSubscriber& subscriber, const Request& n) {
+  const AsyncHandler run = [s = &subscriber](const Request& r, Context& c) { return run_subscriber(s, r, c); };
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.api_response_timeout_s));
+  const Reply refused = coroutines_.start(run, n, *this, nullptr, std::chrono::steady_clock::now() + timeout);
+  if (const auto* r = std::get_if<Response>(&refused); r && r->status.code >= 500)
+    spdlog::warn("a subscriber of {} did not run: {}", n.event, std::get<std::string>(r->body));
 }
 
 bool Manager::run_on_thread(std::function<void()> work, std::function<void()> done) {

@@ -135,3 +135,34 @@ TEST_CASE("replicas are set per domain: a domain that declared one stays single"
     CHECK(r.err.find("EDRI_DOMAIN_REPLICAS names nosuch") != std::string::npos);
   }
 }
+
+TEST_CASE("an awaited request whose manager dies resumes the coroutine with 503", "[coroutine]") {
+  ServerProcess server({test_plugin_path("coroutines")});
+  const auto r = http_get(server.port(), "/co/ask-crash");
+  REQUIRE(r.status == 200);
+  const auto j = json::parse(r.body);
+  CHECK(j["status"] == 503);
+  CHECK(j["after"] == "resumed");
+  // The dead manager's successor serves on.
+  CHECK(eventually([&] { return http_get(server.port(), "/peer/seen").status == 200; }));
+}
+
+TEST_CASE("notifications a coroutine publishes between its waits arrive in order", "[coroutine]") {
+  ServerProcess server({test_plugin_path("coroutines")});
+  REQUIRE(http_get(server.port(), "/co/publish/50").status == 200);
+  json seen;
+  CHECK(eventually([&] {
+    seen = json::parse(http_get(server.port(), "/peer/seen").body)["seen"];
+    return seen.size() == 50;
+  }));
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == static_cast<int>(i));
+  // A coroutine subscriber got each one too, after its own wait.
+  json after;
+  CHECK(eventually([&] {
+    after = json::parse(http_get(server.port(), "/peer/seen").body)["seen_after_wait"];
+    return after.size() == 50;
+  }));
+  std::set<int> distinct;
+  for (const auto& i : after) distinct.insert(i.get<int>());
+  CHECK(distinct.size() == 50);
+}

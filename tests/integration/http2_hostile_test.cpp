@@ -324,6 +324,26 @@ TEST_CASE("gRPC: a reset call never starts its event, and reset calls' events co
   }
 }
 
+TEST_CASE("gRPC Connect: a message it cannot take ends the call after the answers to the events before it",
+          "[grpc][hostile]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  RawH2 h2(server.port());
+  // An event, then a message with the compressed flag (no grpc-encoding
+  // was agreed), in one write: the event runs; its answer must not be lost.
+  const std::string compressed("\x01\0\0\0\x02" "ab", 7);
+  h2.send(frame(kHeaders, kEndHeaders, 1, grpc_head("/edri.v1.Edri/Connect")) +
+          frame(kData, 0, 1, event_message("hello", R"({"name":"first"})")) + frame(kData, 0, 1, compressed));
+  auto ended = [&] {
+    return std::any_of(h2.frames.begin(), h2.frames.end(), [](const RawH2::Frame& f) {
+      return f.stream == 1 && f.type == kHeaders && (f.flags & kEndStream);
+    });
+  };
+  REQUIRE(h2.read_until(ended, 3000));
+  const auto answers = std::count_if(h2.frames.begin(), h2.frames.end(),
+                                     [](const RawH2::Frame& f) { return f.type == kData && f.stream == 1; });
+  CHECK(answers == 1);  // the answer to "hello", then the trailers with the error
+}
+
 TEST_CASE("HTTP/2: header blocks that name one large HPACK entry thousands of times cost a bounded decoding",
           "[http2][hostile]") {
   ServerProcess server({test_plugin_path("test_app")});

@@ -12,12 +12,15 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
-int cancelled = 0;     // handlers that saw Cancelled (GET /co/cancelled)
-bool started = false;  // the start hook of domain "life" ran
-int ticks = 0;         // its periodic timer's runs
+int cancelled = 0;                 // handlers that saw Cancelled (GET /co/cancelled)
+bool started = false;              // the start hook of domain "life" ran
+int ticks = 0;                     // its periodic timer's runs
+std::vector<int> seen;             // the co.tick notifications domain "peer" received, in order
+std::vector<int> seen_after_wait;  // the same, by a coroutine subscriber after a wait
 // A periodic job: counts, and runs again in 20 ms.
 void tick(edri::Context& ctx) {
   ctx.after(std::chrono::milliseconds(20), [&ctx] {
@@ -122,7 +125,37 @@ void reg(edri::Registry& r) {
     return edri::Response::json({{"started", started}, {"ticks", ticks}});
   });
 
+  r.domain("co");
+  // Awaits a domain whose manager dies handling it: resumes with its 503.
+  r.get("/co/ask-crash", "co.ask_crash", [](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
+    edri::Response answer = co_await ctx.ask("peer.crash", nlohmann::json::object());
+    co_return edri::Response::json({{"status", answer.status.code}, {"after", "resumed"}});
+  });
+  // Publishes `n` notifications, one per wait: the subscriber sees them in
+  // order, as it sees a plain handler's.
+  r.notification("co.tick");
+  r.get("/co/publish/{n:int}", "co.publish", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    const auto n = req.int_param("n");
+    for (std::int64_t i = 0; i < n; ++i) {
+      nlohmann::json tick = {{"i", i}};
+      ctx.publish("co.tick", tick);
+      co_await ctx.sleep(std::chrono::milliseconds(i % 3));
+    }
+    co_return edri::Response::json({{"published", n}});
+  });
+
   r.domain("peer");
+  r.event("peer.crash");
+  r.handle("peer.crash", [](const edri::Request&, edri::Context&) -> edri::Response { std::abort(); });
+  r.subscribe("co.tick", [](const edri::Request& n, edri::Context&) { seen.push_back(n.json().value("i", -1)); });
+  // A coroutine subscriber: it waits, then finds its notification whole.
+  r.subscribe("co.tick", [](const edri::Request& n, edri::Context& ctx) -> edri::Async<void> {
+    co_await ctx.sleep(std::chrono::milliseconds(2));
+    seen_after_wait.push_back(n.json().value("i", -1));
+  });
+  r.get("/peer/seen", "peer.seen", [](const edri::Request&, edri::Context&) {
+    return edri::Response::json({{"seen", seen}, {"seen_after_wait", seen_after_wait}});
+  });
   r.event("peer.greet");
   r.handle("peer.greet", [](const edri::Request& req, edri::Context&) {
     return edri::Response::json({{"greeting", "hi " + req.json().value("name", std::string())}});
