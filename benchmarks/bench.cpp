@@ -67,6 +67,10 @@ constexpr Scenario kScenarios[] = {
      "edri: the noop round trip over WebSocket, REST (HTTP/1.1, HTTP/2), gRPC unary and bidi, vs grpcio and nginx's "
      "HTTP/2, c=1/8/32, and the ratios",
      run_grpc_scenario},
+    {"wait",
+     "edri: GET /wait/10 (a coroutine on a timer) at c=1..128 beside /noop's latency; GET /fetch (an outbound GET) vs "
+     "FastAPI + httpx and nginx proxy_pass; memory of 10,000 requests waiting at once",
+     run_wait_scenario},
     {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
      run_serialization_scenario},
     {"inprocess",

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,6 +109,15 @@ std::optional<long> resident_kb(pid_t pid) {
   while (std::getline(f, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
   return std::nullopt;
+}
+
+std::map<pid_t, long> resident_by_process(pid_t supervisor) {
+  std::map<pid_t, long> out;
+  if (auto kb = resident_kb(supervisor)) out[supervisor] = *kb;
+  if (auto children = children_cpu_time(supervisor))
+    for (pid_t p : children->pids)
+      if (auto kb = resident_kb(p)) out[p] = *kb;
+  return out;
 }
 
 std::string process_title(pid_t pid) {

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ double cpu_tick_seconds();
 // Resident memory of `pid` (VmRSS, kB: private and the shared pages it
 // touched), or nullopt when it is gone.
 std::optional<long> resident_kb(pid_t pid);
+// pid -> resident kB for `supervisor` and each of its children.
+std::map<pid_t, long> resident_by_process(pid_t supervisor);
 // The name the process gives itself on its command line (argv[0]).
 std::string process_title(pid_t pid);
 

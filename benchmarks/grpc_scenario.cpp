@@ -40,34 +40,6 @@ const std::vector<RatioLine> kRatioLines{
     {"edri REST HTTP/2 / nginx HTTP/2", kRestHttp2, kNginxHttp2, "≥ 0.8x at c=32"},
 };
 
-// Keeps a run's figures, and says in the notes when it had errors (the
-// table only counts them).
-void add_measured_row(const std::string& label, int c, const RunSummary& summary, const std::string& first_error,
-                      std::vector<Row>& rows, std::vector<std::string>& notes) {
-  rows.push_back(Row{label, c, summary, {}});
-  const std::uint64_t failed = summary.errors + summary.non_2xx;
-  if (failed == 0) return;
-  notes.push_back(label + " c=" + std::to_string(c) + ": " + std::to_string(summary.errors) + " errors, " +
-                  std::to_string(summary.non_2xx) + " non-2xx" +
-                  (first_error.empty() ? "" : "; first: " + first_error));
-}
-
-void add_unavailable_rows(const std::vector<std::string>& labels, const std::vector<int>& concurrencies,
-                          const std::string& why, std::vector<Row>& rows) {
-  for (int c : concurrencies)
-    for (const auto& label : labels) rows.push_back(Row{label, c, std::nullopt, why});
-}
-
-// One HTTP/1.1 or WebSocket run of the existing load generator; false when
-// interrupted.
-bool measure_http(const ScenarioContext& context, const std::string& label, const LoadOptions& load,
-                  std::vector<Row>& rows, std::vector<std::string>& notes) {
-  const LoadResult result = run_reported_load(context, label, load);
-  if (result.interrupted) return false;
-  add_measured_row(label, load.concurrency, summarize(result), result.first_error, rows, notes);
-  return true;
-}
-
 // One gRPC run; false when interrupted.
 bool measure_grpc(const ScenarioContext& context, const std::string& label, std::uint16_t port, int c, GrpcMode mode,
                   std::vector<Row>& rows, std::vector<std::string>& notes) {
@@ -137,8 +109,8 @@ bool measure_edri_at(const ScenarioContext& context, std::uint16_t port, int c, 
   websocket.expected_body = R"({"command":"noop","response":{"ok":true}})";
   LoadOptions rest = load_options(context, port, c);
   rest.expected_body = R"({"ok":true})";
-  if (!measure_http(context, kWebSocket, websocket, rows, notes)) return false;
-  if (!measure_http(context, kRestHttp1, rest, rows, notes)) return false;
+  if (!measure_http_row(context, kWebSocket, websocket, rows, notes)) return false;
+  if (!measure_http_row(context, kRestHttp1, rest, rows, notes)) return false;
   if (!measure_grpc(context, kGrpcUnary, port, c, GrpcMode::kUnary, rows, notes)) return false;
   if (!measure_grpc(context, kGrpcBidi, port, c, GrpcMode::kBidi, rows, notes)) return false;
   if (!h2load_installed()) {

@@ -300,7 +300,9 @@ StartedServer start_nginx(const ServerSettings& settings, bool http2) {
   const fs::path prefix = server.temp_dir->path();
 
   replace_all(*config, "@PREFIX@", prefix.string());
-  replace_all(*config, "@LISTEN@", std::string(kLoopback) + ":" + std::to_string(*port) + (http2 ? " http2" : ""));
+  const std::string address = std::string(kLoopback) + ":" + std::to_string(*port);
+  replace_all(*config, "@LISTEN@", address + (http2 ? " http2" : ""));
+  replace_all(*config, "@ADDRESS@", address);
   replace_all(*config, "@WORKERS@", std::to_string(settings.workers));
   {
     std::ofstream out(prefix / "nginx.conf", std::ios::binary);

@@ -34,13 +34,6 @@ std::string ratio_cell(const Row& row, const Row* reference) {
   return format(ratio >= 100 ? "%.0fx" : ratio >= 1 ? "%.1fx" : "%.2fx", ratio);
 }
 
-const Row* find_row(const std::vector<Row>& rows, std::string_view label, int concurrency) {
-  for (const Row& row : rows) {
-    if (row.label == label && row.concurrency == concurrency) return &row;
-  }
-  return nullptr;
-}
-
 // The measured cells of a row, or the reason in the req/s column and dashes.
 std::vector<std::string> measured_cells(const Row& row) {
   if (!row.summary) return {row.unavailable, "-", "-", "-"};
@@ -277,6 +270,13 @@ void print_ratio_table(const std::vector<Row>& rows, const std::vector<RatioLine
     cells.push_back(ratio.target);
     print_row(cells);
   }
+}
+
+const Row* find_row(const std::vector<Row>& rows, std::string_view label, int concurrency) {
+  for (const Row& row : rows) {
+    if (row.label == label && row.concurrency == concurrency) return &row;
+  }
+  return nullptr;
 }
 
 void print_notes(const std::vector<std::string>& notes) {

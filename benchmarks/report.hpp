@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "load_generator.hpp"
@@ -41,6 +42,9 @@ struct MiddlewareRow {
   Row run;
   std::optional<double> cpu_us_per_request;
 };
+
+// The row of `label` at `concurrency`, or nullptr.
+const Row* find_row(const std::vector<Row>& rows, std::string_view label, int concurrency);
 
 // "<date> | CPU ... | nproc N | kernel ... | <command line>", so a pasted
 // table carries what it was measured on.

@@ -99,6 +99,30 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
   return result;
 }
 
+void add_measured_row(const std::string& label, int c, const RunSummary& summary, const std::string& first_error,
+                      std::vector<Row>& rows, std::vector<std::string>& notes) {
+  rows.push_back(Row{label, c, summary, {}});
+  const std::uint64_t failed = summary.errors + summary.non_2xx;
+  if (failed == 0) return;
+  notes.push_back(label + " c=" + std::to_string(c) + ": " + std::to_string(summary.errors) + " errors, " +
+                  std::to_string(summary.non_2xx) + " non-2xx" +
+                  (first_error.empty() ? "" : "; first: " + first_error));
+}
+
+void add_unavailable_rows(const std::vector<std::string>& labels, const std::vector<int>& concurrencies,
+                          const std::string& why, std::vector<Row>& rows) {
+  for (int c : concurrencies)
+    for (const auto& label : labels) rows.push_back(Row{label, c, std::nullopt, why});
+}
+
+bool measure_http_row(const ScenarioContext& context, const std::string& label, const LoadOptions& load,
+                      std::vector<Row>& rows, std::vector<std::string>& notes) {
+  const LoadResult result = run_reported_load(context, label, load);
+  if (result.interrupted) return false;
+  add_measured_row(label, load.concurrency, summarize(result), result.first_error, rows, notes);
+  return true;
+}
+
 void with_client_pin(const ScenarioContext& context, const std::function<void()>& f) {
   ScopedClientPin pin(context.options.client_cpu);
   f();

@@ -13,6 +13,7 @@
 
 #include "load_generator.hpp"
 #include "reference_servers.hpp"
+#include "report.hpp"
 #include "scenarios.hpp"
 
 namespace edri::bench {
@@ -45,6 +46,20 @@ LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int
 // servers started between runs do not inherit the pin. Prints
 // "running <label> c=N ..." and then the figures, on stderr.
 LoadResult run_reported_load(const ScenarioContext& context, const std::string& label, const LoadOptions& load);
+
+// Keeps a run's figures, and says in the notes when it had errors (the
+// tables only count them).
+void add_measured_row(const std::string& label, int c, const RunSummary& summary, const std::string& first_error,
+                      std::vector<Row>& rows, std::vector<std::string>& notes);
+
+// A row saying `why` for each label at each concurrency.
+void add_unavailable_rows(const std::vector<std::string>& labels, const std::vector<int>& concurrencies,
+                          const std::string& why, std::vector<Row>& rows);
+
+// One HTTP/1.1 or WebSocket run of `load` (run_reported_load), kept with
+// add_measured_row; false when interrupted.
+bool measure_http_row(const ScenarioContext& context, const std::string& label, const LoadOptions& load,
+                      std::vector<Row>& rows, std::vector<std::string>& notes);
 
 // Runs `f` with bench pinned to --client-cpu for that call only, as
 // run_reported_load runs its load (for loads it does not drive).

@@ -45,6 +45,7 @@ ScenarioOutcome run_session_scenario(const ScenarioContext& context);
 ScenarioOutcome run_fanout_scenario(const ScenarioContext& context);
 ScenarioOutcome run_cluster_scenario(const ScenarioContext& context);
 ScenarioOutcome run_grpc_scenario(const ScenarioContext& context);
+ScenarioOutcome run_wait_scenario(const ScenarioContext& context);
 ScenarioOutcome run_serialization_scenario(const ScenarioContext& context);
 ScenarioOutcome run_inprocess_scenario(const ScenarioContext& context);
 

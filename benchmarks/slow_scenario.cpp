@@ -27,16 +27,6 @@ using tcp = asio::ip::tcp;
 constexpr int kStalled = 50;
 constexpr const char* kStalledTarget = "/payload/16777216";
 
-// pid -> resident kB for the supervisor and each of its children.
-std::map<pid_t, long> resident(pid_t supervisor) {
-  std::map<pid_t, long> out;
-  if (auto kb = resident_kb(supervisor)) out[supervisor] = *kb;
-  if (auto children = children_cpu_time(supervisor))
-    for (pid_t p : children->pids)
-      if (auto kb = resident_kb(p)) out[p] = *kb;
-  return out;
-}
-
 // A connection with a small receive window that asks for `target` and
 // never reads; nullopt on failure.
 std::optional<tcp::socket> stalled_client(asio::io_context& io, std::uint16_t port, const std::string& target) {
@@ -64,7 +54,7 @@ ScenarioOutcome run_slow_scenario(const ScenarioContext& context) {
     return ScenarioOutcome::kServerFailed;
   }
   const pid_t supervisor = server.process->pid();
-  const auto idle = resident(supervisor);
+  const auto idle = resident_by_process(supervisor);
 
   struct Case {
     std::string label;
@@ -91,7 +81,7 @@ ScenarioOutcome run_slow_scenario(const ScenarioContext& context) {
       if (result.interrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
       c.rows.push_back(Row{c.label, conc, summarize(result), {}});
     }
-    c.memory = resident(supervisor);
+    c.memory = resident_by_process(supervisor);
     cases.push_back(std::move(c));
   }
   stalled.clear();

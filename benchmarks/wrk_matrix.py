@@ -195,7 +195,9 @@ def nginx_server(args, workers, workdir):
                     {}, args.server_cpus, workdir)
     with open(NGINX_TEMPLATE) as f:
         conf = f.read()
-    for key, value in (("@PREFIX@", prefix), ("@LISTEN@", f"127.0.0.1:{server.port}"), ("@WORKERS@", str(workers))):
+    address = f"127.0.0.1:{server.port}"
+    substitutions = (("@PREFIX@", prefix), ("@LISTEN@", address), ("@ADDRESS@", address), ("@WORKERS@", str(workers)))
+    for key, value in substitutions:
         conf = conf.replace(key, value)
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
         f.write(conf)

@@ -28,7 +28,7 @@ packages=(
   # the notes page is tested in headless Chromium
   chromium
   # references measured side by side by `bench` (optional at run time)
-  nginx-light python3-fastapi python3-uvicorn python3-uvloop python3-httptools wrk
+  nginx-light python3-fastapi python3-httpx python3-uvicorn python3-uvloop python3-httptools wrk
   # nginx's stream module: the PROXY protocol test puts nginx in front of edri
   # (tests/support/nginx_stream.hpp)
   libnginx-mod-stream
