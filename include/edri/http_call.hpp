@@ -32,7 +32,7 @@ struct HttpReply {
   int status = 0;                                            // 0: no answer came (`error` says why)
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-case, in order
   std::string body;
-  std::string error;  // empty when an answer came
+  std::string error;       // empty when an answer came
   bool timed_out = false;  // no answer within the call's time (`error` says which)
 
   // An answer came, and it is a 2xx.

@@ -330,7 +330,10 @@ TEST_CASE("gRPC Connect: a message it cannot take ends the call after the answer
   RawH2 h2(server.port());
   // An event, then a message with the compressed flag (no grpc-encoding
   // was agreed), in one write: the event runs; its answer must not be lost.
-  const std::string compressed("\x01\0\0\0\x02" "ab", 7);
+  const std::string compressed(
+      "\x01\0\0\0\x02"
+      "ab",
+      7);
   h2.send(frame(kHeaders, kEndHeaders, 1, grpc_head("/edri.v1.Edri/Connect")) +
           frame(kData, 0, 1, event_message("hello", R"({"name":"first"})")) + frame(kData, 0, 1, compressed));
   auto ended = [&] {
