@@ -6,23 +6,18 @@
 #include <algorithm>
 #include <mutex>
 
+#include "http/field_text.hpp"
+
 namespace edri::manager {
 
 namespace {
 
 std::once_flag g_curl_init;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-  return out;
-}
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
+// A header line's value: without its CRLF and optional whitespace.
+std::string_view field_value(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return http::trim_ows(s);
 }
 
 }  // namespace
@@ -56,7 +51,8 @@ struct HttpClient::Transfer {
     // A new status line (after a 100 Continue): the fields start over.
     if (line.rfind("HTTP/", 0) == 0) t.reply.headers.clear();
     if (const auto colon = line.find(':'); colon != std::string_view::npos && colon > 0)
-      t.reply.headers.emplace_back(lower(line.substr(0, colon)), std::string(trimmed(line.substr(colon + 1))));
+      t.reply.headers.emplace_back(http::lowered(line.substr(0, colon)),
+                                   std::string(field_value(line.substr(colon + 1))));
     return size * n;
   }
 };

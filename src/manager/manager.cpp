@@ -472,13 +472,15 @@ WorkerProcesses& Manager::processes_for(std::string_view task) {
   return *processes_;
 }
 
+std::chrono::steady_clock::time_point Manager::pipeline_deadline() const {
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(config_.api_response_timeout_s));
+}
+
 Reply Manager::start(const AsyncHandler& handler, const Request& req) {
   if (!current_) throw std::logic_error("a coroutine handler started outside a request");
   // The client's deadline, or when the broker answers 504 for it.
-  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(config_.api_response_timeout_s));
-  const auto deadline = std::min(req.deadline, std::chrono::steady_clock::now() + timeout);
-  return coroutines_.start(handler, req, *this, current_, deadline);
+  return coroutines_.start(handler, req, *this, current_, std::min(req.deadline, pipeline_deadline()));
 }
 
 namespace {
@@ -492,9 +494,7 @@ Async<Response> run_subscriber(const AsyncSubscriber* subscriber, const Request&
 
 void Manager::start(const AsyncSubscriber& subscriber, const Request& n) {
   const AsyncHandler run = [s = &subscriber](const Request& r, Context& c) { return run_subscriber(s, r, c); };
-  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(config_.api_response_timeout_s));
-  const Reply refused = coroutines_.start(run, n, *this, nullptr, std::chrono::steady_clock::now() + timeout);
+  const Reply refused = coroutines_.start(run, n, *this, nullptr, pipeline_deadline());
   if (const auto* r = std::get_if<Response>(&refused); r && r->status.code >= 500)
     spdlog::warn("a subscriber of {} did not run: {}", n.event, std::get<std::string>(r->body));
 }
