@@ -58,8 +58,8 @@ void Switch::on_hello(const NatsMessage& m) {
   }
   const auto now = Clock::now();
   if (const auto it = instances_.find(hello->id); it != instances_.end()) {
+    it->second.listed = hello->listed();  // before the domains move out of it
     it->second.domains = std::move(hello->domains);
-    it->second.listed = hello->listed();
     it->second.seen = now;
     ++it->second.hellos;
     return;  // the tick sees what changed

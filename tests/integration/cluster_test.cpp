@@ -113,6 +113,10 @@ TEST_CASE("a request through one instance is served by another, both ways", "[cl
   CHECK(metric(a.port(), "edri_cluster_requests_sent_total") >= 2);
   CHECK(metric(b.port(), "edri_cluster_requests_served_total") >= 2);
   CHECK(metric(a.port(), "edri_cluster_nats_up") == 1);
+  // Hellos come once a second: the ones after the first keep the domains.
+  std::this_thread::sleep_for(1200ms);
+  CHECK(cluster_of(a.port())["instances"][1]["domains"] == json::array({"notes"}));
+  CHECK(cluster_of(b.port())["instances"][1]["domains"] == json::array({"audit"}));
 }
 
 TEST_CASE("a note created through B is pushed to a subscriber of A and counted by A's audit", "[cluster]") {
