@@ -16,9 +16,10 @@
 // given stay valid until it returns: the manager keeps a copy of the
 // request for it.
 //
-// When the request's deadline passes while it waits, the operation it
-// waits on is dropped and the co_await throws Cancelled: the answer can no
-// longer be delivered, so nothing is sent; catch it only to clean up.
+// When the request's deadline passes while it waits, or its client goes
+// away, the operation it waits on is dropped and the co_await throws
+// Cancelled: the answer can no longer be delivered; catch it only to
+// clean up.
 #pragma once
 
 #include <coroutine>

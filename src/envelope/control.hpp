@@ -81,6 +81,17 @@ inline constexpr std::uint64_t kControlSent = 25;
 // Payload: RoutedRequests.
 inline constexpr std::uint64_t kControlRouted = 26;
 
+// listener -> router -> every manager, and listener -> every manager
+// where requests go to them straight (the same channel as the requests,
+// so it comes after them): the answer to slot origin_stream of connection
+// origin_connection of origin_listener, at origin_generation, can no
+// longer be delivered: its HTTP/2 stream or gRPC call was reset, or, when
+// origin_stream is kEveryStream, the connection closed with answers still
+// due. A coroutine handler waiting for one of them is cancelled
+// (docs/decisions/0030). No payload.
+inline constexpr std::uint64_t kControlClientGone = 27;
+inline constexpr std::uint32_t kEveryStream = UINT32_MAX;
+
 // An item of kControlRouted: a request, as sent, and the manager (its
 // index among the managers) it was sent to.
 struct RoutedRequest {

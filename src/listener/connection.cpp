@@ -416,10 +416,18 @@ void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
   peer_closed_ = true;
   if (h2_) return close();  // no WINDOW_UPDATE can come: nothing more would go
-  if (error || (slots_.empty() && output_empty()))
-    close();
-  else
-    close_after_write_ = true;
+  if (error || (slots_.empty() && output_empty())) return close();
+  close_after_write_ = true;
+  // As nginx takes it: a client that closed its side while it waits has
+  // gone (a waiting coroutine is cancelled and answers 499). Answers that
+  // come are still written, for a client that only shut down its sending.
+  abandon_answers();
+}
+
+void Connection::abandon_answers() {
+  if (abandoned_answers_ || !waiting()) return;
+  abandoned_answers_ = true;
+  owner_.answer_abandoned(*this, ConnectionOwner::kEverySlot);
 }
 
 void Connection::drain() {
@@ -557,6 +565,7 @@ void Connection::discard_input() {
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  abandon_answers();
   lingering_ = false;
   queue_.clear();
   queued_bytes_ = 0;

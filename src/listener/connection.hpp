@@ -130,6 +130,8 @@ class Connection final : public WebSocketSession::Owner {
   // closed with 1008.
   void ws_send(const SharedMessage& message);
   void ws_close(std::uint16_t code, std::string reason);
+  // The answers still due will not be wanted: the owner hears it once.
+  void abandon_answers();
   // Live streams (StreamHub). A frame of a stream, shared by its
   // subscribers: on a WebSocket as ws_send(); on a Server-Sent Events
   // connection (start_events) appended after what is there, with the same
@@ -367,7 +369,8 @@ class Connection final : public WebSocketSession::Owner {
   std::chrono::steady_clock::time_point head_started_{};  // of the request head in progress
   bool close_after_write_ = false;
   bool closed_ = false;
-  bool events_ = false;  // a Server-Sent Events stream (start_events)
+  bool abandoned_answers_ = false;  // abandon_answers() told the owner
+  bool events_ = false;             // a Server-Sent Events stream (start_events)
   // permessage-deflate as the 101 agreed it: the server's window bits, or
   // 0 (plain frames).
   int deflate_bits_ = 0;

@@ -58,6 +58,12 @@ class ConnectionOwner {
   virtual void wants_flush(Connection& c) = 0;
   virtual void wants_poll() = 0;
   virtual void closed(Connection& c) = 0;
+  // The answer to slot `seq` will not be wanted (an HTTP/2 stream or gRPC
+  // call reset before it came; kEverySlot: the client closed, or the
+  // connection is closing, with answers due): a handler waiting for it
+  // may stop.
+  static constexpr std::uint32_t kEverySlot = UINT32_MAX;
+  virtual void answer_abandoned(Connection& c, std::uint32_t seq) = 0;
 
   // The bytes the connection holds for its client changed (the listener's
   // EDRI_OUTPUT_BUFFER_TOTAL); it was closed for falling behind.

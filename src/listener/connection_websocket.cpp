@@ -164,6 +164,7 @@ void Connection::ws_starved() {
 void Connection::ws_ended() {
   read_closed_ = true;
   close_after_write_ = true;
+  abandon_answers();
   ws_slots_.clear();
   if (output_empty())
     close();

@@ -73,6 +73,20 @@ void EventSender::stream_credit(const StreamRef& s, std::uint64_t bytes) {
 
 void EventSender::stream_cancel(const StreamRef& s) { stream_control(s, env::kControlStreamCancel, {}); }
 
+// A connection's "every slot" is the envelope's "every stream".
+static_assert(ConnectionOwner::kEverySlot == env::kEveryStream);
+
+void EventSender::client_gone(const Connection& c, std::uint32_t seq) {
+  env::EnvelopeWriter w(origin_header(c, env::Kind::Control, env::kControlClientGone, seq));
+  // After each request on the channel it went by: the router's for what
+  // went through the router, each manager's own for what went straight.
+  if (!env::send(to_router_, w, transport::Admission::Answer))
+    spdlog::warn("the router's channel is full: waiting handlers of a closed connection run on");
+  for (auto* out : to_managers_)
+    if (!env::send(*out, w, transport::Admission::Answer))
+      spdlog::warn("a manager's channel is full: waiting handlers of a closed connection run on");
+}
+
 void EventSender::stream_control(const StreamRef& s, std::uint64_t code, std::span<const std::byte> payload) {
   auto h = env::make_header(env::Kind::Control, code, s.id);
   h.origin_listener = index_;

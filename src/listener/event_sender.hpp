@@ -48,6 +48,10 @@ class EventSender {
   bool send_control(const Connection& c, std::uint64_t code, std::uint32_t seq, std::span<const std::byte> payload);
   void stream_credit(const StreamRef& s, std::uint64_t bytes);
   void stream_cancel(const StreamRef& s);
+  // The answer to slot `seq` of connection `c` (kEveryStream: every
+  // slot) will not be wanted: the managers cancel the coroutine handlers
+  // that wait for it (kControlClientGone).
+  void client_gone(const Connection& c, std::uint32_t seq);
   // This listener (re)started: the broker forgets its old subscriptions.
   void listener_reset();
   transport::Outbox& outbox() { return to_broker_; }

@@ -352,7 +352,9 @@ void Http2Link::time_out() {
 }
 
 void Http2Link::on_closed(std::int32_t stream, bool answered) {
-  if (grpc_.find(stream)) {
+  if (const GrpcCall* call = grpc_.find(stream)) {
+    for (const auto& p : call->pending)
+      if (!p.ready) owner_.answer_abandoned(c_, p.seq);
     owner_.grpc_closed(c_, stream);
     return grpc_.close(stream);
   }
@@ -360,7 +362,7 @@ void Http2Link::on_closed(std::int32_t stream, bool answered) {
   if (it == slots_.end() || it->second.gone) return;
   if (!it->second.answered) {
     it->second.gone = true;
-    return;
+    return owner_.answer_abandoned(c_, it->first);
   }
   // Closed before its last piece went (a reset): the producer stops.
   if (it->second.pieces && !answered) owner_.stream_cancel(it->second.ref);

@@ -87,6 +87,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   void wants_flush(Connection& c) override { table_.mark_dirty(c); }
   void wants_poll() override { websocket_.need_poll(); }
   void closed(Connection& c) override;
+  void answer_abandoned(Connection& c, std::uint32_t seq) override { sender_.client_gone(c, seq); }
   void held_changed(std::size_t before, std::size_t after) override { table_.held_changed(before, after); }
   void shed() override { table_.count_shed(); }
   void proxy_header_refused(Connection& c, std::string_view why) override { table_.count_proxy_refused(c, why); }

@@ -1,5 +1,7 @@
 #include "manager/coroutines.hpp"
 
+#include "envelope/control.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace edri::manager {
@@ -57,6 +59,7 @@ Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context
   const std::uint64_t id = next_++;
   const auto at = deadlines_.emplace(deadline, id);
   waiting_.emplace(id, Waiting{std::move(request), header ? std::optional(*header) : std::nullopt, flow, frame, at});
+  if (header && header->reply_to == 0) by_connection_.emplace(connection_key(*header), id);
   flow->on_finish = [this, id] { finish(id); };
   if (at == deadlines_.begin()) arm();
   return Deferred{};
@@ -68,8 +71,11 @@ void Coroutines::finish(std::uint64_t id) {
   Waiting w = std::move(it->second);
   waiting_.erase(it);
   if (w.deadline != deadlines_.end()) deadlines_.erase(w.deadline);
+  forget_connection(w, id);
   auto answer = outcome(w.frame, w.request->request().event);
   w.frame.destroy();
+  if (!answer && w.client_gone)
+    answer = Response::problem(499, "Client Closed Request", "the client went away while the handler waited");
   if (answer && w.header) answer_(*w.header, std::move(*answer));
 }
 
@@ -81,6 +87,29 @@ std::optional<Response> Coroutines::outcome(Frame frame, std::string_view event)
     return std::nullopt;
   } catch (...) {
     return answer_for_failure(std::current_exception(), event, production_);
+  }
+}
+
+void Coroutines::forget_connection(const Waiting& w, std::uint64_t id) {
+  if (!w.header || w.header->reply_to != 0) return;
+  auto [it, end] = by_connection_.equal_range(connection_key(*w.header));
+  for (; it != end; ++it)
+    if (it->second == id) return (void)by_connection_.erase(it);
+}
+
+void Coroutines::client_gone(const envelope::EnvelopeHeader& gone) {
+  std::vector<std::uint64_t> ids;
+  auto [it, end] = by_connection_.equal_range(connection_key(gone));
+  for (; it != end; ++it) ids.push_back(it->second);
+  for (const auto id : ids) {
+    const auto w = waiting_.find(id);
+    if (w == waiting_.end() || w->second.client_gone) continue;
+    const auto& h = *w->second.header;
+    if (h.origin_generation != gone.origin_generation ||
+        (gone.origin_stream != envelope::kEveryStream && gone.origin_stream != h.origin_stream))
+      continue;
+    w->second.client_gone = true;
+    std::shared_ptr<detail::Flow>(w->second.flow)->cancel("the client went away");
   }
 }
 

@@ -7,6 +7,9 @@
 // passes while it waits (the client's, or EDRI_API_RESPONSE_TIMEOUT, when
 // the broker has answered 504 already), the operation it waits on is
 // dropped and the handler resumes with edri::Cancelled; nothing is sent.
+// The same when its client's connection closes (kControlClientGone),
+// except that 499 is answered, which the listener drops: the books of
+// every process on the way are kept by answers.
 #pragma once
 
 #include <chrono>
@@ -48,6 +51,10 @@ class Coroutines {
   Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader* header,
               Clock::time_point deadline);
   std::size_t waiting() const { return waiting_.size(); }
+  // The answer `gone` names (kControlClientGone: a slot of a connection,
+  // or all of them) can no longer be delivered: the handlers waiting for
+  // it are cancelled.
+  void client_gone(const envelope::EnvelopeHeader& gone);
 
  private:
   using Frame = Async<Response>::Handle;
@@ -57,7 +64,14 @@ class Coroutines {
     std::shared_ptr<detail::Flow> flow;
     Frame frame;
     std::multimap<Clock::time_point, std::uint64_t>::iterator deadline;
+    bool client_gone = false;
   };
+  // A client's connection: listener and connection id (its generation is
+  // checked on the header).
+  static std::uint64_t connection_key(const envelope::EnvelopeHeader& h) {
+    return std::uint64_t{h.origin_listener} << 32 | h.origin_connection;
+  }
+  void forget_connection(const Waiting& w, std::uint64_t id);
   // Its handler returned: answered (unless cancelled) and forgotten.
   void finish(std::uint64_t id);
   // What a finished frame answers; nothing when it was cancelled.
@@ -70,6 +84,7 @@ class Coroutines {
   Answer answer_;
   std::unordered_map<std::uint64_t, Waiting> waiting_;
   std::multimap<Clock::time_point, std::uint64_t> deadlines_;
+  std::unordered_multimap<std::uint64_t, std::uint64_t> by_connection_;  // connection_key -> id, of a client's
   EventLoop::Timer timer_;
   std::uint64_t next_ = 0;
 };

@@ -201,6 +201,7 @@ void Manager::on_record(std::span<const std::byte> record) {
     case env::Kind::Response: return on_response(v);
     case env::Kind::Control:
       if (v.header.event_type == env::kControlResubscribe) subscribe();
+      if (v.header.event_type == env::kControlClientGone) coroutines_.client_gone(v.header);
       if (v.header.event_type == env::kControlStreamCredit || v.header.event_type == env::kControlStreamCancel)
         on_stream_control(v);
       return;

@@ -119,6 +119,11 @@ void Router::on_listener_control(std::span<const std::byte> record) {
   } else if (v.header.event_type == env::kControlAnswered) {
     // Its manager's channel refused it; its notice came first on this ring.
     forget_answered(v.section(env::SectionType::Control), 0, false);
+  } else if (v.header.event_type == env::kControlClientGone) {
+    // Any manager may hold a handler waiting for that connection.
+    for (std::uint32_t i = 0; i < managers_; ++i)
+      if (!to_manager_[i]->push(record, transport::Admission::Answer))
+        spdlog::warn("manager channel full: a closed connection's waiting handlers run on");
   } else {
     spdlog::error("dropping an unknown control envelope from a listener");
   }

@@ -136,10 +136,15 @@ TEST_CASE("a live stream published through two instances has one order, and ever
   // than the server keeps, streams.md) from a fresh one: here only where
   // that instance's broker saw revisions come as one state, its watch of
   // the bucket (which keeps the newest revision only) having fallen behind.
+  // One fresh snapshot per gap: on a loaded machine the watch falls
+  // behind more than once.
   for (auto [held, instance] : {std::pair{&held_a, &a}, std::pair{&held_b, &b}}) {
-    const bool gap = instance->log().find("came as one state") != std::string::npos;
-    INFO("the broker saw a gap: " << gap);
-    CHECK(held->views["room:1"].snapshots == (gap ? 2 : 1));
+    const auto log = instance->log();
+    int gaps = 0;
+    for (auto at = log.find("came as one state"); at != std::string::npos; at = log.find("came as one state", at + 1))
+      ++gaps;
+    INFO("the broker saw gaps: " << gaps);
+    CHECK(held->views["room:1"].snapshots == 1 + gaps);
   }
 }
 

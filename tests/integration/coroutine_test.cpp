@@ -10,9 +10,11 @@
 #include <set>
 #include <thread>
 
+#include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
@@ -77,6 +79,48 @@ TEST_CASE("a coroutine whose deadline passes is cancelled, and at most EDRI_MAX_
   // Each was resumed with Cancelled at its deadline, not after its timer.
   CHECK(json::parse(http_get(server.port(), "/co/cancelled").body)["cancelled"] == 2);
   CHECK(http_get(server.port(), "/co/sleep/10").status == 200);
+}
+
+TEST_CASE("a coroutine whose client goes away is cancelled, over HTTP/1.1, HTTP/2 and WebSocket", "[coroutine]") {
+  // Two may wait: a handler left behind by a client gone would hold its
+  // place, and the last check's two waits would get 503.
+  ServerProcess server({test_plugin_path("coroutines")}, {{"EDRI_MAX_WAITING", "2"}});
+  const auto cancellations = [&] { return json::parse(http_get(server.port(), "/co/cancelled").body); };
+  const auto cancelled = [&](int n) { return eventually([&] { return cancellations()["cancelled"] == n; }, 2s); };
+  // HTTP/1.1: the client closes its connection while the handler waits.
+  const int fd = connect_loopback(server.port());
+  const std::string head = "GET /co/sleep/5000 HTTP/1.1\r\nHost: t\r\n\r\n";
+  REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == ssize_t(head.size()));
+  std::this_thread::sleep_for(300ms);
+  ::close(fd);
+  CHECK(cancelled(1));
+  CHECK(cancellations()["why"] == "the client went away");
+  // HTTP/2: the client resets the request's stream; its connection goes on.
+  H2Connection h2(server.port());
+  const auto slow = h2.client.request("GET", "/co/sleep/5000");
+  h2.run_until([] { return false; }, 300);
+  h2.client.reset(slow);
+  const auto hello = h2.client.request("GET", "/co/hello");
+  REQUIRE(h2.run_until([&] { return h2.finished(hello); }));
+  CHECK(h2.client.answers[hello].status == 200);
+  CHECK(cancelled(2));
+  // WebSocket: closed with a command unanswered.
+  {
+    WsClient ws(server.port());
+    ws.send(json{{"command", "co.sleep"}, {"ms", 5000}}.dump());
+    std::this_thread::sleep_for(300ms);
+    ws.close();
+  }
+  CHECK(cancelled(3));
+  // Nothing is left waiting: two wait again, and are answered.
+  int statuses[2] = {0, 0};
+  std::thread a([&] { statuses[0] = http_get(server.port(), "/co/sleep/300").status; });
+  std::thread b([&] { statuses[1] = http_get(server.port(), "/co/sleep/300").status; });
+  a.join();
+  b.join();
+  CHECK(statuses[0] == 200);
+  CHECK(statuses[1] == 200);
+  CHECK(cancellations()["cancelled"] == 3);
 }
 
 TEST_CASE("a domain's start hook runs before it serves, and its stop hook after its last answer", "[coroutine]") {

@@ -17,6 +17,7 @@
 namespace {
 
 int cancelled = 0;                 // handlers that saw Cancelled (GET /co/cancelled)
+std::string cancelled_why;         // what() of the last Cancelled
 bool started = false;              // the start hook of domain "life" ran
 int ticks = 0;                     // its periodic timer's runs
 std::vector<int> seen;             // the co.tick notifications domain "peer" received, in order
@@ -38,16 +39,18 @@ void reg(edri::Registry& r) {
     const auto ms = req.int_param("ms");
     try {
       co_await ctx.sleep(std::chrono::milliseconds(ms));
-    } catch (const edri::Cancelled&) {
+    } catch (const edri::Cancelled& e) {
       ++cancelled;
+      cancelled_why = e.what();
       throw;
     }
     // The request is still whole after the wait: its views were copied.
     co_return edri::Response::json({{"slept", ms}, {"event", std::string(req.event)}, {"id", std::string(req.id)}});
   });
   r.get("/co/cancelled", "co.cancelled", [](const edri::Request&, edri::Context&) {
-    return edri::Response::json({{"cancelled", cancelled}});
+    return edri::Response::json({{"cancelled", cancelled}, {"why", cancelled_why}});
   });
+  r.command("co.sleep");  // {"command":"co.sleep","ms":..}
   r.get("/co/hello", "co.hello", [](const edri::Request&, edri::Context&) { return edri::Response::text("hello"); });
 
   // Awaits the other domain, twice in a row, then a helper coroutine.
