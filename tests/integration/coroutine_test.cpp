@@ -2,7 +2,9 @@
 // real server: a waiting handler does not hold up its domain; what it
 // awaits (a timer, another domain, a worker thread, a worker process)
 // resumes it in its manager's loop with its request whole; a deadline
-// that passes cancels it; EDRI_MAX_WAITING bounds how many wait.
+// that passes, or a client that goes away, cancels it; EDRI_MAX_WAITING
+// bounds how many wait. A WebSocket command or a gRPC Event reaches the
+// same handler as a route.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -10,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "edri/v1/edri.pb.h"
+#include "grpc/framing.hpp"
 #include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
@@ -209,4 +213,130 @@ TEST_CASE("notifications a coroutine publishes between its waits arrive in order
   std::set<int> distinct;
   for (const auto& i : after) distinct.insert(i.get<int>());
   CHECK(distinct.size() == 50);
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+}
+
+int cancelled_count(const ServerProcess& server) {
+  return json::parse(http_get(server.port(), "/co/cancelled").body)["cancelled"].get<int>();
+}
+
+// Starts a unary call of edri.v1.Edri/Call on `h2`: one Event of `type`
+// with `body` (JSON), and a grpc-timeout when `timeout` is not empty.
+std::int32_t grpc_call(H2Connection& h2, const std::string& type, const json& body, std::uint64_t id,
+                       const std::string& timeout = {}) {
+  edri::v1::Event ev;
+  ev.set_type(type);
+  ev.set_body(body.dump());
+  ev.set_id(id);
+  std::string message;
+  edri::grpc::frame(message, ev.SerializeAsString());
+  std::vector<std::pair<std::string, std::string>> fields{{"content-type", "application/grpc"}, {"te", "trailers"}};
+  if (!timeout.empty()) fields.emplace_back("grpc-timeout", timeout);
+  return h2.client.request("POST", "/edri.v1.Edri/Call", std::move(message), std::move(fields));
+}
+
+// The one Event a finished Call answered.
+edri::v1::Event answer_event(H2Connection& h2, std::int32_t stream) {
+  edri::grpc::MessageReader reader(1 << 20);
+  reader.append(h2.client.answers[stream].body);
+  std::string_view m;
+  edri::v1::Event ev;
+  REQUIRE(reader.next(m) == edri::grpc::MessageReader::Next::Message);
+  REQUIRE(ev.ParseFromArray(m.data(), static_cast<int>(m.size())));
+  CHECK(reader.next(m) != edri::grpc::MessageReader::Next::Message);
+  return ev;
+}
+}  // namespace
+
+TEST_CASE("a coroutine handler answers WebSocket commands, its domain serving others while it waits", "[coroutine]") {
+  ServerProcess server({test_plugin_path("coroutines")});
+  WsClient ws(server.port());
+  WsClient other(server.port());
+  const auto t0 = Clock::now();
+  ws.send(json{{"command", "co.sleep"}, {"ms", 2000}}.dump());
+  ws.send(json{{"command", "co.sleep"}, {"ms", 1500}}.dump());
+  // Another client's command to the same domain (one manager) is answered
+  // while both wait.
+  CHECK(other.command({{"command", "co.hello"}}) == json{{"command", "co.hello"}, {"response", "hello"}});
+  CHECK(since(t0) < 1000ms);
+  // A connection's answers come in the order its commands did (the second
+  // handler finished first), each with its request whole after the wait.
+  // (Not ws.quiet_for: a read cut short ends the client.)
+  const json first = ws.read_json();
+  CHECK(since(t0) >= 2000ms);
+  CHECK(first["command"] == "co.sleep");
+  CHECK(first["response"]["slept"] == 2000);
+  CHECK(first["response"]["event"] == "co.sleep");
+  CHECK(first["response"]["id"].get<std::string>().size() == 33);
+  const json second = ws.read_json();
+  CHECK(second["response"]["slept"] == 1500);
+  // Both waited at once in the one manager: one after the other would be 3.5 s.
+  CHECK(since(t0) < 3000ms);
+  // A handler that awaits another domain answers with what it awaited.
+  const json asked = ws.command({{"command", "co.ask"}, {"name", "ws"}});
+  CHECK(asked["response"]["first"]["greeting"] == "hi ws");
+  CHECK(asked["response"]["second"]["greeting"] == "hi ws!");
+}
+
+TEST_CASE("a coroutine handler answers a gRPC Call, and a Call beside it is answered while it waits", "[coroutine]") {
+  ServerProcess server({test_plugin_path("coroutines")});
+  H2Connection h2(server.port());
+  const auto t0 = Clock::now();
+  const auto slow = grpc_call(h2, "co.sleep", {{"ms", 1500}}, 7);
+  const auto quick = grpc_call(h2, "co.hello", json::object(), 8);
+  REQUIRE(h2.run_until([&] { return h2.finished(quick); }));
+  CHECK(since(t0) < 1000ms);
+  CHECK_FALSE(h2.finished(slow));
+  CHECK(h2.client.answers[quick].field("grpc-status") == "0");
+  CHECK(answer_event(h2, quick).body() == R"("hello")");
+
+  REQUIRE(h2.run_until([&] { return h2.finished(slow); }));
+  CHECK(since(t0) >= 1500ms);
+  CHECK(h2.client.answers[slow].field("grpc-status") == "0");
+  const auto ev = answer_event(h2, slow);
+  CHECK(ev.type() == "co.sleep");
+  CHECK(ev.id() == 7);
+  CHECK(ev.status() == 200);
+  const auto body = json::parse(ev.body());
+  CHECK(body["slept"] == 1500);
+  CHECK(body["event"] == "co.sleep");
+
+  // What it awaited from another domain comes back in the Event.
+  const auto ask = grpc_call(h2, "co.ask", {{"name", "grpc"}}, 9);
+  REQUIRE(h2.run_until([&] { return h2.finished(ask); }));
+  CHECK(h2.client.answers[ask].field("grpc-status") == "0");
+  const auto asked = answer_event(h2, ask);
+  CHECK(asked.status() == 200);
+  CHECK(json::parse(asked.body())["second"]["greeting"] == "hi grpc!");
+}
+
+TEST_CASE("a gRPC Call whose grpc-timeout passes ends DEADLINE_EXCEEDED and cancels its coroutine", "[coroutine]") {
+  // EDRI_API_RESPONSE_TIMEOUT stays 30 s: only the client's deadline can
+  // cancel the handler within the test.
+  ServerProcess server({test_plugin_path("coroutines")});
+  REQUIRE(cancelled_count(server) == 0);
+  H2Connection h2(server.port());
+  const auto t0 = Clock::now();
+  const auto call = grpc_call(h2, "co.sleep", {{"ms", 3000}}, 1, "300m");
+  REQUIRE(h2.run_until([&] { return h2.finished(call); }));
+  CHECK(since(t0) < 1500ms);
+  // The server's own answer, in the trailers: grpc-status 4.
+  CHECK(h2.client.answers[call].status == 200);
+  CHECK(h2.client.answers[call].field("grpc-status") == "4");
+  CHECK(h2.client.answers[call].error_code == 0);
+  // The handler was resumed with Cancelled at that deadline, long before
+  // its 3 s timer.
+  CHECK(eventually([&] { return cancelled_count(server) == 1; }, 1000ms));
+  CHECK(since(t0) < 2500ms);
+  // Once its timer would have fired, nothing more happened to it, and the
+  // manager (the same process: the count is its memory) serves on.
+  std::this_thread::sleep_until(t0 + 3300ms);
+  CHECK(cancelled_count(server) == 1);
+  CHECK(http_get(server.port(), "/co/sleep/10").status == 200);
 }

@@ -1,7 +1,8 @@
 // The plugin the coroutine handler tests run (include/edri/async.hpp):
 // handlers that await a timer, another domain, a worker thread and a
 // worker process, and use the request and the context after; one that
-// throws after waiting; one that counts the cancellations it sees.
+// throws after waiting; one that counts the cancellations it sees. Some
+// are WebSocket commands and gRPC Events too.
 #include <edri/plugin.hpp>
 
 #include <atomic>
@@ -50,7 +51,6 @@ void reg(edri::Registry& r) {
   r.get("/co/cancelled", "co.cancelled", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"cancelled", cancelled}, {"why", cancelled_why}});
   });
-  r.command("co.sleep");  // {"command":"co.sleep","ms":..}
   r.get("/co/hello", "co.hello", [](const edri::Request&, edri::Context&) { return edri::Response::text("hello"); });
 
   // Awaits the other domain, twice in a row, then a helper coroutine.
@@ -65,6 +65,9 @@ void reg(edri::Registry& r) {
     co_return edri::Response::json({{"first", nlohmann::json::parse(std::get<std::string>(first.body))},
                                     {"second", nlohmann::json::parse(std::get<std::string>(second.body))}});
   });
+  // The same events as WebSocket commands and gRPC Events: a coroutine
+  // handler serves them as it serves their routes.
+  r.command("co.sleep").command("co.hello").command("co.ask");
   r.get("/co/thread/{n:int}", "co.thread", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
     const auto n = req.int_param("n");
     const auto sum = co_await ctx.thread([n] {
