@@ -207,8 +207,8 @@ void note_wait_target(const std::vector<Row>& rows, const std::vector<int>& conc
     list += (list.empty() ? "" : ", ") + std::to_string(c) + " (" + format("%.2fx", *ratio) + ")";
   }
   notes.push_back("target, /noop's p99 beside the waits at most " + format("%.0fx", kNoopP99Target) +
-                  " its p99 alone: met at c=" + (met_at.empty() ? "none" : met_at) +
-                  "; missed at c=" + (missed_at.empty() ? "none" : missed_at));
+                  " its p99 alone: " + (met_at.empty() ? "met nowhere" : "met at c=" + met_at) + "; " +
+                  (missed_at.empty() ? "missed nowhere" : "missed at c=" + missed_at));
 }
 
 // ---- GET /fetch

@@ -41,22 +41,24 @@ Coroutines::~Coroutines() {
 }
 
 Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context& ctx,
-                        const envelope::EnvelopeHeader* header, Clock::time_point deadline) {
+                        const envelope::EnvelopeHeader* header, Clock::time_point deadline, Clock::duration within) {
   if (waiting_.size() >= max_waiting_)
     return Response::problem(503, "Service Unavailable", "this domain has EDRI_MAX_WAITING requests waiting already")
         .header("Retry-After", "1");
-  auto request = std::make_unique<OwnedRequest>(req);
+  auto request = take_request(req);
   const Frame frame = handler(request->request(), ctx).release();
-  auto flow = std::make_shared<detail::Flow>();
+  auto flow = take_flow();
   frame.promise().flow = flow;
   flow->waiting = frame;
   flow->request = &request->request();
   if (flow->resume()) {  // returned without waiting
     auto answer = outcome(frame, req.event);
     frame.destroy();
+    give_back(std::move(request), std::move(flow));
     return answer ? std::move(*answer) : Reply{Deferred{}};
   }
   const std::uint64_t id = next_++;
+  if (within != Clock::duration::max()) deadline = std::min(deadline, Clock::now() + within);
   const auto at = deadlines_.emplace(deadline, id);
   waiting_.emplace(id, Waiting{std::move(request), header ? std::optional(*header) : std::nullopt, flow, frame, at});
   if (header && header->reply_to == 0) by_connection_.emplace(connection_key(*header), id);
@@ -77,6 +79,44 @@ void Coroutines::finish(std::uint64_t id) {
   if (!answer && w.client_gone)
     answer = Response::problem(499, "Client Closed Request", "the client went away while the handler waited");
   if (answer && w.header) answer_(*w.header, std::move(*answer));
+  give_back(std::move(w.request), std::move(w.flow));
+}
+
+namespace {
+// How many spares are kept, and the largest request copy kept as one (a
+// large body's buffer is not held for the next request).
+constexpr std::size_t kSpares = 64;
+constexpr std::size_t kSpareRequestBytes = 16 * 1024;
+}  // namespace
+
+std::unique_ptr<OwnedRequest> Coroutines::take_request(const Request& req) {
+  if (spare_requests_.empty()) return std::make_unique<OwnedRequest>(req);
+  auto request = std::move(spare_requests_.back());
+  spare_requests_.pop_back();
+  request->assign(req);
+  return request;
+}
+
+std::shared_ptr<detail::Flow> Coroutines::take_flow() {
+  if (spare_flows_.empty()) return std::make_shared<detail::Flow>();
+  auto flow = std::move(spare_flows_.back());
+  spare_flows_.pop_back();
+  return flow;
+}
+
+void Coroutines::give_back(std::unique_ptr<OwnedRequest> request, std::shared_ptr<detail::Flow> flow) {
+  if (request->bytes() <= kSpareRequestBytes && spare_requests_.size() < kSpares)
+    spare_requests_.push_back(std::move(request));
+  // A completion that still holds the flow (one that came late and was
+  // dropped holds none) keeps it: it is not used again.
+  if (flow.use_count() == 1 && spare_flows_.size() < kSpares) {
+    // The operation number goes on counting: a completion of a past use
+    // can never match.
+    const auto operation = flow->operation;
+    *flow = detail::Flow{};
+    flow->operation = operation;
+    spare_flows_.push_back(std::move(flow));
+  }
 }
 
 std::optional<Response> Coroutines::outcome(Frame frame, std::string_view event) const {

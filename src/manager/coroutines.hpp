@@ -20,6 +20,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <edri/context.hpp>
 
@@ -47,9 +48,11 @@ class Coroutines {
   // Runs `handler` on a copy of `req`, for the request `header`, until it
   // waits or returns. A Response when it returned at once (or could not
   // start), else Deferred: `answer` is called when it returns. No header:
-  // a subscriber's, which answers nothing.
+  // a subscriber's, which answers nothing. Its deadline is `deadline` or
+  // `within` from when it first waits, whichever is sooner (the clock is
+  // read only for a handler that waits).
   Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader* header,
-              Clock::time_point deadline);
+              Clock::time_point deadline, Clock::duration within = Clock::duration::max());
   std::size_t waiting() const { return waiting_.size(); }
   // The answer `gone` names (kControlClientGone: a slot of a connection,
   // or all of them) can no longer be delivered: the handlers waiting for
@@ -78,6 +81,11 @@ class Coroutines {
   std::optional<Response> outcome(Frame frame, std::string_view event) const;
   void expire();
   void arm();
+  // Spares, so that a handler that awaits nothing allocates only its
+  // frame: a request copy and a flow, taken and given back.
+  std::unique_ptr<OwnedRequest> take_request(const Request& req);
+  std::shared_ptr<detail::Flow> take_flow();
+  void give_back(std::unique_ptr<OwnedRequest> request, std::shared_ptr<detail::Flow> flow);
 
   std::size_t max_waiting_;
   bool production_;
@@ -85,6 +93,8 @@ class Coroutines {
   std::unordered_map<std::uint64_t, Waiting> waiting_;
   std::multimap<Clock::time_point, std::uint64_t> deadlines_;
   std::unordered_multimap<std::uint64_t, std::uint64_t> by_connection_;  // connection_key -> id, of a client's
+  std::vector<std::unique_ptr<OwnedRequest>> spare_requests_;
+  std::vector<std::shared_ptr<detail::Flow>> spare_flows_;
   EventLoop::Timer timer_;
   std::uint64_t next_ = 0;
 };

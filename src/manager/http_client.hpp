@@ -1,7 +1,8 @@
 // HttpClient: a manager's outbound HTTP calls (Context::fetch, http), run
 // on its own event loop by libcurl's multi-socket interface: each socket
 // curl opens is watched in the loop's epoll set (level-triggered, as curl
-// asks), its timeouts are one timerfd, and no call has a thread. The multi
+// asks), its timeouts are one timerfd (and the end of the loop's turn for
+// "at once": run_due), and no call has a thread. The multi
 // handle keeps connections per origin for the next call; HTTP/2 is used
 // where a TLS server offers it; certificates are verified.
 #pragma once
@@ -13,12 +14,14 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <edri/http_call.hpp>
 
 #include "runtime/event_loop.hpp"
 
 typedef void CURLM;
+typedef void CURL;
 
 namespace edri::manager {
 
@@ -42,6 +45,9 @@ class HttpClient {
   // returned function stops it, `done` then not called.
   std::function<void()> start(HttpCall call, std::chrono::steady_clock::time_point deadline, Done done);
   std::size_t running() const { return transfers_.size(); }
+  // What curl asked to run at once (a timeout of 0, as every new call
+  // asks), run at the end of the loop's turn. True when it ran.
+  bool run_due();
 
  private:
   struct Transfer;
@@ -49,17 +55,28 @@ class HttpClient {
   static int on_timer(CURLM* multi, long timeout_ms, void* self);
   void on_ready(int socket, std::uint32_t events);
   void on_timeout();
+  void run_timeouts();
+  void arm(std::chrono::steady_clock::time_point at);
   // Hands every finished transfer its answer.
   void collect();
   void stop(std::uint64_t id);
+  // Easy handles, reset and used again (at most kSpareHandles kept).
+  static constexpr std::size_t kSpareHandles = 64;
+  CURL* take_easy();
+  void give_back(CURL* easy);
   std::chrono::milliseconds budget(const HttpCall& call, std::chrono::steady_clock::time_point deadline) const;
 
   EventLoop& loop_;
   Settings settings_;
   CURLM* multi_ = nullptr;
   EventLoop::Timer timer_;
+  // What curl wants and what the timerfd is set for (max: nothing).
+  std::chrono::steady_clock::time_point wanted_ = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point armed_ = std::chrono::steady_clock::time_point::max();
+  bool due_ = false;  // curl asked for a timeout of 0
   std::unordered_map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
   std::unordered_set<int> watched_;
+  std::vector<CURL*> spare_;
   std::uint64_t next_ = 0;
 };
 

@@ -101,8 +101,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     to_switch_ = &loop.outbox_to(switch_slot_);
   }
   loop.after_drain([this] {
+    // Before the notices: what the HTTP client finishes may answer.
+    const bool ran = http_ && http_->run_due();
     report_answered();
-    return false;
+    return ran;
   });
   if (home_cpu) placement_ = std::make_unique<LoopPlacement>(loop.events(), *home_cpu, worker_cpus_);
 }
@@ -473,15 +475,15 @@ WorkerProcesses& Manager::processes_for(std::string_view task) {
   return *processes_;
 }
 
-std::chrono::steady_clock::time_point Manager::pipeline_deadline() const {
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                std::chrono::duration<double>(config_.api_response_timeout_s));
+std::chrono::steady_clock::duration Manager::pipeline_timeout() const {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.api_response_timeout_s));
 }
 
 Reply Manager::start(const AsyncHandler& handler, const Request& req) {
   if (!current_) throw std::logic_error("a coroutine handler started outside a request");
   // The client's deadline, or when the broker answers 504 for it.
-  return coroutines_.start(handler, req, *this, current_, std::min(req.deadline, pipeline_deadline()));
+  return coroutines_.start(handler, req, *this, current_, req.deadline, pipeline_timeout());
 }
 
 namespace {
@@ -495,7 +497,8 @@ Async<Response> run_subscriber(const AsyncSubscriber* subscriber, const Request&
 
 void Manager::start(const AsyncSubscriber& subscriber, const Request& n) {
   const AsyncHandler run = [s = &subscriber](const Request& r, Context& c) { return run_subscriber(s, r, c); };
-  const Reply refused = coroutines_.start(run, n, *this, nullptr, pipeline_deadline());
+  const Reply refused =
+      coroutines_.start(run, n, *this, nullptr, std::chrono::steady_clock::time_point::max(), pipeline_timeout());
   if (const auto* r = std::get_if<Response>(&refused); r && r->status.code >= 500)
     spdlog::warn("a subscriber of {} did not run: {}", n.event, std::get<std::string>(r->body));
 }

@@ -176,9 +176,9 @@ class Manager final : public Context {
   WorkerThreads& workers();
   // Checks that the domain runs `task` (std::invalid_argument if not).
   WorkerProcesses& processes_for(std::string_view task);
-  // When the broker answers 504 for a request that arrives now
+  // How long after it arrives the broker answers 504 for a request
   // (EDRI_API_RESPONSE_TIMEOUT): a waiting coroutine's latest deadline.
-  std::chrono::steady_clock::time_point pipeline_deadline() const;
+  std::chrono::steady_clock::duration pipeline_timeout() const;
   std::string title_;
   std::unique_ptr<WorkerProcesses> processes_;             // made by start() when the domain has tasks
   std::unique_ptr<LoopPlacement> placement_;               // with a home CPU

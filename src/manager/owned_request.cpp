@@ -17,11 +17,13 @@ void for_each_view(Request& r, F&& f) {
 
 }  // namespace
 
-OwnedRequest::OwnedRequest(const Request& from) : request_(from) {
+void OwnedRequest::assign(const Request& from) {
+  request_ = from;
   std::size_t total = 0;
   for_each_view(request_, [&](std::string_view v) { total += v.size(); });
   // Reserved once: the views taken below point into it, so it must never
   // grow again.
+  storage_.clear();
   storage_.reserve(total);
   for_each_view(request_, [&](std::string_view& v) {
     const std::size_t at = storage_.size();

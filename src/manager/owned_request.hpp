@@ -12,7 +12,10 @@ namespace edri::manager {
 class OwnedRequest {
  public:
   // Copies every byte `from` views (body included) into one buffer.
-  explicit OwnedRequest(const Request& from);
+  explicit OwnedRequest(const Request& from) { assign(from); }
+  // The same again, into the buffer and vectors this one already has: a
+  // spare one is used again without allocating.
+  void assign(const Request& from);
   // The views point into this object: it stays where it is made.
   OwnedRequest(const OwnedRequest&) = delete;
   OwnedRequest& operator=(const OwnedRequest&) = delete;
