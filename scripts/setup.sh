@@ -21,6 +21,10 @@ packages=(
   libjwt-dev
   # outbound HTTP from handlers, on the manager's loop (Context::fetch)
   libcurl4-openssl-dev
+  # Postgres from handlers (src/database/, issue 37): libpq to build, the
+  # server the tests start (tests/support/postgres_server.hpp), and asyncpg
+  # and Jinja2 for the FastAPI reference measured beside it
+  libpq-dev postgresql-15 python3-asyncpg python3-jinja2
   # the libFuzzer targets (tests/fuzz)
   clang libclang-rt-14-dev
   # bench_micro (bench serialization, bench inprocess)
