@@ -176,13 +176,18 @@ std::string_view PgRow::non_null_text(int column, const char* type) const {
   return text(column);
 }
 
+namespace {
+// A column's text that is not the type asked for.
+PgValueError not_a(std::string_view column, const char* type, std::string_view text) {
+  return PgValueError("column \"" + std::string(column) + "\" is not " + type + ": " + std::string(text));
+}
+}  // namespace
+
 std::int64_t PgRow::int64(int column) const {
   const std::string_view t = non_null_text(column, "an integer");
   bool parsed = false;
   const std::int64_t v = parse_int64(t, parsed);
-  if (!parsed)
-    throw PgValueError("column \"" + std::string(result_->column_name(column)) +
-                       "\" is not a 64-bit integer: " + std::string(t));
+  if (!parsed) throw not_a(result_->column_name(column), "a 64-bit integer", t);
   return v;
 }
 
@@ -190,9 +195,7 @@ double PgRow::float64(int column) const {
   const std::string_view t = non_null_text(column, "a number");
   bool parsed = false;
   const double v = parse_double(t, parsed);
-  if (!parsed)
-    throw PgValueError("column \"" + std::string(result_->column_name(column)) +
-                       "\" is not a number: " + std::string(t));
+  if (!parsed) throw not_a(result_->column_name(column), "a number", t);
   return v;
 }
 
@@ -200,8 +203,7 @@ bool PgRow::boolean(int column) const {
   const std::string_view t = non_null_text(column, "a boolean");
   if (t == "t") return true;
   if (t == "f") return false;
-  throw PgValueError("column \"" + std::string(result_->column_name(column)) +
-                     "\" is not a boolean: " + std::string(t));
+  throw not_a(result_->column_name(column), "a boolean", t);
 }
 
 nlohmann::json PgRow::to_json() const {
