@@ -222,6 +222,7 @@ int run_supervisor() {
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
   listener::HttpFront::check_routes(config, plugins);
+  plugins.check_databases(config.databases);
   try {
     // What protobuf checks of a typed gRPC service (its descriptors, its
     // methods unary and each sending an event) stops start-up here, as

@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 14;
+inline constexpr std::uint32_t kPluginAbiVersion = 15;
 
 }  // namespace edri
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <edri/async.hpp>
+#include <edri/database.hpp>
 #include <edri/http_call.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
@@ -211,6 +212,12 @@ class Context {
   // loop. What it returns stops the call (`done` is then not called).
   virtual std::function<void()> http(HttpCall call, std::chrono::steady_clock::time_point deadline,
                                      std::function<void(HttpReply)> done) = 0;
+
+  // The database `name` this domain declared (Registry::database): its
+  // manager's pool, awaited (Database::query) or with callbacks
+  // (Database::run). Throws std::invalid_argument for a name the domain did
+  // not declare.
+  virtual Database& database(std::string_view name) = 0;
 
   // The manager's side of coroutines. start(): runs `handler` on a copy
   // of `req` that lives as long as it does; returns what the handler must

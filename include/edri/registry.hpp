@@ -62,6 +62,13 @@ struct LifecycleDecl {
   std::function<void(Context&)> on_stop = {};
 };
 
+// A database of a domain (Registry::database).
+struct DatabaseDecl {
+  std::string domain;
+  std::string name;
+  std::string url;  // the plugin's default; EDRI_DATABASES wins
+};
+
 // The worker thread pool of a domain.
 struct WorkerPoolDecl {
   std::string domain;
@@ -143,6 +150,7 @@ struct RegistryDeclarations {
   std::vector<GrpcServiceDecl> grpc_services;
   std::vector<std::string> all_headers;  // events declared with all_headers()
   std::vector<LifecycleDecl> lifecycle;  // on_start() and on_stop() hooks, by domain
+  std::vector<DatabaseDecl> databases;   // database(), by domain
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -308,6 +316,17 @@ class Registry {
   Registry& on_stop(F hook) {
     static_assert(std::is_void_v<std::invoke_result_t<F&, Context&>>, "a stop hook returns nothing");
     d_.lifecycle.push_back(LifecycleDecl{current_domain_, {}, std::function<void(Context&)>(std::move(hook))});
+    return *this;
+  }
+
+  // The current domain uses the database `name` (include/edri/database.hpp):
+  // each of its managers opens a pool of connections to it before its
+  // start hooks run, and its handlers reach it with Context::database().
+  // `url` (postgresql://..., or sqlite:<file>) is the plugin's default;
+  // EDRI_DATABASES, when it names the database, wins. A database left
+  // with no URL stops start-up.
+  Registry& database(std::string name, std::string url = {}) {
+    d_.databases.push_back(DatabaseDecl{current_domain_, std::move(name), std::move(url)});
     return *this;
   }
 

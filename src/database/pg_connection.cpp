@@ -65,8 +65,9 @@ PgConnection::~PgConnection() {
 void PgConnection::start_connect() {
   // client_encoding last, so that it wins over the URL's: rows become
   // JSON, which is UTF-8.
-  const char* keywords[] = {"dbname", "client_encoding", nullptr};
-  const char* values[] = {options_.conninfo.c_str(), "UTF8", nullptr};
+  const char* keywords[] = {"dbname", "client_encoding", options_.server_options.empty() ? nullptr : "options",
+                            nullptr};
+  const char* values[] = {options_.conninfo.c_str(), "UTF8", options_.server_options.c_str(), nullptr};
   conn_ = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   if (!conn_) {
     fail("cannot connect to Postgres: out of memory");
@@ -199,6 +200,9 @@ void PgConnection::on_connected() {
   timer_.cancel();
   state_ = State::ready;
   was_ready_ = true;
+  cancel_handle_ = std::shared_ptr<pg_cancel>(PQgetCancel(conn_), [](pg_cancel* c) {
+    if (c) PQfreeCancel(c);
+  });
   watch_socket(EPOLLIN);
   for (Pending& p : pending_) {
     if (!p.unsent) continue;
@@ -341,6 +345,21 @@ bool PgConnection::cancel(PgStatementId id) {
     it->done = nullptr;  // its answer still comes, in its place
   }
   return true;
+}
+
+bool PgConnection::alone_in_flight(PgStatementId id) const {
+  bool seen = false;
+  for (const Pending& p : pending_) {
+    if (p.answered) continue;
+    if (p.id == id) {
+      seen = true;
+      continue;
+    }
+    // Another statement still awaited, before it (the server may run that
+    // one now) or after it (the cancel could come late and stop that one).
+    if (p.done || !seen) return false;
+  }
+  return seen;
 }
 
 std::string PgConnection::libpq_error() const {

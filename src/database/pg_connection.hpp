@@ -31,8 +31,10 @@
 #include "database/pg_result.hpp"
 #include "runtime/event_loop.hpp"
 
-// libpq's connection, forward-declared as PgResult does its result.
+// libpq's connection and cancel handle, forward-declared as PgResult does
+// its result.
 struct pg_conn;
+struct pg_cancel;
 
 namespace edri::database {
 
@@ -56,6 +58,9 @@ struct PgConnectionOptions {
   // Bound on the whole connect: TCP, startup and authentication. (libpq's
   // own connect_timeout applies only to its blocking connect.)
   std::chrono::milliseconds connect_timeout{5000};
+  // Sent as libpq's `options` ("-c statement_timeout=30000"): settings of
+  // the server session, which the URL's own `options` would otherwise give.
+  std::string server_options;
 };
 
 // What a submission did: accepted (an id to cancel by) or refused at once,
@@ -135,6 +140,13 @@ class PgConnection {
   std::size_t max_pending() const { return options_.max_pending; }
   // The server process serving this connection; 0 unless ready.
   int backend_pid() const;
+  // What PQcancel needs to stop the statement the server runs now, from
+  // any thread (it blocks: never on the loop); null unless ready.
+  std::shared_ptr<pg_cancel> cancel_handle() const { return cancel_handle_; }
+  // Whether statement `id` is the one the server runs now or next, with
+  // no statement behind it still awaited: a cancel sent to the server now
+  // can stop only it, or nothing.
+  bool alone_in_flight(PgStatementId id) const;
 
  private:
   struct Statement {
@@ -185,6 +197,7 @@ class PgConnection {
   bool down_reported_ = false;
   std::string down_reason_;
   PgStatementId last_id_ = 0;
+  std::shared_ptr<pg_cancel> cancel_handle_;
   std::deque<Pending> pending_;            // in the order sent, so answers match
   std::vector<const char*> param_values_;  // scratch for libpq's arrays
   // The connect's deadline, and then a failure's report on the next turn.

@@ -151,6 +151,50 @@ nlohmann::json PgResult::value_json(int row, int column) const {
   return std::string(text);
 }
 
+namespace {
+
+edri::Rows::ColumnType column_type(Oid type) {
+  using T = edri::Rows::ColumnType;
+  switch (type) {
+    case kBool: return T::boolean;
+    case kInt2:
+    case kInt4:
+    case kInt8:
+    case kOid: return T::integer;
+    case kFloat4:
+    case kFloat8: return T::real;
+    case kJson:
+    case kJsonb: return T::json;
+    default: return T::text;
+  }
+}
+
+}  // namespace
+
+edri::Rows PgResult::to_rows() const {
+  if (!ok()) {
+    const auto kind =
+        failure_ == Failure::connection ? edri::Rows::Failure::unavailable : edri::Rows::Failure::statement;
+    return edri::Rows::failed(kind, error_, sqlstate_);
+  }
+  edri::Rows out;
+  pg_result* r = result_.get();
+  const int n_columns = columns();
+  for (int c = 0; c < n_columns; ++c) out.add_column(std::string(column_name(c)), column_type(PQftype(r, c)));
+  const int n_rows = static_cast<int>(size());
+  out.reserve(static_cast<std::size_t>(n_rows), 0);
+  for (int row = 0; row < n_rows; ++row)
+    for (int c = 0; c < n_columns; ++c) {
+      if (PQgetisnull(r, row, c)) {
+        out.add_cell(std::nullopt);
+        continue;
+      }
+      out.add_cell(std::string_view(PQgetvalue(r, row, c), static_cast<std::size_t>(PQgetlength(r, row, c))));
+    }
+  out.set_affected_rows(affected_rows_);
+  return out;
+}
+
 int PgRow::checked(int column) const {
   if (column < 0 || column >= result_->columns()) throw PgValueError("no column " + std::to_string(column));
   return column;

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include <edri/database.hpp>
+
 // libpq's own type, forward-declared so that users of this header need not
 // see libpq-fe.h.
 struct pg_result;
@@ -105,6 +107,9 @@ class PgResult {
   // everything else, numeric included (a double would round it), as the
   // string Postgres wrote.
   nlohmann::json to_json() const;
+  // The same as the handlers' edri::Rows: a failure's kind, or every row
+  // copied (a PGresult must not outlive its connection's use by handlers).
+  edri::Rows to_rows() const;
 
  private:
   friend class PgRow;

@@ -17,6 +17,10 @@ Response answer_for_failure(std::exception_ptr error, std::string_view event, bo
     return Response::problem(status, reason_phrase(status), e.what());
   } catch (const Unavailable& e) {
     return Response::problem(503, "Service Unavailable", e.what()).header("Retry-After", "1");
+  } catch (const DatabaseError& e) {
+    // The database's own message stays here: it may show the schema.
+    spdlog::warn("handler for {}: database: {} (SQLSTATE {})", event, e.what(), e.sqlstate());
+    return e.problem();
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", event, e.what());
     return Response::problem(500, "Internal Server Error",

@@ -149,6 +149,7 @@ void Manager::start() {
     for (const auto* t : plugins_.tasks(domain_)) o.tasks.insert(t->name);
     processes_ = std::make_unique<WorkerProcesses>(loop_.events(), std::move(o));
   }
+  open_databases();
   // Before the subscription: nothing reaches the domain, and /ready waits,
   // until its hooks returned.
   for (const auto* l : plugins_.lifecycle(domain_)) {
@@ -160,6 +161,30 @@ void Manager::start() {
     }
   }
   subscribe();
+}
+
+void Manager::open_databases() {
+  for (const auto& d : plugins_.databases(domain_, config_.databases)) {
+    database::DatabaseOptions o;
+    o.name = d.name;
+    o.url = d.url;
+    o.pool_size = config_.database_pool;
+    o.max_queued = config_.database_queue;
+    o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config_.database_timeout_s * 1000));
+    o.connect_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config_.database_connect_timeout_s * 1000));
+    try {
+      databases_.emplace(d.name, database::open_database(loop_.events(), std::move(o)));
+    } catch (const std::exception& e) {
+      throw StartFailed("domain " + domain_ + ": " + e.what());
+    }
+  }
+}
+
+Database& Manager::database(std::string_view name) {
+  const auto it = databases_.find(name);
+  if (it == databases_.end())
+    throw std::invalid_argument("domain " + domain_ + " declares no database named " + std::string(name));
+  return *it->second;
 }
 
 void Manager::stop() {

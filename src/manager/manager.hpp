@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "database/open_database.hpp"
 #include "envelope/envelope.hpp"
 #include "http/multipart.hpp"
 #include "manager/coroutines.hpp"
@@ -79,6 +80,7 @@ class Manager final : public Context {
   void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) override;
   std::function<void()> http(HttpCall call, std::chrono::steady_clock::time_point deadline,
                              std::function<void(HttpReply)> done) override;
+  Database& database(std::string_view name) override;
 
   // Sends `resp` as the answer to the request with header `request`; a
   // stream opens here and goes on as its client takes it.
@@ -201,6 +203,9 @@ class Manager final : public Context {
   EventLoop::Timer stream_control_timer_;
   EventLoop::Timer later_timer_;
   std::unique_ptr<HttpClient> http_;  // made by the first outbound call
+  // The domain's databases (Registry::database), opened by start().
+  void open_databases();
+  std::map<std::string, std::unique_ptr<Database>, std::less<>> databases_;
   // Last: its waiting handlers go first, while all they refer to lives.
   Coroutines coroutines_;
 };

@@ -55,6 +55,33 @@ std::vector<const LifecycleDecl*> PluginSet::lifecycle(const std::string& domain
   return out;
 }
 
+std::vector<DatabaseDecl> PluginSet::databases(const std::string& domain,
+                                               const std::vector<std::pair<std::string, std::string>>& urls) const {
+  std::vector<DatabaseDecl> out;
+  for (const auto& d : databases_) {
+    if (d.domain != domain) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const DatabaseDecl& o) { return o.name == d.name; })) continue;
+    out.push_back(d);
+    for (const auto& [name, url] : urls)
+      if (name == d.name) out.back().url = url;
+  }
+  return out;
+}
+
+void PluginSet::check_databases(const std::vector<std::pair<std::string, std::string>>& urls) const {
+  for (const auto& [name, url] : urls)
+    if (std::none_of(databases_.begin(), databases_.end(), [&](const DatabaseDecl& d) { return d.name == name; }))
+      throw PluginError("EDRI_DATABASES names the database " + name + ", which no plugin declares");
+  for (const auto& domain : domains_)
+    for (const auto& d : databases(domain, urls)) {
+      if (d.url.empty())
+        throw PluginError("domain " + domain + " declares the database " + d.name +
+                          " with no URL: name it in EDRI_DATABASES (" + d.name + "=postgresql://...)");
+      if (!d.url.starts_with("postgresql://") && !d.url.starts_with("postgres://") && !d.url.starts_with("sqlite:"))
+        throw PluginError("the database " + d.name + ": its URL must begin postgresql:// or sqlite:");
+    }
+}
+
 std::optional<WorkerPoolDecl> PluginSet::worker_pool(const std::string& domain) const {
   std::optional<WorkerPoolDecl> out;
   for (const auto& w : worker_pools_)
@@ -351,6 +378,11 @@ void PluginSet::Builder::take_replays(const RegistryDeclarations& d) {
 
 void PluginSet::Builder::take_pool_sizes(RegistryDeclarations& d) {
   for (auto& l : d.lifecycle) set_.lifecycle_.push_back(std::move(l));
+  for (auto& db : d.databases) {
+    if (db.name.empty() || db.name.find_first_of(" =") != std::string::npos)
+      throw PluginError(where_ + ": database name \"" + db.name + "\" (empty, or with a space or '=')");
+    set_.databases_.push_back(std::move(db));
+  }
   for (auto& [domain, n] : d.replica_counts) {
     if (n == 0 || n > 64)
       throw PluginError(where_ + ": replicas(" + std::to_string(n) + ") for domain " + domain + ": must be 1..64");

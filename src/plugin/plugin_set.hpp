@@ -93,6 +93,14 @@ class PluginSet {
   std::optional<WorkerPoolDecl> worker_pool(const std::string& domain) const;
   // The start and stop hooks of `domain`, in declaration order.
   std::vector<const LifecycleDecl*> lifecycle(const std::string& domain) const;
+  // The databases `domain` declared (Registry::database), each with its
+  // URL: from `urls` (EDRI_DATABASES) where it names it, else the
+  // declaration's.
+  std::vector<DatabaseDecl> databases(const std::string& domain,
+                                      const std::vector<std::pair<std::string, std::string>>& urls) const;
+  // Throws PluginError for a name in `urls` no plugin declares, a database
+  // left without a URL, or a URL neither postgresql:// nor sqlite:.
+  void check_databases(const std::vector<std::pair<std::string, std::string>>& urls) const;
   // The worker process pool a plugin asked for in `domain`, if any (the last one wins).
   std::optional<WorkerProcessesDecl> worker_processes(const std::string& domain) const;
   // The tasks registered in `domain` (Registry::task), in registration order.
@@ -124,6 +132,7 @@ class PluginSet {
   std::vector<GrpcServiceDecl> grpc_services_;
   std::vector<WorkerPoolDecl> worker_pools_;
   std::vector<LifecycleDecl> lifecycle_;
+  std::vector<DatabaseDecl> databases_;
   std::vector<WorkerProcessesDecl> worker_process_pools_;
   std::vector<TaskDecl> tasks_;
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;

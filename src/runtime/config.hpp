@@ -43,13 +43,18 @@ struct Config {
   double http_client_connect_timeout_s = 5.0;        // EDRI_HTTP_CLIENT_CONNECT_TIMEOUT
   std::size_t http_client_max_response = 16u << 20;  // EDRI_HTTP_CLIENT_MAX_RESPONSE: bytes of an answer body
   std::string http_client_ca_file;                   // EDRI_HTTP_CLIENT_CA_FILE: trusted CAs; empty: the system's
-  std::size_t max_body_size = 512 * 1024;            // EDRI_MAX_BODY_SIZE
-  std::size_t max_header_bytes = 16 * 1024;          // EDRI_MAX_HEADER_SIZE
-  std::size_t max_url_bytes = 8 * 1024;              // EDRI_MAX_URL_SIZE
-  std::size_t max_header_count = 100;                // EDRI_MAX_HEADER_COUNT
-  double header_timeout_s = 30.0;                    // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
-  double keepalive_timeout_s = 75.0;                 // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
-  std::uint32_t max_connections = 10000;             // EDRI_MAX_CONNECTIONS: open client connections, all listeners
+  std::vector<std::pair<std::string, std::string>> databases;  // EDRI_DATABASES: "name=url ..."
+  std::size_t database_pool = 4;             // EDRI_DATABASE_POOL: connections per database per manager
+  std::size_t database_queue = 4096;         // EDRI_DATABASE_QUEUE: statements pending per database per manager
+  double database_timeout_s = 30.0;          // EDRI_DATABASE_TIMEOUT: one statement
+  double database_connect_timeout_s = 5.0;   // EDRI_DATABASE_CONNECT_TIMEOUT: one connect
+  std::size_t max_body_size = 512 * 1024;    // EDRI_MAX_BODY_SIZE
+  std::size_t max_header_bytes = 16 * 1024;  // EDRI_MAX_HEADER_SIZE
+  std::size_t max_url_bytes = 8 * 1024;      // EDRI_MAX_URL_SIZE
+  std::size_t max_header_count = 100;        // EDRI_MAX_HEADER_COUNT
+  double header_timeout_s = 30.0;            // EDRI_HEADER_TIMEOUT: a request's head must arrive within this
+  double keepalive_timeout_s = 75.0;         // EDRI_KEEPALIVE_TIMEOUT: an idle connection is closed after this
+  std::uint32_t max_connections = 10000;     // EDRI_MAX_CONNECTIONS: open client connections, all listeners
   // Each listener's share of max_connections (the kernel spreads new
   // connections evenly over the listeners).
   std::uint32_t connections_per_listener() const {

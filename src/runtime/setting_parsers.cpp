@@ -220,6 +220,27 @@ Binding subject_token_list(std::vector<std::string> Config::*member) {
           [=](const Config& c) { return join(c.*member); }};
 }
 
+Binding urls_by_name(std::vector<std::pair<std::string, std::string>> Config::*member) {
+  return {[=](Config& c, const EnvValue& v) {
+            (c.*member).clear();
+            std::istringstream words(v.text);
+            for (std::string item; words >> item;) {
+              const auto eq = item.find('=');
+              if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+                invalid(v, "\"" + item + "\" is not name=url");
+              const auto name = item.substr(0, eq);
+              for (const auto& [known, url] : c.*member)
+                if (known == name) invalid(v, "names the database \"" + name + "\" twice");
+              (c.*member).emplace_back(name, item.substr(eq + 1));
+            }
+          },
+          [=](const Config& c) {
+            std::string out;
+            for (const auto& [name, url] : c.*member) out += (out.empty() ? "" : " ") + name + "=" + url;
+            return out;
+          }};
+}
+
 Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config::*member, std::uint32_t min,
                        std::uint32_t max) {
   return {[=](Config& c, const EnvValue& v) {

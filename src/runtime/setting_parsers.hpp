@@ -121,6 +121,9 @@ Binding address_ranges(std::vector<std::string> Config::*member);
 Binding subject_token(std::string Config::*member);
 Binding subject_token_list(std::vector<std::string> Config::*member);
 // "name=n,name=n": a count in [min, max] per name (EDRI_DOMAIN_REPLICAS).
+// "name=url name=url": names and URLs, separated by white space (a URL
+// may hold commas, never a space).
+Binding urls_by_name(std::vector<std::pair<std::string, std::string>> Config::*member);
 Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config::*member, std::uint32_t min,
                        std::uint32_t max);
 // NATS server URLs, ',' separated: nats:// or tls://, [user[:password]@]host[:port].

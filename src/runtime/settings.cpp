@@ -58,6 +58,23 @@ std::vector<Setting> make_settings() {
        "error"},
       {"EDRI_HTTP_CLIENT_CA_FILE", "unset (the system's)", parse::regular_file(&Config::http_client_ca_file),
        "a PEM file of the certificate authorities outbound HTTPS calls trust"},
+      {"EDRI_DATABASES", "unset", parse::urls_by_name(&Config::databases),
+       "the URLs of the databases plugins declare (`Registry::database`), as `name=url` separated by spaces: "
+       "`postgresql://user@127.0.0.1:5432/db` (any libpq URL; give the host as an address or a socket directory, "
+       "since a host name resolves blocking) or `sqlite:/path/file.db`. Wins over a plugin's default URL; a name no "
+       "plugin declares stops start-up (docs/decisions/0032)"},
+      {"EDRI_DATABASE_POOL", "`4`", parse::integer(&Config::database_pool, 1, 1024),
+       "connections each manager keeps to each Postgres database its domain declared (1..1024). The server must "
+       "allow this x managers of the domain x replicas x instances (`max_connections`, 100 by default; "
+       "docs/decisions/0032)"},
+      {"EDRI_DATABASE_QUEUE", "`4096`", parse::integer(&Config::database_queue, 1, 1 << 24),
+       "statements one manager holds pending on one database (sent or waiting for a connection); past it a "
+       "statement fails at once (`Rows::Failure::unavailable`; a handler that does not catch it answers 503)"},
+      {"EDRI_DATABASE_TIMEOUT", "`30`", parse::seconds(&Config::database_timeout_s),
+       "seconds one statement may take: the server stops it (`statement_timeout`) and the handler sees a timeout "
+       "(504); never past the deadline of the request whose handler waits for it"},
+      {"EDRI_DATABASE_CONNECT_TIMEOUT", "`5`", parse::seconds(&Config::database_connect_timeout_s),
+       "seconds one connect to a database may take (TCP, TLS, authentication)"},
       {"EDRI_MAX_BODY_SIZE", "`524288`", parse::integer(&Config::max_body_size, 1, kTiB),
        "largest request body in bytes (1..1 TiB): a declared `Content-Length` above it is a 413 at the headers, a "
        "chunked body a 413 as soon as it passes it, while reading"},

@@ -1,0 +1,479 @@
+#include "database/pg_database.hpp"
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace edri::database {
+
+using std::chrono::milliseconds;
+
+// Sends PQcancel, which connects to the server and waits, off the loop:
+// one thread per database, started at the first cancel. Its state is
+// shared with the thread, which is detached, so that a cancel stuck on an
+// unreachable server never holds the manager's stop; it ends after the
+// cancel it is sending.
+class CancelThread {
+ public:
+  ~CancelThread() {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->stopping = true;
+    }
+    state_->wake.notify_one();
+  }
+  void send(std::shared_ptr<pg_cancel> handle) {
+    std::lock_guard lock(state_->mutex);
+    state_->queue.push_back(std::move(handle));
+    if (!started_) {
+      started_ = true;
+      std::thread([state = state_] { drain(*state); }).detach();
+    }
+    state_->wake.notify_one();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<std::shared_ptr<pg_cancel>> queue;
+    bool stopping = false;
+  };
+  static void drain(State& s) {
+    for (;;) {
+      std::unique_lock lock(s.mutex);
+      s.wake.wait(lock, [&] { return s.stopping || !s.queue.empty(); });
+      if (s.stopping) return;
+      auto handle = std::move(s.queue.front());
+      s.queue.pop_front();
+      lock.unlock();
+      char error[256];
+      if (!PQcancel(handle.get(), error, sizeof error)) spdlog::debug("database: a cancel was not sent: {}", error);
+    }
+  }
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  bool started_ = false;
+};
+
+namespace {
+
+std::vector<Rows> failed_all(std::size_t n, Rows::Failure failure, const std::string& message) {
+  return std::vector<Rows>(std::max<std::size_t>(n, 1), Rows::failed(failure, message));
+}
+
+Rows refused(const PgSubmission& s) {
+  const auto kind = s.refusal == PgSubmission::Refusal::invalid ? Rows::Failure::statement : Rows::Failure::unavailable;
+  return Rows::failed(kind, s.message);
+}
+
+}  // namespace
+
+// A transaction's hold on one connection, from BEGIN until end().
+class PgDatabase::Session final : public edri::Database::Session {
+ public:
+  Session(PgDatabase& db, std::size_t link, std::uint64_t generation)
+      : db_(&db), alive_(db.alive_), link_(link), generation_(generation) {}
+  ~Session() override {
+    if (!ended_) end(false, Deadline::max(), {});
+  }
+
+  std::function<void()> run(std::vector<Statement> statements, Deadline deadline, Done done) override {
+    Link* link = usable();
+    if (!link || ended_) {
+      fail(std::move(done), statements.size(), ended_ ? "the transaction has ended" : "its connection was lost");
+      return [] {};
+    }
+    const auto id = ++db_->last_id_;
+    // A failed statement aborts the transaction: COMMIT then rolls back.
+    db_->submit(*link, id, std::move(statements), deadline,
+                [failed = failed_, done = std::move(done)](std::vector<Rows> rows) {
+                  for (const auto& r : rows) *failed = *failed || !r.ok();
+                  done(std::move(rows));
+                });
+    return [this, alive = alive_, failed = failed_, id] {
+      *failed = true;
+      if (*alive) db_->stop(id, false);
+    };
+  }
+
+  void end(bool commit, Deadline deadline, Done done) override {
+    Link* link = usable();
+    if (ended_ || !link) {
+      if (done) fail(std::move(done), 1, ended_ ? "the transaction has ended" : "its connection was lost");
+      ended_ = true;
+      return;
+    }
+    ended_ = true;
+    if (!done) done = [](std::vector<Rows>) {};
+    if (commit && *failed_) {
+      // Postgres answers COMMIT of an aborted transaction with success
+      // (and rolls back): say what happened instead.
+      done = [done = std::move(done)](std::vector<Rows>) {
+        done(failed_all(1, Rows::Failure::statement, "the transaction was rolled back: a statement of it failed"));
+      };
+    }
+    std::vector<Statement> last;
+    last.push_back(Statement{commit ? "COMMIT" : "ROLLBACK", {}});
+    db_->submit(*link, ++db_->last_id_, std::move(last), deadline, std::move(done));
+    // Statements sent later on this connection follow the COMMIT.
+    db_->release(link_, generation_);
+  }
+
+ private:
+  Link* usable() const {
+    if (!*alive_) return nullptr;
+    Link& l = db_->links_[link_];
+    return l.generation == generation_ && l.conn && l.conn->state() != PgConnection::State::down ? &l : nullptr;
+  }
+  void fail(Done done, std::size_t n, const char* why) const {
+    if (!*alive_) return;
+    db_->soon([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
+  }
+
+  PgDatabase* db_;
+  std::shared_ptr<bool> alive_;
+  std::size_t link_;
+  std::uint64_t generation_;
+  std::shared_ptr<bool> failed_ = std::make_shared<bool>(false);
+  bool ended_ = false;
+};
+
+PgDatabase::PgDatabase(EventLoop& loop, DatabaseOptions options)
+    : loop_(loop),
+      options_(std::move(options)),
+      deadline_timer_(loop, [this] { on_timer(); }),
+      soon_timer_(loop,
+                  [this] {
+                    retired_.clear();
+                    auto due = std::exchange(soon_, {});
+                    for (auto& fn : due) fn();
+                  }),
+      canceller_(std::make_unique<CancelThread>()) {
+  links_.resize(std::max<std::size_t>(options_.pool_size, 1));
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    links_[i].reconnect = std::make_unique<EventLoop::Timer>(loop_, [this, i] { open(i); });
+    open(i);
+  }
+}
+
+PgDatabase::~PgDatabase() { *alive_ = false; }
+
+void PgDatabase::open(std::size_t i) {
+  Link& link = links_[i];
+  const auto generation = ++link.generation;
+  link.prepared.clear();
+  link.held = false;
+  PgConnectionOptions o;
+  o.conninfo = options_.url;
+  o.max_pending = std::max<std::size_t>(options_.max_queued, 1);
+  o.connect_timeout = options_.connect_timeout;
+  o.server_options = "-c statement_timeout=" + std::to_string(options_.timeout.count());
+  PgConnection::Events events;
+  events.ready = [this, i] {
+    links_[i].failures = 0;
+    serve_waiters();
+  };
+  events.down = [this, i, generation](const std::string& reason) {
+    spdlog::warn("database {}: connection {} down: {}", options_.name, i + 1, reason);
+    on_down(i, generation);
+  };
+  link.conn = std::make_unique<PgConnection>(loop_, std::move(o), std::move(events));
+}
+
+void PgDatabase::on_down(std::size_t i, std::uint64_t generation) {
+  Link& link = links_[i];
+  if (link.generation != generation || !link.conn) return;
+  // Told from inside the connection: destroyed on the next turn.
+  retired_.push_back(std::move(link.conn));
+  soon([] {});
+  ++link.generation;  // its transaction's session sees it is gone
+  link.held = false;
+  // At once after a connection that worked, then backing off.
+  const auto delay = link.failures == 0 ? milliseconds(0) : milliseconds(100 << std::min(link.failures - 1, 4u));
+  ++link.failures;
+  link.reconnect->expires_after(delay);
+  if (any_coming_up()) return;
+  // Nothing can serve what waits for a connection.
+  for (auto& w : std::exchange(waiters_, {})) {
+    if (w.began) w.began(nullptr, Rows::failed(Rows::Failure::unavailable, "no connection to the database"));
+    if (w.done) w.done(failed_all(w.statements.size(), Rows::Failure::unavailable, "no connection to the database"));
+  }
+}
+
+PgDatabase::Link* PgDatabase::pick() {
+  Link* best = nullptr;
+  bool best_ready = false;
+  for (Link& l : links_) {
+    if (!l.conn || l.held || l.conn->state() == PgConnection::State::down) continue;
+    const bool ready = l.conn->state() == PgConnection::State::ready;
+    if (!best || (ready && !best_ready) || (ready == best_ready && l.conn->pending() < best->conn->pending())) {
+      best = &l;
+      best_ready = ready;
+    }
+  }
+  return best;
+}
+
+bool PgDatabase::any_coming_up() const {
+  return std::any_of(links_.begin(), links_.end(),
+                     [](const Link& l) { return l.conn && l.conn->state() != PgConnection::State::down; });
+}
+
+std::size_t PgDatabase::connections_ready() const {
+  return static_cast<std::size_t>(std::count_if(links_.begin(), links_.end(), [](const Link& l) {
+    return l.conn && l.conn->state() == PgConnection::State::ready;
+  }));
+}
+
+std::size_t PgDatabase::statements_pending() const {
+  std::size_t n = 0;
+  for (const Link& l : links_) n += l.conn ? l.conn->pending() : 0;
+  for (const Waiter& w : waiters_) n += std::max<std::size_t>(w.statements.size(), 1);
+  return n;
+}
+
+std::function<void()> PgDatabase::run(std::vector<Statement> statements, Deadline deadline, Done done) {
+  const auto n = statements.size();
+  if (n == 0) {
+    soon([done = std::move(done)] { done({}); });
+    return [] {};
+  }
+  auto refuse = [&](const char* why) {
+    soon([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
+    return [] {};
+  };
+  if (statements_pending() + n > options_.max_queued)
+    return refuse("the database's queue is full (EDRI_DATABASE_QUEUE)");
+  const auto id = ++last_id_;
+  if (Link* link = pick()) {
+    submit(*link, id, std::move(statements), deadline, std::move(done));
+    return stopper(id);
+  }
+  if (!any_coming_up()) return refuse("no connection to the database (it is down or refuses)");
+  waiters_.push_back(Waiter{id, std::move(statements), std::move(done), {}, bounded(deadline)});
+  watch_deadline(id, waiters_.back().deadline);
+  return stopper(id);
+}
+
+std::function<void()> PgDatabase::begin(Deadline deadline, Began began) {
+  auto refuse = [&](const char* why) {
+    soon([began = std::move(began), why] { began(nullptr, Rows::failed(Rows::Failure::unavailable, why)); });
+    return [] {};
+  };
+  if (statements_pending() + 1 > options_.max_queued)
+    return refuse("the database's queue is full (EDRI_DATABASE_QUEUE)");
+  const auto id = ++last_id_;
+  if (Link* link = pick()) {
+    start_transaction(*link, id, deadline, std::move(began));
+    return stopper(id);
+  }
+  if (!any_coming_up()) return refuse("no connection to the database (it is down or refuses)");
+  waiters_.push_back(Waiter{id, {}, {}, std::move(began), bounded(deadline)});
+  watch_deadline(id, waiters_.back().deadline);
+  return stopper(id);
+}
+
+void PgDatabase::start_transaction(Link& link, std::uint64_t id, Deadline deadline, Began began) {
+  link.held = true;
+  const std::size_t index = static_cast<std::size_t>(&link - links_.data());
+  const auto generation = link.generation;
+  std::vector<Statement> begin;
+  begin.push_back(Statement{"BEGIN", {}});
+  submit(link, id, std::move(begin), deadline,
+         [this, index, generation, began = std::move(began)](std::vector<Rows> rows) {
+           if (rows.empty() || !rows[0].ok()) {
+             release(index, generation);
+             return began(nullptr,
+                          rows.empty() ? Rows::failed(Rows::Failure::unavailable, "no answer") : std::move(rows[0]));
+           }
+           began(std::make_shared<Session>(*this, index, generation), Rows{});
+         });
+  batches_[id].opens_transaction = true;
+}
+
+void PgDatabase::submit(Link& link, std::uint64_t id, std::vector<Statement> statements, Deadline deadline, Done done) {
+  Batch& b = batches_[id];
+  b.done = std::move(done);
+  b.rows.resize(statements.size());
+  b.ids.assign(statements.size(), 0);
+  b.left = statements.size();
+  b.link = static_cast<std::size_t>(&link - links_.data());
+  b.generation = link.generation;
+  b.deadline = bounded(deadline);
+  watch_deadline(id, b.deadline);
+  for (std::size_t i = 0; i < statements.size(); ++i) send(link, id, i, std::move(statements[i]));
+}
+
+void PgDatabase::send(Link& link, std::uint64_t id, std::size_t index, Statement statement) {
+  PgParams params;
+  params.reserve(statement.params.size());
+  for (const SqlValue& v : statement.params) params.push_back(v.is_null() ? PgParam{} : PgParam{v.text()});
+  auto answered = [this, alive = alive_, id, index](PgResult r) {
+    if (*alive) answer(id, index, r.to_rows());
+  };
+  PgSubmission s;
+  if (const auto it = link.prepared.find(statement.sql); it != link.prepared.end()) {
+    s = link.conn->execute(it->second, std::move(params), std::move(answered));
+  } else if (link.prepared.size() < options_.statement_cache) {
+    s = prepare_and_execute(link, std::move(statement.sql), std::move(params), std::move(answered));
+  } else {
+    s = link.conn->query(std::move(statement.sql), std::move(params), std::move(answered));
+  }
+  if (s) {
+    batches_[id].ids[index] = s.id;
+    return;
+  }
+  soon([this, id, index, rows = refused(s)]() mutable { answer(id, index, std::move(rows)); });
+}
+
+PgSubmission PgDatabase::prepare_and_execute(Link& link, std::string sql, PgParams params,
+                                             PgConnection::Done answered) {
+  std::string name = "edri_" + std::to_string(++last_statement_name_);
+  // A statement that does not prepare answers with the reason, not with
+  // its execute's "prepared statement does not exist"; and is prepared
+  // afresh at its next use.
+  auto failed = std::make_shared<std::optional<PgResult>>();
+  const auto generation = link.generation;
+  const std::size_t index = static_cast<std::size_t>(&link - links_.data());
+  auto prepared = link.conn->prepare(name, sql, static_cast<int>(params.size()),
+                                     [this, alive = alive_, failed, index, generation, sql](PgResult r) {
+                                       if (r.ok() || !*alive) return;
+                                       if (links_[index].generation == generation) links_[index].prepared.erase(sql);
+                                       *failed = std::move(r);
+                                     });
+  if (!prepared) return link.conn->query(std::move(sql), std::move(params), std::move(answered));
+  link.prepared.emplace(std::move(sql), name);
+  return link.conn->execute(std::move(name), std::move(params), [failed, answered = std::move(answered)](PgResult r) {
+    answered(*failed && !r.ok() ? std::move(**failed) : std::move(r));
+  });
+}
+
+void PgDatabase::answer(std::uint64_t id, std::size_t index, Rows rows) {
+  const auto it = batches_.find(id);
+  if (it == batches_.end()) return;
+  Batch& b = it->second;
+  b.rows[index] = std::move(rows);
+  b.ids[index] = 0;
+  if (--b.left > 0) return;
+  Done done = std::move(b.done);
+  auto all = std::move(b.rows);
+  due_.erase({b.deadline, id});
+  batches_.erase(it);
+  if (done) done(std::move(all));
+}
+
+void PgDatabase::stop(std::uint64_t id, bool timed_out) {
+  const auto it = batches_.find(id);
+  if (it == batches_.end()) return stop_waiter(id, timed_out);
+  Batch b = std::move(it->second);
+  batches_.erase(it);
+  due_.erase({b.deadline, id});
+  Link& link = links_[b.link];
+  if (link.generation == b.generation && link.conn) {
+    for (const auto sid : b.ids)
+      if (sid) link.conn->cancel(sid);
+    // The server runs statements in order: only the first still awaited
+    // can be running now.
+    for (const auto sid : b.ids)
+      if (sid && link.conn->alone_in_flight(sid)) {
+        cancel_on_server(link, sid);
+        break;
+      }
+    if (b.opens_transaction) end_unopened(link);
+  }
+  if (timed_out && b.done)
+    b.done(failed_all(b.rows.size(), Rows::Failure::timeout, "the statement did not end in time"));
+}
+
+void PgDatabase::end_unopened(Link& link) {
+  // A BEGIN whose wait was stopped: nobody will end its transaction.
+  std::vector<Statement> rollback;
+  rollback.push_back(Statement{"ROLLBACK", {}});
+  submit(link, ++last_id_, std::move(rollback), Deadline::max(), [](std::vector<Rows>) {});
+  release(static_cast<std::size_t>(&link - links_.data()), link.generation);
+}
+
+void PgDatabase::stop_waiter(std::uint64_t id, bool timed_out) {
+  const auto it = std::find_if(waiters_.begin(), waiters_.end(), [id](const Waiter& w) { return w.id == id; });
+  if (it == waiters_.end()) return;
+  Waiter w = std::move(*it);
+  waiters_.erase(it);
+  due_.erase({w.deadline, id});
+  if (!timed_out) return;
+  const char* why = "no connection of the database was free in time";
+  if (w.began) w.began(nullptr, Rows::failed(Rows::Failure::timeout, why));
+  if (w.done) w.done(failed_all(w.statements.size(), Rows::Failure::timeout, why));
+}
+
+void PgDatabase::cancel_on_server(Link& link, PgStatementId) {
+  if (auto handle = link.conn->cancel_handle()) {
+    canceller_->send(std::move(handle));
+    ++server_cancels_;
+  }
+}
+
+void PgDatabase::release(std::size_t index, std::uint64_t generation) {
+  if (links_[index].generation != generation) return;
+  links_[index].held = false;
+  if (!waiters_.empty()) soon([this] { serve_waiters(); });
+}
+
+void PgDatabase::serve_waiters() {
+  while (!waiters_.empty()) {
+    Link* link = pick();
+    if (!link) return;
+    Waiter w = std::move(waiters_.front());
+    waiters_.pop_front();
+    due_.erase({w.deadline, w.id});
+    if (w.began)
+      start_transaction(*link, w.id, w.deadline, std::move(w.began));
+    else
+      submit(*link, w.id, std::move(w.statements), w.deadline, std::move(w.done));
+  }
+}
+
+void PgDatabase::watch_deadline(std::uint64_t id, Deadline deadline) {
+  if (deadline == Deadline::max()) return;
+  due_.insert({deadline, id});
+  if (deadline >= armed_for_) return;
+  armed_for_ = deadline;
+  deadline_timer_.expires_after(std::max(deadline - std::chrono::steady_clock::now(), Deadline::duration(1)));
+}
+
+void PgDatabase::on_timer() {
+  armed_for_ = Deadline::max();
+  const auto now = std::chrono::steady_clock::now();
+  while (!due_.empty() && due_.begin()->first <= now) {
+    const auto id = due_.begin()->second;
+    due_.erase(due_.begin());
+    stop(id, true);
+  }
+  if (!due_.empty()) watch_deadline_again();
+}
+
+void PgDatabase::watch_deadline_again() {
+  armed_for_ = due_.begin()->first;
+  deadline_timer_.expires_after(std::max(armed_for_ - std::chrono::steady_clock::now(), Deadline::duration(1)));
+}
+
+void PgDatabase::soon(std::function<void()> fn) {
+  soon_.push_back(std::move(fn));
+  if (soon_.size() == 1) soon_timer_.expires_after(std::chrono::nanoseconds(0));
+}
+
+PgDatabase::Deadline PgDatabase::bounded(Deadline deadline) const {
+  return std::min(deadline, std::chrono::steady_clock::now() + options_.timeout);
+}
+
+std::function<void()> PgDatabase::stopper(std::uint64_t id) {
+  return [this, alive = alive_, id] {
+    if (*alive) stop(id, false);
+  };
+}
+
+}  // namespace edri::database
