@@ -207,14 +207,9 @@ void PgDatabase::on_down(std::size_t i, std::uint64_t generation) {
 
 PgDatabase::Link* PgDatabase::pick() {
   Link* best = nullptr;
-  bool best_ready = false;
   for (Link& l : links_) {
-    if (!l.conn || l.held || l.conn->state() == PgConnection::State::down) continue;
-    const bool ready = l.conn->state() == PgConnection::State::ready;
-    if (!best || (ready && !best_ready) || (ready == best_ready && l.conn->pending() < best->conn->pending())) {
-      best = &l;
-      best_ready = ready;
-    }
+    if (!l.conn || l.held || l.conn->state() != PgConnection::State::ready) continue;
+    if (!best || l.conn->pending() < best->conn->pending()) best = &l;
   }
   return best;
 }
@@ -231,8 +226,7 @@ std::size_t PgDatabase::connections_ready() const {
 }
 
 std::size_t PgDatabase::statements_pending() const {
-  std::size_t n = 0;
-  for (const Link& l : links_) n += l.conn ? l.conn->pending() : 0;
+  std::size_t n = in_flight_;
   for (const Waiter& w : waiters_) n += std::max<std::size_t>(w.statements.size(), 1);
   return n;
 }
@@ -302,6 +296,7 @@ void PgDatabase::submit(Link& link, std::uint64_t id, std::vector<Statement> sta
   b.rows.resize(statements.size());
   b.ids.assign(statements.size(), 0);
   b.left = statements.size();
+  in_flight_ += b.left;
   b.link = static_cast<std::size_t>(&link - links_.data());
   b.generation = link.generation;
   b.deadline = bounded(deadline);
@@ -313,17 +308,20 @@ void PgDatabase::send(Link& link, std::uint64_t id, std::size_t index, Statement
   PgParams params;
   params.reserve(statement.params.size());
   for (const SqlValue& v : statement.params) params.push_back(v.is_null() ? PgParam{} : PgParam{v.text()});
-  auto answered = [this, alive = alive_, id, index](PgResult r) {
-    if (*alive) answer(id, index, r.to_rows());
+  auto it = link.prepared.find(statement.sql);
+  if (it == link.prepared.end() && link.prepared.size() < options_.statement_cache &&
+      prepare(link, statement.sql, static_cast<int>(params.size())))
+    it = link.prepared.find(statement.sql);
+  std::shared_ptr<std::optional<Rows>> failed = it == link.prepared.end() ? nullptr : it->second.failed;
+  auto answered = [this, alive = alive_, id, index, failed](PgResult r) {
+    if (!*alive) return;
+    // An execute behind a prepare that failed answers with its reason,
+    // not "prepared statement does not exist".
+    answer(id, index, failed && *failed && !r.ok() ? **failed : r.to_rows());
   };
-  PgSubmission s;
-  if (const auto it = link.prepared.find(statement.sql); it != link.prepared.end()) {
-    s = link.conn->execute(it->second, std::move(params), std::move(answered));
-  } else if (link.prepared.size() < options_.statement_cache) {
-    s = prepare_and_execute(link, std::move(statement.sql), std::move(params), std::move(answered));
-  } else {
-    s = link.conn->query(std::move(statement.sql), std::move(params), std::move(answered));
-  }
+  const PgSubmission s = it != link.prepared.end()
+                             ? link.conn->execute(it->second.name, std::move(params), std::move(answered))
+                             : link.conn->query(std::move(statement.sql), std::move(params), std::move(answered));
   if (s) {
     batches_[id].ids[index] = s.id;
     return;
@@ -331,26 +329,23 @@ void PgDatabase::send(Link& link, std::uint64_t id, std::size_t index, Statement
   soon([this, id, index, rows = refused(s)]() mutable { answer(id, index, std::move(rows)); });
 }
 
-PgSubmission PgDatabase::prepare_and_execute(Link& link, std::string sql, PgParams params,
-                                             PgConnection::Done answered) {
-  std::string name = "edri_" + std::to_string(++last_statement_name_);
-  // A statement that does not prepare answers with the reason, not with
-  // its execute's "prepared statement does not exist"; and is prepared
-  // afresh at its next use.
-  auto failed = std::make_shared<std::optional<PgResult>>();
+bool PgDatabase::prepare(Link& link, const std::string& sql, int n_params) {
+  Prepared p{"edri_" + std::to_string(++last_statement_name_), std::make_shared<std::optional<Rows>>()};
   const auto generation = link.generation;
   const std::size_t index = static_cast<std::size_t>(&link - links_.data());
-  auto prepared = link.conn->prepare(name, sql, static_cast<int>(params.size()),
-                                     [this, alive = alive_, failed, index, generation, sql](PgResult r) {
-                                       if (r.ok() || !*alive) return;
-                                       if (links_[index].generation == generation) links_[index].prepared.erase(sql);
-                                       *failed = std::move(r);
-                                     });
-  if (!prepared) return link.conn->query(std::move(sql), std::move(params), std::move(answered));
-  link.prepared.emplace(std::move(sql), name);
-  return link.conn->execute(std::move(name), std::move(params), [failed, answered = std::move(answered)](PgResult r) {
-    answered(*failed && !r.ok() ? std::move(**failed) : std::move(r));
-  });
+  // One that does not prepare is prepared afresh at its next use.
+  const auto submitted = link.conn->prepare(
+      p.name, sql, n_params, [this, alive = alive_, failed = p.failed, index, generation, sql](PgResult r) {
+        if (r.ok() || !*alive) return;
+        *failed = r.to_rows();
+        Link& l = links_[index];
+        if (const auto it = l.prepared.find(sql);
+            l.generation == generation && it != l.prepared.end() && it->second.failed == failed)
+          l.prepared.erase(it);
+      });
+  if (!submitted) return false;
+  link.prepared.emplace(sql, std::move(p));
+  return true;
 }
 
 void PgDatabase::answer(std::uint64_t id, std::size_t index, Rows rows) {
@@ -359,6 +354,7 @@ void PgDatabase::answer(std::uint64_t id, std::size_t index, Rows rows) {
   Batch& b = it->second;
   b.rows[index] = std::move(rows);
   b.ids[index] = 0;
+  --in_flight_;
   if (--b.left > 0) return;
   Done done = std::move(b.done);
   auto all = std::move(b.rows);
@@ -373,6 +369,7 @@ void PgDatabase::stop(std::uint64_t id, bool timed_out) {
   Batch b = std::move(it->second);
   batches_.erase(it);
   due_.erase({b.deadline, id});
+  in_flight_ -= b.left;
   Link& link = links_[b.link];
   if (link.generation == b.generation && link.conn) {
     for (const auto sid : b.ids)

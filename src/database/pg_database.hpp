@@ -15,7 +15,7 @@
 //   or timed out whose statement the server runs now is cancelled there
 //   too (PQcancel, on a thread of its own, since it blocks).
 // - A connection that breaks is made again at once, then after 100 ms,
-//   doubling to 2 s while it keeps failing. Work finding no connection up
+//   doubling to 1.6 s while it keeps failing. Work finding no connection up
 //   nor connecting fails at once (Failure::unavailable: a 503).
 // - Past `max_queued` statements pending in all, a batch is refused
 //   (Failure::unavailable).
@@ -74,13 +74,19 @@ class PgDatabase final : public edri::Database {
 
  private:
   class Session;
+  // A statement prepared on a connection, and why it failed to, once
+  // known (the executes sent behind it answer with that reason).
+  struct Prepared {
+    std::string name;
+    std::shared_ptr<std::optional<Rows>> failed;
+  };
   struct Link {
-    std::unique_ptr<PgConnection> conn;                     // null while waiting to reconnect
-    std::unordered_map<std::string, std::string> prepared;  // SQL text -> statement name
-    std::uint64_t generation = 0;                           // a new connection, a new generation
-    bool held = false;                                      // by a transaction
-    unsigned failures = 0;                                  // connects failed in a row
-    std::unique_ptr<EventLoop::Timer> reconnect;            // the backoff's
+    std::unique_ptr<PgConnection> conn;                  // null while waiting to reconnect
+    std::unordered_map<std::string, Prepared> prepared;  // by SQL text
+    std::uint64_t generation = 0;                        // a new connection, a new generation
+    bool held = false;                                   // by a transaction
+    unsigned failures = 0;                               // connects failed in a row
+    std::unique_ptr<EventLoop::Timer> reconnect;         // the backoff's
   };
   struct Batch {
     Done done;
@@ -103,13 +109,13 @@ class PgDatabase final : public edri::Database {
 
   void open(std::size_t link);
   void on_down(std::size_t link, std::uint64_t generation);
-  // The least loaded connection not held: ready ones first, then
-  // connecting ones. Null when none is up nor coming up.
+  // The ready connection not held with the fewest statements pending;
+  // null when none is ready (work then waits for one that is coming up).
   Link* pick();
   bool any_coming_up() const;
   void submit(Link& link, std::uint64_t id, std::vector<Statement> statements, Deadline deadline, Done done);
   void send(Link& link, std::uint64_t batch, std::size_t index, Statement statement);
-  PgSubmission prepare_and_execute(Link& link, std::string sql, PgParams params, PgConnection::Done answered);
+  bool prepare(Link& link, const std::string& sql, int n_params);
   void answer(std::uint64_t batch, std::size_t index, Rows rows);
   void stop(std::uint64_t batch, bool timed_out);
   void stop_waiter(std::uint64_t id, bool timed_out);
@@ -134,6 +140,7 @@ class PgDatabase final : public edri::Database {
   std::uint64_t last_id_ = 0;
   std::uint64_t last_statement_name_ = 0;
   std::uint64_t server_cancels_ = 0;
+  std::size_t in_flight_ = 0;  // statements of batches not yet answered (prepares not counted)
   using Due = std::pair<Deadline, std::uint64_t>;
   std::set<Due> due_;  // batches' and waiters' deadlines
   Deadline armed_for_ = Deadline::max();

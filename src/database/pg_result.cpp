@@ -173,8 +173,13 @@ edri::Rows::ColumnType column_type(Oid type) {
 
 edri::Rows PgResult::to_rows() const {
   if (!ok()) {
-    const auto kind =
-        failure_ == Failure::connection ? edri::Rows::Failure::unavailable : edri::Rows::Failure::statement;
+    // The server going away (57P01 "terminating connection due to
+    // unexpected postmaster exit", 57P02, 57P03 "starting up"), a
+    // connection class 08, or no connection to spare (53300) is the
+    // database being unavailable, not the statement being wrong.
+    const bool unavailable = failure_ == Failure::connection || sqlstate_.starts_with("08") ||
+                             sqlstate_.starts_with("57P") || sqlstate_ == "53300";
+    const auto kind = unavailable ? edri::Rows::Failure::unavailable : edri::Rows::Failure::statement;
     return edri::Rows::failed(kind, error_, sqlstate_);
   }
   edri::Rows out;

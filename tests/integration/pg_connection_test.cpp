@@ -62,7 +62,7 @@ struct Watched {
 
   Watched(EventLoop& loop, std::string conninfo, std::size_t max_pending = 1024,
           std::chrono::milliseconds connect_timeout = 5s) {
-    PgConnectionOptions options{std::move(conninfo), max_pending, connect_timeout};
+    PgConnectionOptions options{std::move(conninfo), max_pending, connect_timeout, {}};
     conn = std::make_unique<PgConnection>(loop, std::move(options),
                                           PgConnection::Events{[this] { ready = true; },
                                                                [this](const std::string& reason) {

@@ -46,6 +46,12 @@ class PostgresServer {
   // A crash: SIGKILL to the postmaster alone, and wait for it. Its backends
   // notice and exit by themselves; the destructor makes sure of it.
   void kill();
+  // Starts it again, on the same port where it is free, after kill() or
+  // stop(): a database restarted under its clients.
+  void restart() {
+    reap(std::chrono::seconds(5));
+    start();
+  }
   // Fast shutdown (SIGINT), SIGKILL after `patience`.
   void stop(std::chrono::milliseconds patience = std::chrono::seconds(10));
 
