@@ -3,6 +3,7 @@
 //   edri/response.hpp  what it answers (Response, Deferred, Reply)
 //   edri/context.hpp   what it may ask of its manager (Context, Responder)
 //   edri/async.hpp     coroutine handlers: Async, and what they await
+//   edri/database.hpp  named databases: queries, rows, transactions
 //   edri/fields.hpp    the fields of an event, checked by the listener
 //   edri/registry.hpp  what a plugin declares, and EDRI_PLUGIN
 //   edri/admission.hpp what a middleware adds to a request it lets through
@@ -26,6 +27,7 @@
 #include <edri/admission.hpp>
 #include <edri/async.hpp>
 #include <edri/context.hpp>
+#include <edri/database.hpp>
 #include <edri/fields.hpp>
 #include <edri/registry.hpp>
 #include <edri/request.hpp>

@@ -65,9 +65,17 @@ PgConnection::~PgConnection() {
 void PgConnection::start_connect() {
   // client_encoding last, so that it wins over the URL's: rows become
   // JSON, which is UTF-8.
-  const char* keywords[] = {"dbname", "client_encoding", options_.server_options.empty() ? nullptr : "options",
+  // TCP keepalives first, so that the URL's own win: a server gone
+  // silent (a partition, a host that died) is noticed in about 25 s
+  // instead of the system's two hours, even with no statement waiting.
+  const char* keywords[] = {"keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "dbname",
+                            "client_encoding",
+                            options_.server_options.empty() ? nullptr : "options",
                             nullptr};
-  const char* values[] = {options_.conninfo.c_str(), "UTF8", options_.server_options.c_str(), nullptr};
+  const char* values[] = {"10", "5", "3", options_.conninfo.c_str(), "UTF8", options_.server_options.c_str(), nullptr};
   conn_ = PQconnectStartParams(keywords, values, /*expand_dbname=*/1);
   if (!conn_) {
     fail("cannot connect to Postgres: out of memory");
