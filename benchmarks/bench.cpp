@@ -71,6 +71,10 @@ constexpr Scenario kScenarios[] = {
      "edri: GET /wait/10 (a coroutine on a timer) at c=1..128 beside /noop's latency; GET /fetch (an outbound GET) vs "
      "FastAPI + httpx and nginx proxy_pass; memory of 10,000 requests waiting at once",
      run_wait_scenario},
+    {"techempower",
+     "TechEmpower's 7 test types on Postgres (verified by techempower/verify.py), c=16/64/256: edri with "
+     "techempower.so vs FastAPI + asyncpg, nginx (JSON, plaintext) and pgbench (single query)",
+     run_techempower_scenario},
     {"serialization", "edri: envelope encode and decode by body size (Google Benchmark, bench_micro)",
      run_serialization_scenario},
     {"inprocess",

@@ -29,8 +29,12 @@ std::string milliseconds(double seconds, long at_least) {
 }
 
 std::vector<std::string> h2load_args(const H2loadOptions& options) {
-  // One stream per connection at a time, all connections on one thread.
-  std::vector<std::string> args{"-c", std::to_string(options.concurrency), "-m", "1", "-t", "1"};
+  // By default one stream per connection at a time, all connections on
+  // one thread.
+  const int threads = std::clamp(options.threads, 1, std::max(1, options.concurrency));
+  std::vector<std::string> args{
+      "-c", std::to_string(options.concurrency), "-m", std::to_string(options.streams), "-t", std::to_string(threads)};
+  if (options.http1) args.emplace_back("--h1");
   args.push_back("--duration=" + milliseconds(options.duration_seconds, 1));
   if (options.warmup_seconds > 0) args.push_back("--warm-up-time=" + milliseconds(options.warmup_seconds, 0));
   if (options.rate > 0) {

@@ -1,7 +1,9 @@
 // h2load (Debian nghttp2-client) as the load for REST over HTTP/2 in
 // `bench grpc`: `-c C -m 1 -t 1 -D`, one stream per connection at a time
 // from one thread, as the HTTP/1.1 load generator sends one request per
-// connection at a time, with its summary read back.
+// connection at a time, with its summary read back; and for HTTP/1.1
+// requests pipelined on each connection (`bench techempower`'s plaintext),
+// which that generator does not send.
 #pragma once
 
 #include <csignal>
@@ -20,7 +22,12 @@ struct H2loadOptions {
   double duration_seconds = 5.0;
   double rate = 0;         // requests/s over all connections (h2load --rps per client); 0: closed loop
   std::optional<int> cpu;  // pins h2load, as --client-cpu pins bench
-  bool verbose = false;    // h2load's stderr to bench's
+  // HTTP/1.1 (--h1) instead of HTTP/2: `streams` is then how many
+  // requests each connection pipelines (TechEmpower's plaintext: 16).
+  bool http1 = false;
+  int streams = 1;       // -m: streams (HTTP/2) or pipelined requests (HTTP/1.1) per connection
+  int threads = 1;       // -t, at most `concurrency`
+  bool verbose = false;  // h2load's stderr to bench's
   const volatile std::sig_atomic_t* stop_requested = nullptr;
 };
 

@@ -215,13 +215,15 @@ StartedServer start_on_port(ProcessSpec spec, std::uint16_t port, const ServerSe
   return wait_until_serving(std::move(server), settings);
 }
 
-StartedServer start_fastapi(const ServerSettings& settings) {
-  if (::access(kPython, X_OK) != 0 || run_quietly({kPython, "-c", "import fastapi, uvicorn, uvloop, httptools"}) != 0) {
-    return not_running(StartedServer::Outcome::kNotInstalled,
-                       std::string(kPython) + " lacks fastapi, uvicorn, uvloop or httptools");
+// fastapi_app.py of `app_dir` under uvicorn; `modules`, the Python modules
+// it needs, as `import` takes them.
+StartedServer start_fastapi(const ServerSettings& settings, const fs::path& app_dir,
+                            const std::string& modules = "fastapi, uvicorn, uvloop, httptools") {
+  if (::access(kPython, X_OK) != 0 || run_quietly({kPython, "-c", "import " + modules}) != 0) {
+    return not_running(StartedServer::Outcome::kNotInstalled, std::string(kPython) + " lacks one of " + modules);
   }
-  if (!fs::exists(reference_dir() / "fastapi_app.py")) {
-    return not_running(StartedServer::Outcome::kFailed, (reference_dir() / "fastapi_app.py").string() + " is missing");
+  if (!fs::exists(app_dir / "fastapi_app.py")) {
+    return not_running(StartedServer::Outcome::kFailed, (app_dir / "fastapi_app.py").string() + " is missing");
   }
   const auto port = pick_free_port();
   if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
@@ -232,7 +234,7 @@ StartedServer start_fastapi(const ServerSettings& settings) {
                             "--no-access-log", "--log-level", "warning"},
                    // Keeps __pycache__ out of the source tree.
                    .env = {{"PYTHONDONTWRITEBYTECODE", "1"}},
-                   .working_dir = reference_dir().string(),
+                   .working_dir = app_dir.string(),
                    .cpus = settings.server_cpu_list,
                    .stdout_to = server_output(settings),
                    .stderr_to = server_output(settings)};
@@ -400,6 +402,7 @@ std::string_view display_name(ServerKind kind) {
     case ServerKind::kNodeStreams: return "Node ws";
     case ServerKind::kNginxHttp2: return "nginx h2";
     case ServerKind::kGrpcio: return "grpcio";
+    case ServerKind::kTechEmpowerFastApi: return "FastAPI";
   }
   return "?";
 }
@@ -423,7 +426,10 @@ TempDir::~TempDir() {
 StartedServer start_server(ServerKind kind, const ServerSettings& settings) {
   switch (kind) {
     case ServerKind::kEdri: return start_edri(settings);
-    case ServerKind::kFastApi: return start_fastapi(settings);
+    case ServerKind::kFastApi: return start_fastapi(settings, reference_dir());
+    case ServerKind::kTechEmpowerFastApi:
+      return start_fastapi(settings, fs::path(EDRI_SOURCE_DIR) / "benchmarks" / "techempower",
+                           "fastapi, uvicorn, uvloop, httptools, asyncpg, jinja2");
     case ServerKind::kNginx: return start_nginx(settings, false);
     case ServerKind::kNodeStreams: return start_node_streams(settings);
     case ServerKind::kNginxHttp2: return start_nginx(settings, true);

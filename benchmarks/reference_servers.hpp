@@ -16,12 +16,15 @@ namespace edri::bench {
 // Response sizes of `bench payload` (bench-app /payload/{bytes}, nginx files).
 inline constexpr std::size_t kPayloadSizes[] = {1024, 102400, 1048576, 16777216};
 
+// kTechEmpowerFastApi: the FastAPI app of the TechEmpower test types
+// (techempower/fastapi_app.py, asyncpg and Jinja2), on the database that
+// TFB_DATABASE_URL in extra_env names.
 // kNodeStreams: the Node.js `ws` server of `bench fanout`
 // (reference/streams_node): live streams' wire protocol, no coalescing.
 // kNginxHttp2: nginx with `listen ... http2` (cleartext, prior knowledge
 // only), for REST over HTTP/2. kGrpcio: a no-op servicer of edri's gRPC
 // service on Python's grpcio (reference/grpc_noop_server.py).
-enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams, kNginxHttp2, kGrpcio };
+enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams, kNginxHttp2, kGrpcio, kTechEmpowerFastApi };
 
 std::string_view display_name(ServerKind kind);
 

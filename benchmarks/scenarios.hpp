@@ -46,6 +46,7 @@ ScenarioOutcome run_fanout_scenario(const ScenarioContext& context);
 ScenarioOutcome run_cluster_scenario(const ScenarioContext& context);
 ScenarioOutcome run_grpc_scenario(const ScenarioContext& context);
 ScenarioOutcome run_wait_scenario(const ScenarioContext& context);
+ScenarioOutcome run_techempower_scenario(const ScenarioContext& context);
 ScenarioOutcome run_serialization_scenario(const ScenarioContext& context);
 ScenarioOutcome run_inprocess_scenario(const ScenarioContext& context);
 

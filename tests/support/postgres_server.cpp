@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "loopback_port.hpp"
-#include "support/server_process.hpp"
+#include "support/processes.hpp"
 
 extern char** environ;
 
@@ -116,7 +116,8 @@ Result run(PGconn* conn, const std::string& sql) {
 
 }  // namespace
 
-PostgresServer::PostgresServer() : port_(bench::free_loopback_port()) {
+PostgresServer::PostgresServer(int max_connections)
+    : max_connections_(max_connections), port_(bench::free_loopback_port()) {
   if (!std::filesystem::exists(kBin + "/postgres"))
     throw std::runtime_error(kBin + "/postgres is missing: install postgresql-15 (scripts/setup.sh)");
   uid_ = ::geteuid();
@@ -186,10 +187,11 @@ void PostgresServer::start() {
   // A port taken by another process since it was picked fails the bind:
   // another port, a few times.
   for (int attempt = 1;; ++attempt) {
-    pid_ = spawn_as({kBin + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_, "-c",
-                     "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c",
-                     "synchronous_commit=off", "-c", "dynamic_shared_memory_type=mmap", "-c", "max_connections=40"},
-                    uid_, gid_, dir_, dir_ + "/postgres.log");
+    pid_ = spawn_as(
+        {kBin + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_, "-c",
+         "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
+         "-c", "dynamic_shared_memory_type=mmap", "-c", "max_connections=" + std::to_string(max_connections_)},
+        uid_, gid_, dir_, dir_ + "/postgres.log");
     if (wait_until_accepting()) break;
     const std::string text = log();
     if (attempt == 3 || text.find("Address already in use") == std::string::npos)

@@ -23,7 +23,9 @@ namespace edri::test {
 class PostgresServer {
  public:
   // Throws (with initdb's or the server's log) when it does not start.
-  PostgresServer();
+  // `max_connections`: the server's limit of clients (a load of hundreds
+  // of connections, as bench techempower's pgbench, needs more).
+  explicit PostgresServer(int max_connections = 40);
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
@@ -65,7 +67,8 @@ class PostgresServer {
   void remove_shared_memory() const;
   std::string log() const;
 
-  std::string dir_;         // owned by the server's user
+  std::string dir_;  // owned by the server's user
+  int max_connections_;
   std::uint16_t port_ = 0;  // loopback
   pid_t pid_ = -1;
   uid_t uid_ = 0;  // the user initdb and the server run as

@@ -10,8 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -86,13 +84,6 @@ std::string from_build(const char* own, const char* sub) {
 
 }  // namespace
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 pid_t spawn_logged(const std::vector<std::string>& args, const std::string& log_path) {
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) throw std::runtime_error("cannot open " + log_path);
@@ -117,38 +108,6 @@ bool servers_under_asan() {
 #else
   return false;
 #endif
-}
-
-std::vector<ProcessInfo> children_of(pid_t parent) {
-  std::vector<ProcessInfo> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-    const auto close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close_paren + 2));
-    char state;
-    pid_t ppid;
-    rest >> state >> ppid;
-    if (ppid != parent || state == 'Z') continue;
-    std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
-    for (auto& c : cmd)
-      if (c == '\0') c = ' ';
-    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
-    out.push_back(ProcessInfo{pid, cmd});
-  }
-  ::closedir(d);
-  return out;
-}
-
-bool process_alive(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  const auto p = stat.rfind(')');
-  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] != 'Z';
 }
 
 std::vector<std::string> shm_segments(const std::string& prefix) {

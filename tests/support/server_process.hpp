@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/processes.hpp"
+
 namespace edri::test {
 
 // The servers and plugins the suite starts come from its own build, or
@@ -23,18 +25,8 @@ std::string test_plugin_path(const std::string& name);  // <build>/test-plugins/
 // memory resident: resident-size bounds do not hold there).
 bool servers_under_asan();
 
-struct ProcessInfo {
-  pid_t pid;
-  std::string cmdline;  // argv joined by spaces
-};
-
-// Children of `parent`, from /proc.
-std::vector<ProcessInfo> children_of(pid_t parent);
-bool process_alive(pid_t pid);
 // /dev/shm entries whose name starts with `prefix`.
 std::vector<std::string> shm_segments(const std::string& prefix);
-// A file's whole text (empty if it cannot be read).
-std::string read_file(const std::string& path);
 // fork+exec of `args` (the first a path) in this environment, its stdout
 // and stderr appended to `log_path`; its pid (a helper server a test
 // starts and stops by it: nats-server, nginx).
