@@ -258,7 +258,13 @@ bool measure_test(const ScenarioContext& context, const std::string& server, std
 ServerSettings contender_settings(const ScenarioContext& context, const Contender& contender,
                                   const std::string& database_url) {
   EnvironmentVariables env{{"TFB_DATABASE_URL", database_url}, {"TFB_POOL_SIZE", std::to_string(kPoolSize)}};
-  if (contender.kind == ServerKind::kEdri) env.emplace_back("EDRI_PLUGINS", edri_plugin().string());
+  if (contender.kind == ServerKind::kEdri) {
+    // edri's pool is a setting of the server (per database, per manager),
+    // and its template folder one too.
+    env.emplace_back("EDRI_PLUGINS", edri_plugin().string());
+    env.emplace_back("EDRI_DATABASE_POOL", std::to_string(kPoolSize));
+    env.emplace_back("EDRI_TEMPLATE_PATH", (edri_plugin().parent_path() / "techempower_templates").string());
+  }
   ServerSettings settings = server_settings(context, std::move(env));
   settings.ready_path = "/json";
   return settings;
