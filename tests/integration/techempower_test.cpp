@@ -11,12 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,7 @@
 
 #include "load_generator.hpp"
 #include "loopback_port.hpp"
+#include "support/http_client.hpp"
 #include "support/postgres_server.hpp"
 #include "support/server_process.hpp"
 
@@ -249,4 +252,46 @@ TEST_CASE("TechEmpower: edri with techempower.so passes verify.py", "[postgres][
   const Verdict v = verify(server.port(), "--database-url " + pg.url(), dir);
   INFO(v.output << server.log());
   CHECK(v.exit_code == 0);
+}
+
+TEST_CASE("TechEmpower: concurrent updates through edri lose no write", "[postgres][techempower]") {
+  // Eight clients update at once, often the same rows. Afterwards each row
+  // an answer named holds one of the numbers answered for it (an update
+  // answered but not written would leave another), and a row answered
+  // once holds exactly that number.
+  const std::string plugin = edri::test::plugin_path("techempower");
+  PostgresServer pg;
+  pg.execute(schema());
+  pg.execute("UPDATE world SET randomnumber = 0");  // a value no update writes
+  edri::test::ServerProcess server({plugin}, {{"TFB_DATABASE_URL", pg.url()}, {"EDRI_DATABASE_POOL", "2"}});
+  std::map<int, std::vector<int>> answered;  // id -> numbers answered for it
+  std::mutex mutex;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 40; ++i) {
+        const auto r = edri::test::http_get(server.port(), "/updates?queries=20");
+        if (r.status != 200) continue;
+        std::lock_guard lock(mutex);
+        for (const auto& row : json::parse(r.body))
+          answered[row["id"].get<int>()].push_back(row["randomNumber"].get<int>());
+      }
+    });
+  for (auto& t : clients) t.join();
+  REQUIRE(answered.size() > 1000);
+  int mismatched = 0, exact = 0;
+  for (const auto& row : pg.rows("SELECT id, randomnumber FROM world WHERE randomnumber <> 0")) {
+    const int id = std::stoi(*row[0]);
+    const int number = std::stoi(*row[1]);
+    const auto it = answered.find(id);
+    if (it == answered.end() || std::find(it->second.begin(), it->second.end(), number) == it->second.end())
+      ++mismatched;
+    else if (it->second.size() == 1)
+      ++exact;
+  }
+  const auto untouched = pg.rows("SELECT count(*) FROM world WHERE randomnumber = 0");
+  CHECK(mismatched == 0);
+  CHECK(exact > 0);
+  // Every row an answer named was written.
+  CHECK(std::stoi(*untouched[0][0]) == 10000 - static_cast<int>(answered.size()));
 }
