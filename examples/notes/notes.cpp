@@ -1,11 +1,13 @@
 // The example app, part 1: notes (contract: ../shared/specs/notes-app.md).
 //
-// Domain `notes` owns the notes in SQLite (EDRI_NOTES_DB, default notes.db,
-// WAL mode), opened by the domain's start hook (a wrong path stops
-// start-up) and used on the domain's one worker thread: the handlers are
-// coroutines that await it, so the manager's loop never waits on the disk
-// and one connection sees the writes in the order the requests came.
-// Every create, update and delete is committed before it is
+// Domain `notes` keeps the notes in its database `notes`
+// (include/edri/database.hpp): the SQLite file EDRI_NOTES_DB (default
+// notes.db), in WAL mode, each commit on disk before it is answered; or
+// Postgres, when EDRI_NOTES_DB holds a postgresql:// URL. The handlers are
+// coroutines that await it: the manager's loop only queues each statement
+// and takes its answer (SQLite's statements run on the database's threads,
+// writes on its one writer in the order they came), so it never waits on
+// the disk. Every create, update and delete is committed before it is
 // answered and then published as the notification `notes.changed`
 // {"op": "created"|"updated"|"deleted", "note": {...}}; the audit plugin
 // counts those, and WebSocket clients that sent `notes.subscribe` receive
@@ -14,17 +16,14 @@
 // fields from each.
 #include <edri/plugin.hpp>
 
-#include <sqlite3.h>
-
 #include "notes_descriptor.hpp"
 
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <memory>
-#include <mutex>
-#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -32,101 +31,100 @@ using edri::Context;
 using edri::Field;
 using edri::Request;
 using edri::Response;
+using edri::Rows;
+using edri::SqlParams;
 using nlohmann::json;
 
-// One SQLite connection per manager process, opened by the start hook
-// (registration runs in every process and must not open it), then used on
-// the domain's one worker thread alone.
-class Db {
+// EDRI_NOTES_DB: a file (default notes.db, in the working directory), or
+// a database URL (postgresql://..., sqlite:...). Read where the plugin
+// registers, in every process; only the notes manager opens it.
+std::string notes_url() {
+  const char* v = std::getenv("EDRI_NOTES_DB");
+  const std::string db = v && *v ? v : "notes.db";
+  for (const char* scheme : {"postgresql://", "postgres://", "sqlite:"})
+    if (db.starts_with(scheme)) return db;
+  return "sqlite:" + db;
+}
+
+// $N placeholders: both SQLite and Postgres take them. Only the table
+// differs between the two.
+const std::string kNote = "id, title, body, created_at, updated_at";
+// A replayed create (its manager died before it answered, maybe after it
+// committed) finds the note its first run made: one note per request.
+const std::string kInsert =
+    "INSERT INTO notes(title, body, created_at, updated_at, request_id) VALUES($1, $2, $3, $3, $4)"
+    " ON CONFLICT(request_id) DO NOTHING";
+const std::string kByRequest = "SELECT " + kNote + " FROM notes WHERE request_id = $1";
+const std::string kSelect = "SELECT " + kNote + " FROM notes WHERE id = $1";
+const std::string kPage = "SELECT " + kNote + " FROM notes ORDER BY id DESC LIMIT $1 OFFSET $2";
+const std::string kCount = "SELECT count(*) FROM notes";
+const std::string kUpdate = "UPDATE notes SET title = $2, body = $3, updated_at = $4 WHERE id = $1 RETURNING " + kNote;
+// One statement: the note published is the note deleted.
+const std::string kDelete = "DELETE FROM notes WHERE id = $1 RETURNING " + kNote;
+
+std::vector<edri::Statement> schema(std::string_view kind) {
+  const bool pg = kind == "postgresql";
+  std::vector<edri::Statement> s;
+  s.push_back({std::string("CREATE TABLE IF NOT EXISTS notes(") +
+                   (pg ? "id BIGSERIAL PRIMARY KEY" : "id INTEGER PRIMARY KEY AUTOINCREMENT") +
+                   ", title TEXT NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
+                   " request_id TEXT)",
+               {}});
+  // A database made before request_id was kept (SQLite refuses the column
+  // twice, which is then no failure).
+  s.push_back({pg ? "ALTER TABLE notes ADD COLUMN IF NOT EXISTS request_id TEXT"
+                  : "ALTER TABLE notes ADD COLUMN request_id TEXT",
+               {}});
+  s.push_back({"CREATE UNIQUE INDEX IF NOT EXISTS notes_request_id ON notes(request_id)", {}});
+  return s;
+}
+
+// The table, made once per manager before its handlers use it: the start
+// hook sends its statements, and handlers wait until they are answered (a
+// failure fails them, and the next handler sends them again).
+class Schema {
  public:
-  static Db& get() {
-    static Db db;
-    return db;
+  static Schema& get() {
+    static Schema s;  // one notes manager per process, one thread
+    return s;
   }
 
-  sqlite3* handle() const { return db_; }
-  // Held by each job: EDRI_WORKER_THREADS may give the domain more than
-  // the one thread it asks for, and a connection serves one at a time.
-  std::mutex mutex;
+  void make(edri::Database& db) {
+    state_ = State::making;
+    db.run(schema(db.kind()), edri::Database::Deadline::max(), [this](std::vector<Rows> rows) {
+      const Rows* failed = nullptr;
+      for (const Rows& r : rows)
+        if (!r.ok() && r.error().find("duplicate column") == std::string::npos) failed = failed ? failed : &r;
+      state_ = failed ? State::unmade : State::made;
+      for (auto& w : std::exchange(waiting_, {})) {
+        if (failed)
+          w.fail(std::make_exception_ptr(edri::DatabaseError(*failed)));
+        else
+          w();
+      }
+    });
+  }
 
-  // A statement prepared once and reset after each use.
-  class Statement {
-   public:
-    Statement(sqlite3* db, const char* sql) : db_(db) {
-      if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
-        throw std::runtime_error(std::string("prepare: ") + sqlite3_errmsg(db));
-    }
-    ~Statement() { sqlite3_finalize(stmt_); }
-    sqlite3_stmt* use() {
-      sqlite3_reset(stmt_);
-      sqlite3_clear_bindings(stmt_);
-      return stmt_;
-    }
-    sqlite3* db() const { return db_; }
-
-   private:
-    sqlite3* db_;
-    sqlite3_stmt* stmt_ = nullptr;
-  };
-
-  sqlite3* db_ = open();  // first: the statements below use it
-  // A replayed create (its manager died before it answered, maybe after it
-  // committed) finds the note its first run made: one note per request.
-  Statement insert{db_,
-                   "INSERT INTO notes(title, body, created_at, updated_at, request_id) VALUES(?1, ?2, ?3, ?3, ?4)"
-                   " ON CONFLICT(request_id) DO NOTHING"};
-  Statement by_request{db_, "SELECT id FROM notes WHERE request_id = ?1"};
-  Statement select{db_, "SELECT id, title, body, created_at, updated_at FROM notes WHERE id = ?1"};
-  Statement page{db_, "SELECT id, title, body, created_at, updated_at FROM notes ORDER BY id DESC LIMIT ?1 OFFSET ?2"};
-  Statement count{db_, "SELECT count(*) FROM notes"};
-  Statement update{db_, "UPDATE notes SET title = ?2, body = ?3, updated_at = ?4 WHERE id = ?1"};
-  Statement remove{db_, "DELETE FROM notes WHERE id = ?1"};
+  edri::Pending<void> ready(edri::Database& db) {
+    return edri::Pending<void>([this, &db](edri::Pending<void>::Completion done) {
+      if (state_ == State::made) return done();
+      waiting_.push_back(std::move(done));
+      if (state_ == State::unmade) make(db);
+    });
+  }
 
  private:
-  Db() = default;
-  ~Db() { sqlite3_close_v2(db_); }
-
-  sqlite3* open() {
-    sqlite3* db = nullptr;
-    const char* path = std::getenv("EDRI_NOTES_DB");
-    if (!path || !*path) path = "notes.db";
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-      const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
-      sqlite3_close_v2(db);
-      throw std::runtime_error(std::string("cannot open EDRI_NOTES_DB ") + path + ": " + why);
-    }
-    sqlite3_busy_timeout(db, 5000);
-    // WAL: readers never block the writer. synchronous=FULL: a commit is on
-    // disk before the 2xx leaves, so it survives any crash, not only one of
-    // an edri process.
-    exec(db, "PRAGMA journal_mode=WAL");
-    exec(db, "PRAGMA synchronous=FULL");
-    exec(db,
-         "CREATE TABLE IF NOT EXISTS notes("
-         " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-         " title TEXT NOT NULL, body TEXT NOT NULL,"
-         " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, request_id TEXT)");
-    // A database made before request_id was kept.
-    char* err = nullptr;
-    if (sqlite3_exec(db, "ALTER TABLE notes ADD COLUMN request_id TEXT", nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string why = err ? err : "";
-      sqlite3_free(err);
-      if (why.find("duplicate column") == std::string::npos)
-        throw std::runtime_error("cannot add notes.request_id: " + why);
-    }
-    exec(db, "CREATE UNIQUE INDEX IF NOT EXISTS notes_request_id ON notes(request_id)");
-    return db;
-  }
-  static void exec(sqlite3* db, const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : "unknown error";
-      sqlite3_free(err);
-      throw std::runtime_error(std::string(sql) + ": " + msg);
-    }
-  }
+  enum class State { unmade, making, made };
+  State state_ = State::unmade;
+  std::vector<edri::Pending<void>::Completion> waiting_;
 };
+
+// The database, once its table is there.
+edri::Async<edri::Database*> notes(Context& ctx) {
+  edri::Database& db = ctx.database("notes");
+  co_await Schema::get().ready(db);
+  co_return &db;
+}
 
 // RFC 3339, UTC, milliseconds: 2026-11-30T12:34:56.789Z
 std::string now_rfc3339() {
@@ -141,36 +139,12 @@ std::string now_rfc3339() {
   return buf;
 }
 
-std::string column_text(sqlite3_stmt* s, int i) {
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
-  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s, i))) : std::string();
-}
-
-json row_to_note(sqlite3_stmt* s) {
-  return json{{"id", sqlite3_column_int64(s, 0)},
-              {"title", column_text(s, 1)},
-              {"body", column_text(s, 2)},
-              {"created_at", column_text(s, 3)},
-              {"updated_at", column_text(s, 4)}};
-}
-
-void check(int rc, sqlite3* db, const char* what) {
-  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW)
-    throw std::runtime_error(std::string(what) + ": " + sqlite3_errmsg(db));
-}
-
-void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
-  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-}
-
-// The note with this id, or null.
-json find_note(std::int64_t id) {
-  auto& db = Db::get();
-  sqlite3_stmt* s = db.select.use();
-  sqlite3_bind_int64(s, 1, id);
-  const int rc = sqlite3_step(s);
-  check(rc, db.handle(), "select");
-  return rc == SQLITE_ROW ? row_to_note(s) : json();
+json note_of(const edri::Row& r) {
+  return json{{"id", r.int64("id")},
+              {"title", std::string(r.text("title"))},
+              {"body", std::string(r.text("body"))},
+              {"created_at", std::string(r.text("created_at"))},
+              {"updated_at", std::string(r.text("updated_at"))}};
 }
 
 Response not_found(std::int64_t id) {
@@ -181,126 +155,63 @@ void changed(Context& ctx, const char* op, const json& note) {
   ctx.publish("notes.changed", json{{"op", op}, {"note", note}});
 }
 
-// What a write made: the note, and whether it is new (a replayed create
-// finds the note its first run made).
-struct Written {
-  json note;
-  bool changed = false;
-};
-
-Written insert_note(const std::string& title, const std::string& body, const std::string& request_id) {
-  auto& db = Db::get();
-  sqlite3_stmt* s = db.insert.use();
-  bind_text(s, 1, title);
-  bind_text(s, 2, body);
-  bind_text(s, 3, now_rfc3339());
-  bind_text(s, 4, request_id);
-  check(sqlite3_step(s), db.handle(), "insert");
-  const bool inserted = sqlite3_changes(db.handle()) > 0;
-  sqlite3_stmt* q = db.by_request.use();
-  bind_text(q, 1, request_id);
-  check(sqlite3_step(q), db.handle(), "select by request");
-  return {find_note(sqlite3_column_int64(q, 0)), inserted};
-}
-
-json page_of_notes(std::int64_t limit, std::int64_t offset) {
-  auto& db = Db::get();
-  sqlite3_stmt* s = db.page.use();
-  sqlite3_bind_int64(s, 1, limit);
-  sqlite3_bind_int64(s, 2, offset);
-  json items = json::array();
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) items.push_back(row_to_note(s));
-  check(rc, db.handle(), "list");
-  sqlite3_stmt* c = db.count.use();
-  check(sqlite3_step(c), db.handle(), "count");
-  return json{{"items", std::move(items)}, {"total", sqlite3_column_int64(c, 0)}};
-}
-
-Written update_note(std::int64_t id, const std::string& title, const std::string& body) {
-  auto& db = Db::get();
-  sqlite3_stmt* s = db.update.use();
-  sqlite3_bind_int64(s, 1, id);
-  bind_text(s, 2, title);
-  bind_text(s, 3, body);
-  bind_text(s, 4, now_rfc3339());
-  check(sqlite3_step(s), db.handle(), "update");
-  if (sqlite3_changes(db.handle()) == 0) return {};
-  return {find_note(id), true};
-}
-
-// One transaction: the note published is the note deleted.
-Written delete_note(std::int64_t id) {
-  auto& db = Db::get();
-  check(sqlite3_exec(db.handle(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), db.handle(), "begin");
-  json note;
-  try {
-    note = find_note(id);
-    if (!note.is_null()) {
-      sqlite3_stmt* s = db.remove.use();
-      sqlite3_bind_int64(s, 1, id);
-      check(sqlite3_step(s), db.handle(), "delete");
-    }
-    check(sqlite3_exec(db.handle(), "COMMIT", nullptr, nullptr, nullptr), db.handle(), "commit");
-  } catch (...) {
-    sqlite3_exec(db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-  return {note, !note.is_null()};
-}
-
-// `f` as a worker-thread job that holds the connection while it runs.
-template <class F>
-auto with_db(F f) {
-  return [f = std::move(f)] {
-    std::lock_guard<std::mutex> lock(Db::get().mutex);
-    return f();
-  };
-}
-
-// The handlers: read the request on the loop, await the database on the
-// worker thread, publish and answer on the loop again.
+// The handlers: read the request on the loop, await the database, publish
+// and answer on the loop again. Parameters are made before the co_await's
+// statement (GCC 12 and braced lists there; docs/writing-a-plugin.md).
 edri::Async<> create(const Request& req, Context& ctx) {
   const json in = req.json();
-  const std::string title = in.at("title").get<std::string>(), body = in.at("body").get<std::string>();
-  // The job made first, awaited by name: GCC 12 destroys a temporary with
-  // a destructor (this lambda's strings) twice when it is made inside the
-  // co_await's own statement.
-  auto insert = ctx.thread(with_db([title, body, id = std::string(req.id)] { return insert_note(title, body, id); }));
-  const Written w = co_await insert;
-  if (w.changed) changed(ctx, "created", w.note);
-  co_return Response::json(w.note, 201)
-      .header("Location", "/notes/" + std::to_string(w.note.at("id").get<long long>()));
+  edri::Database* db = co_await notes(ctx);
+  // Inserted, then read back by the request's id (the note a replay's
+  // first run made, if it did): both on one connection, in order.
+  std::vector<edri::Statement> write;
+  write.push_back(
+      {kInsert,
+       {in.at("title").get<std::string>(), in.at("body").get<std::string>(), now_rfc3339(), std::string(req.id)}});
+  write.push_back({kByRequest, {std::string(req.id)}});
+  const std::vector<Rows> rows = co_await db->query_all(std::move(write));
+  const json note = note_of(rows.at(1).at(0));
+  if (rows[0].affected_rows() > 0) changed(ctx, "created", note);
+  co_return Response::json(note, 201).header("Location", "/notes/" + std::to_string(note.at("id").get<long long>()));
 }
 
 edri::Async<> get(const Request& req, Context& ctx) {
   const auto id = req.int_param("id");
-  const json note = co_await ctx.thread(with_db([id] { return find_note(id); }));
-  co_return note.is_null() ? not_found(id) : Response::json(note);
+  edri::Database* db = co_await notes(ctx);
+  SqlParams params{id};
+  const Rows rows = co_await db->query(kSelect, std::move(params));
+  co_return rows.empty() ? not_found(id) : Response::json(note_of(rows[0]));
 }
 
 edri::Async<> list(const Request& req, Context& ctx) {
-  const auto limit = req.int_query("limit"), offset = req.int_query("offset");
-  json page = co_await ctx.thread(with_db([=] { return page_of_notes(limit, offset); }));
-  co_return Response::json(page);
+  edri::Database* db = co_await notes(ctx);
+  std::vector<edri::Statement> reads;
+  reads.push_back({kPage, {req.int_query("limit"), req.int_query("offset")}});
+  reads.push_back({kCount, {}});
+  const std::vector<Rows> rows = co_await db->query_all(std::move(reads));
+  json items = json::array();
+  for (std::size_t i = 0; i < rows.at(0).size(); ++i) items.push_back(note_of(rows[0][i]));
+  co_return Response::json(json{{"items", std::move(items)}, {"total", rows.at(1).at(0).int64(0)}});
 }
 
 edri::Async<> update(const Request& req, Context& ctx) {
   const auto id = req.int_param("id");
   const json in = req.json();
-  const std::string title = in.at("title").get<std::string>(), body = in.at("body").get<std::string>();
-  auto write = ctx.thread(with_db([id, title, body] { return update_note(id, title, body); }));  // made first: GCC 12
-  const Written w = co_await write;
-  if (!w.changed) co_return not_found(id);
-  changed(ctx, "updated", w.note);
-  co_return Response::json(w.note);
+  edri::Database* db = co_await notes(ctx);
+  SqlParams params{id, in.at("title").get<std::string>(), in.at("body").get<std::string>(), now_rfc3339()};
+  const Rows rows = co_await db->query(kUpdate, std::move(params));
+  if (rows.empty()) co_return not_found(id);
+  const json note = note_of(rows[0]);
+  changed(ctx, "updated", note);
+  co_return Response::json(note);
 }
 
 edri::Async<> remove(const Request& req, Context& ctx) {
   const auto id = req.int_param("id");
-  const Written w = co_await ctx.thread(with_db([id] { return delete_note(id); }));
-  if (!w.changed) co_return not_found(id);
-  changed(ctx, "deleted", w.note);
+  edri::Database* db = co_await notes(ctx);
+  SqlParams params{id};
+  const Rows rows = co_await db->query(kDelete, std::move(params));
+  if (rows.empty()) co_return not_found(id);
+  changed(ctx, "deleted", note_of(rows[0]));
   co_return Response::empty(204);
 }
 
@@ -310,9 +221,11 @@ std::vector<edri::FieldDecl> note_fields() {
 
 void register_notes(edri::Registry& r) {
   r.domain("notes");
-  // One thread for the database: one connection, writes in request order.
-  r.worker_threads(1, 4096);
-  r.on_start([](Context&) { Db::get(); });  // EDRI_NOTES_DB opened (and checked) before the domain serves
+  // Opened by the manager before the start hook runs (a file in a folder
+  // that does not exist stops start-up); EDRI_DATABASES, naming `notes`,
+  // wins over EDRI_NOTES_DB.
+  r.database("notes", notes_url());
+  r.on_start([](Context& ctx) { Schema::get().make(ctx.database("notes")); });
   r.notification("notes.changed");
   r.post("/notes", "notes.create", create, note_fields());
   r.get("/notes/{id:int}", "notes.get", get);

@@ -1,5 +1,5 @@
 // The database a URL names, for a manager's loop: postgresql:// (or
-// postgres://) a PgDatabase; sqlite: comes with SqliteDatabase.
+// postgres://) a PgDatabase, sqlite: a SqliteDatabase.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 // The example app of ../shared/specs/notes-app.md, checked from outside:
 // REST, errors, WebSocket commands, pushes with filters, the audit domain,
-// durability across crashes and restarts, and the page.
+// durability across crashes and restarts, the page, and the same app on
+// Postgres.
 #include <signal.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "support/http_client.hpp"
+#include "support/postgres_server.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
 #include "support/ws_client.hpp"
@@ -313,4 +315,29 @@ TEST_CASE("nothing acknowledged is lost, nothing refused is kept, while each pro
   INFO(acknowledged << " acknowledged, " << refused << " refused, " << unanswered << " unanswered");
   CHECK(acknowledged > 100);
   WARN(acknowledged << " acknowledged, " << refused << " refused, " << unanswered << " unanswered");
+}
+
+TEST_CASE("notes on Postgres: EDRI_NOTES_DB may hold a postgresql:// URL", "[notes][postgres]") {
+  PostgresServer pg;
+  ServerProcess server({plugin_path("notes"), plugin_path("audit")}, {{"EDRI_NOTES_DB", pg.url()}});
+  const auto port = server.port();
+  const json first = create(port, "on postgres", "kept there");
+  CHECK(rfc3339_utc(first["created_at"]));
+  const auto id = std::to_string(first["id"].get<long>());
+  CHECK(json::parse(call(port, "GET", "/notes/" + id).body) == first);
+  create(port, "second");
+  const auto page = json::parse(call(port, "GET", "/notes?limit=1").body);
+  CHECK(page["total"] == 2);
+  REQUIRE(page["items"].size() == 1);
+  CHECK(page["items"][0]["title"] == "second");
+  const auto r = call(port, "PUT", "/notes/" + id, {{"title", "changed"}, {"body", ""}});
+  CHECK(r.status == 200);
+  CHECK(json::parse(r.body)["created_at"] == first["created_at"]);
+  CHECK(call(port, "DELETE", "/notes/" + id).status == 204);
+  problem(call(port, "GET", "/notes/" + id), 404);
+  // The notes are Postgres's rows.
+  const auto rows = pg.rows("SELECT title FROM notes");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0][0] == "second");
+  CHECK(json::parse(call(port, "GET", "/audit").body) == json{{"created", 2}, {"updated", 1}, {"deleted", 1}});
 }
