@@ -64,9 +64,9 @@ std::vector<Setting> make_settings() {
        "since a host name resolves blocking) or `sqlite:/path/file.db`. Wins over a plugin's default URL; a name no "
        "plugin declares stops start-up (docs/decisions/0032)"},
       {"EDRI_DATABASE_POOL", "`4`", parse::integer(&Config::database_pool, 1, 1024),
-       "connections each manager keeps to each Postgres database its domain declared (1..1024). The server must "
-       "allow this x managers of the domain x replicas x instances (`max_connections`, 100 by default; "
-       "docs/decisions/0032)"},
+       "connections each manager keeps to each Postgres database its domain declared (1..1024; the server must "
+       "allow this x managers of the domain x replicas x instances, `max_connections`, 100 by default), or reader "
+       "threads for each SQLite database (beside its one writer thread; docs/decisions/0032)"},
       {"EDRI_DATABASE_QUEUE", "`4096`", parse::integer(&Config::database_queue, 1, 1 << 24),
        "statements one manager holds pending on one database (sent or waiting for a connection); past it a "
        "statement fails at once (`Rows::Failure::unavailable`; a handler that does not catch it answers 503)"},
