@@ -69,9 +69,10 @@ std::vector<DatabaseDecl> PluginSet::databases(const std::string& domain,
 }
 
 void PluginSet::check_databases(const std::vector<std::pair<std::string, std::string>>& urls) const {
-  for (const auto& [name, url] : urls)
-    if (std::none_of(databases_.begin(), databases_.end(), [&](const DatabaseDecl& d) { return d.name == name; }))
-      throw PluginError("EDRI_DATABASES names the database " + name + ", which no plugin declares");
+  for (const auto& named : urls)
+    if (std::none_of(databases_.begin(), databases_.end(),
+                     [&](const DatabaseDecl& d) { return d.name == named.first; }))
+      throw PluginError("EDRI_DATABASES names the database " + named.first + ", which no plugin declares");
   for (const auto& domain : domains_)
     for (const auto& d : databases(domain, urls)) {
       if (d.url.empty())
