@@ -62,10 +62,6 @@ class CancelThread {
 
 namespace {
 
-std::vector<Rows> failed_all(std::size_t n, Rows::Failure failure, const std::string& message) {
-  return std::vector<Rows>(std::max<std::size_t>(n, 1), Rows::failed(failure, message));
-}
-
 Rows refused(const PgSubmission& s) {
   const auto kind = s.refusal == PgSubmission::Refusal::invalid ? Rows::Failure::statement : Rows::Failure::unavailable;
   return Rows::failed(kind, s.message);
@@ -132,7 +128,7 @@ class PgDatabase::Session final : public edri::Database::Session {
   }
   void fail(Done done, std::size_t n, const char* why) const {
     if (!*alive_) return;
-    db_->soon([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
+    db_->next_turn_.post([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
   }
 
   PgDatabase* db_;
@@ -146,13 +142,8 @@ class PgDatabase::Session final : public edri::Database::Session {
 PgDatabase::PgDatabase(EventLoop& loop, DatabaseOptions options)
     : loop_(loop),
       options_(std::move(options)),
-      deadline_timer_(loop, [this] { on_timer(); }),
-      soon_timer_(loop,
-                  [this] {
-                    retired_.clear();
-                    auto due = std::exchange(soon_, {});
-                    for (auto& fn : due) fn();
-                  }),
+      deadlines_(loop, [this](std::uint64_t id) { stop(id, true); }),
+      next_turn_(loop, [this] { retired_.clear(); }),
       canceller_(std::make_unique<CancelThread>()) {
   links_.resize(std::max<std::size_t>(options_.pool_size, 1));
   for (std::size_t i = 0; i < links_.size(); ++i) {
@@ -190,7 +181,7 @@ void PgDatabase::on_down(std::size_t i, std::uint64_t generation) {
   if (link.generation != generation || !link.conn) return;
   // Told from inside the connection: destroyed on the next turn.
   retired_.push_back(std::move(link.conn));
-  soon([] {});
+  next_turn_.post([] {});
   ++link.generation;  // its transaction's session sees it is gone
   link.held = false;
   // At once after a connection that worked, then backing off.
@@ -234,11 +225,11 @@ std::size_t PgDatabase::statements_pending() const {
 std::function<void()> PgDatabase::run(std::vector<Statement> statements, Deadline deadline, Done done) {
   const auto n = statements.size();
   if (n == 0) {
-    soon([done = std::move(done)] { done({}); });
+    next_turn_.post([done = std::move(done)] { done({}); });
     return [] {};
   }
   auto refuse = [&](const char* why) {
-    soon([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
+    next_turn_.post([done = std::move(done), n, why] { done(failed_all(n, Rows::Failure::unavailable, why)); });
     return [] {};
   };
   if (statements_pending() + n > options_.max_queued)
@@ -250,13 +241,13 @@ std::function<void()> PgDatabase::run(std::vector<Statement> statements, Deadlin
   }
   if (!any_coming_up()) return refuse("no connection to the database (it is down or refuses)");
   waiters_.push_back(Waiter{id, std::move(statements), std::move(done), {}, bounded(deadline)});
-  watch_deadline(id, waiters_.back().deadline);
+  deadlines_.watch(id, waiters_.back().deadline);
   return stopper(id);
 }
 
 std::function<void()> PgDatabase::begin(Deadline deadline, Began began) {
   auto refuse = [&](const char* why) {
-    soon([began = std::move(began), why] { began(nullptr, Rows::failed(Rows::Failure::unavailable, why)); });
+    next_turn_.post([began = std::move(began), why] { began(nullptr, Rows::failed(Rows::Failure::unavailable, why)); });
     return [] {};
   };
   if (statements_pending() + 1 > options_.max_queued)
@@ -268,7 +259,7 @@ std::function<void()> PgDatabase::begin(Deadline deadline, Began began) {
   }
   if (!any_coming_up()) return refuse("no connection to the database (it is down or refuses)");
   waiters_.push_back(Waiter{id, {}, {}, std::move(began), bounded(deadline)});
-  watch_deadline(id, waiters_.back().deadline);
+  deadlines_.watch(id, waiters_.back().deadline);
   return stopper(id);
 }
 
@@ -300,7 +291,7 @@ void PgDatabase::submit(Link& link, std::uint64_t id, std::vector<Statement> sta
   b.link = static_cast<std::size_t>(&link - links_.data());
   b.generation = link.generation;
   b.deadline = bounded(deadline);
-  watch_deadline(id, b.deadline);
+  deadlines_.watch(id, b.deadline);
   for (std::size_t i = 0; i < statements.size(); ++i) send(link, id, i, std::move(statements[i]));
 }
 
@@ -326,7 +317,7 @@ void PgDatabase::send(Link& link, std::uint64_t id, std::size_t index, Statement
     batches_[id].ids[index] = s.id;
     return;
   }
-  soon([this, id, index, rows = refused(s)]() mutable { answer(id, index, std::move(rows)); });
+  next_turn_.post([this, id, index, rows = refused(s)]() mutable { answer(id, index, std::move(rows)); });
 }
 
 bool PgDatabase::prepare(Link& link, const std::string& sql, int n_params) {
@@ -358,7 +349,7 @@ void PgDatabase::answer(std::uint64_t id, std::size_t index, Rows rows) {
   if (--b.left > 0) return;
   Done done = std::move(b.done);
   auto all = std::move(b.rows);
-  due_.erase({b.deadline, id});
+  deadlines_.forget(id, b.deadline);
   batches_.erase(it);
   if (done) done(std::move(all));
 }
@@ -368,7 +359,7 @@ void PgDatabase::stop(std::uint64_t id, bool timed_out) {
   if (it == batches_.end()) return stop_waiter(id, timed_out);
   Batch b = std::move(it->second);
   batches_.erase(it);
-  due_.erase({b.deadline, id});
+  deadlines_.forget(id, b.deadline);
   in_flight_ -= b.left;
   Link& link = links_[b.link];
   if (link.generation == b.generation && link.conn) {
@@ -400,7 +391,7 @@ void PgDatabase::stop_waiter(std::uint64_t id, bool timed_out) {
   if (it == waiters_.end()) return;
   Waiter w = std::move(*it);
   waiters_.erase(it);
-  due_.erase({w.deadline, id});
+  deadlines_.forget(id, w.deadline);
   if (!timed_out) return;
   const char* why = "no connection of the database was free in time";
   if (w.began) w.began(nullptr, Rows::failed(Rows::Failure::timeout, why));
@@ -417,7 +408,7 @@ void PgDatabase::cancel_on_server(Link& link, PgStatementId) {
 void PgDatabase::release(std::size_t index, std::uint64_t generation) {
   if (links_[index].generation != generation) return;
   links_[index].held = false;
-  if (!waiters_.empty()) soon([this] { serve_waiters(); });
+  if (!waiters_.empty()) next_turn_.post([this] { serve_waiters(); });
 }
 
 void PgDatabase::serve_waiters() {
@@ -426,41 +417,12 @@ void PgDatabase::serve_waiters() {
     if (!link) return;
     Waiter w = std::move(waiters_.front());
     waiters_.pop_front();
-    due_.erase({w.deadline, w.id});
+    deadlines_.forget(w.id, w.deadline);
     if (w.began)
       start_transaction(*link, w.id, w.deadline, std::move(w.began));
     else
       submit(*link, w.id, std::move(w.statements), w.deadline, std::move(w.done));
   }
-}
-
-void PgDatabase::watch_deadline(std::uint64_t id, Deadline deadline) {
-  if (deadline == Deadline::max()) return;
-  due_.insert({deadline, id});
-  if (deadline >= armed_for_) return;
-  armed_for_ = deadline;
-  deadline_timer_.expires_after(std::max(deadline - std::chrono::steady_clock::now(), Deadline::duration(1)));
-}
-
-void PgDatabase::on_timer() {
-  armed_for_ = Deadline::max();
-  const auto now = std::chrono::steady_clock::now();
-  while (!due_.empty() && due_.begin()->first <= now) {
-    const auto id = due_.begin()->second;
-    due_.erase(due_.begin());
-    stop(id, true);
-  }
-  if (!due_.empty()) watch_deadline_again();
-}
-
-void PgDatabase::watch_deadline_again() {
-  armed_for_ = due_.begin()->first;
-  deadline_timer_.expires_after(std::max(armed_for_ - std::chrono::steady_clock::now(), Deadline::duration(1)));
-}
-
-void PgDatabase::soon(std::function<void()> fn) {
-  soon_.push_back(std::move(fn));
-  if (soon_.size() == 1) soon_timer_.expires_after(std::chrono::nanoseconds(0));
 }
 
 PgDatabase::Deadline PgDatabase::bounded(Deadline deadline) const {

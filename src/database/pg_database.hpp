@@ -37,6 +37,7 @@
 
 #include <edri/database.hpp>
 
+#include "database/loop_chores.hpp"
 #include "database/pg_connection.hpp"
 #include "runtime/event_loop.hpp"
 
@@ -124,11 +125,6 @@ class PgDatabase final : public edri::Database {
   void start_transaction(Link& link, std::uint64_t id, Deadline deadline, Began began);
   void release(std::size_t link, std::uint64_t generation);
   void serve_waiters();
-  void watch_deadline(std::uint64_t id, Deadline deadline);
-  void on_timer();
-  void watch_deadline_again();
-  // `fn` on the next turn of the loop.
-  void soon(std::function<void()> fn);
   Deadline bounded(Deadline deadline) const;
   std::function<void()> stopper(std::uint64_t id);
 
@@ -140,14 +136,10 @@ class PgDatabase final : public edri::Database {
   std::uint64_t last_id_ = 0;
   std::uint64_t last_statement_name_ = 0;
   std::uint64_t server_cancels_ = 0;
-  std::size_t in_flight_ = 0;  // statements of batches not yet answered (prepares not counted)
-  using Due = std::pair<Deadline, std::uint64_t>;
-  std::set<Due> due_;  // batches' and waiters' deadlines
-  Deadline armed_for_ = Deadline::max();
-  EventLoop::Timer deadline_timer_;
-  std::vector<std::function<void()>> soon_;
+  std::size_t in_flight_ = 0;                           // statements of batches not yet answered (prepares not counted)
+  Deadlines deadlines_;                                 // batches' and waiters'
   std::vector<std::unique_ptr<PgConnection>> retired_;  // destroyed on the next turn
-  EventLoop::Timer soon_timer_;
+  NextTurn next_turn_;
   std::unique_ptr<CancelThread> canceller_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -10,10 +10,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::vector<Rows> failed_all(std::size_t n, Rows::Failure failure, const std::string& message) {
-  return std::vector<Rows>(std::max<std::size_t>(n, 1), Rows::failed(failure, message));
-}
-
 constexpr const char* kQueueFull = "the database's queue is full (EDRI_DATABASE_QUEUE)";
 
 }  // namespace
@@ -53,11 +49,8 @@ class SqliteDatabase::Session final : public edri::Database::Session {
 SqliteDatabase::SqliteDatabase(EventLoop& loop, DatabaseOptions options)
     : loop_(loop),
       options_(std::move(options)),
-      deadline_timer_(loop, [this] { on_timer(); }),
-      soon_timer_(loop, [this] {
-        auto due = std::exchange(soon_, {});
-        for (auto& fn : due) fn();
-      }) {
+      deadlines_(loop, [this](std::uint64_t id) { stop(id, true); }),
+      next_turn_(loop) {
   SqliteConnectionOptions c;
   c.path = file_of(options_);
   c.statement_cache = options_.statement_cache;
@@ -92,7 +85,7 @@ std::string SqliteDatabase::file_of(const DatabaseOptions& options) {
 
 std::function<void()> SqliteDatabase::run(std::vector<Statement> statements, Deadline deadline, Done done) {
   if (statements.empty()) {
-    soon([done = std::move(done)] { done({}); });
+    next_turn_.post([done = std::move(done)] { done({}); });
     return [] {};
   }
   if (full(statements.size())) return refuse(std::move(done), statements.size(), kQueueFull);
@@ -104,7 +97,8 @@ std::function<void()> SqliteDatabase::run(std::vector<Statement> statements, Dea
 
 std::function<void()> SqliteDatabase::begin(Deadline deadline, Began began) {
   if (full(1)) {
-    soon([began = std::move(began)] { began(nullptr, Rows::failed(Rows::Failure::unavailable, kQueueFull)); });
+    next_turn_.post(
+        [began = std::move(began)] { began(nullptr, Rows::failed(Rows::Failure::unavailable, kQueueFull)); });
     return [] {};
   }
   const auto id = add(SqliteWork::begin, 1, deadline);
@@ -121,7 +115,7 @@ std::uint64_t SqliteDatabase::add(SqliteWork work, std::size_t statements, Deadl
   b.deadline = bounded(deadline);
   b.stop = std::make_shared<std::atomic<bool>>(false);
   pending_ += statements;
-  watch_deadline(id, b.deadline);
+  deadlines_.watch(id, b.deadline);
   return id;
 }
 
@@ -157,7 +151,7 @@ void SqliteDatabase::on_answer(SqliteAnswer a) {
   Batch b = std::move(it->second);
   batches_.erase(it);
   pending_ -= b.statements;
-  due_.erase({b.deadline, a.id});
+  deadlines_.forget(a.id, b.deadline);
   settle(a.id, std::move(b), std::move(a.rows));
 }
 
@@ -185,7 +179,7 @@ void SqliteDatabase::stop(std::uint64_t id, bool timed_out) {
   Batch b = std::move(it->second);
   batches_.erase(it);
   pending_ -= b.statements;
-  due_.erase({b.deadline, id});
+  deadlines_.forget(id, b.deadline);
   if (b.waiting)
     write_queue_.erase(std::find(write_queue_.begin(), write_queue_.end(), id));
   else if (b.stop)
@@ -220,7 +214,7 @@ std::function<void()> SqliteDatabase::run_in(std::shared_ptr<bool> failed, std::
                                              Deadline deadline, Done done) {
   const auto n = statements.size();
   if (n == 0) {
-    soon([done = std::move(done)] { done({}); });
+    next_turn_.post([done = std::move(done)] { done({}); });
     return [] {};
   }
   if (full(n)) {
@@ -258,34 +252,9 @@ void SqliteDatabase::end(std::uint64_t transaction, bool commit, const std::shar
 
 std::function<void()> SqliteDatabase::refuse(Done done, std::size_t statements, const char* why) {
   if (done)
-    soon([done = std::move(done), statements, why] { done(failed_all(statements, Rows::Failure::unavailable, why)); });
+    next_turn_.post(
+        [done = std::move(done), statements, why] { done(failed_all(statements, Rows::Failure::unavailable, why)); });
   return [] {};
-}
-
-void SqliteDatabase::watch_deadline(std::uint64_t id, Deadline deadline) {
-  if (deadline == Deadline::max()) return;
-  due_.insert({deadline, id});
-  if (deadline >= armed_for_) return;
-  armed_for_ = deadline;
-  deadline_timer_.expires_after(std::max(deadline - std::chrono::steady_clock::now(), Deadline::duration(1)));
-}
-
-void SqliteDatabase::on_timer() {
-  armed_for_ = Deadline::max();
-  const auto now = std::chrono::steady_clock::now();
-  while (!due_.empty() && due_.begin()->first <= now) {
-    const auto id = due_.begin()->second;
-    due_.erase(due_.begin());
-    stop(id, true);
-  }
-  if (due_.empty()) return;
-  armed_for_ = due_.begin()->first;
-  deadline_timer_.expires_after(std::max(armed_for_ - std::chrono::steady_clock::now(), Deadline::duration(1)));
-}
-
-void SqliteDatabase::soon(std::function<void()> fn) {
-  soon_.push_back(std::move(fn));
-  if (soon_.size() == 1) soon_timer_.expires_after(std::chrono::nanoseconds(0));
 }
 
 SqliteDatabase::Deadline SqliteDatabase::bounded(Deadline deadline) const {

@@ -46,6 +46,7 @@
 
 #include <edri/database.hpp>
 
+#include "database/loop_chores.hpp"
 #include "database/pg_database.hpp"  // DatabaseOptions
 #include "database/sqlite_threads.hpp"
 #include "runtime/event_loop.hpp"
@@ -103,10 +104,6 @@ class SqliteDatabase final : public edri::Database {
   void end(std::uint64_t transaction, bool commit, const std::shared_ptr<bool>& failed, Deadline deadline, Done done);
   bool full(std::size_t statements) const { return pending_ + statements > options_.max_queued; }
   std::function<void()> refuse(Done done, std::size_t statements, const char* why);
-  void watch_deadline(std::uint64_t id, Deadline deadline);
-  void on_timer();
-  // `fn` on the next turn of the loop.
-  void soon(std::function<void()> fn);
   Deadline bounded(Deadline deadline) const;
   std::function<void()> stopper(std::uint64_t id);
 
@@ -118,12 +115,8 @@ class SqliteDatabase final : public edri::Database {
   std::size_t pending_ = 0;                // statements of batches not answered
   std::uint64_t last_id_ = 0;
   std::unordered_map<std::string, bool> reads_only_;  // SQL text -> it only reads
-  using Due = std::pair<Deadline, std::uint64_t>;
-  std::set<Due> due_;
-  Deadline armed_for_ = Deadline::max();
-  EventLoop::Timer deadline_timer_;
-  std::vector<std::function<void()>> soon_;
-  EventLoop::Timer soon_timer_;
+  Deadlines deadlines_;
+  NextTurn next_turn_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::unique_ptr<SqliteThreads> threads_;  // last: stopped first, before what its answers touch
 };
