@@ -11,7 +11,6 @@
 #include "envelope/problem.hpp"
 #include "listener/grpc_front.hpp"
 #include "listener/header_lines.hpp"
-#include "listener/json_value.hpp"
 
 namespace edri::listener {
 
@@ -39,21 +38,13 @@ void Answers::on_response(const env::EnvelopeView& v) {
   const bool blob_lost = has_blob && !blob;
   Connection* c = table_.find(h.origin_connection, h.origin_generation);
   if (!c) return;  // the client went away
-  if (c->websocket()) {
-    if (!c->ws_slot(h.origin_stream)) return;
-    if (v.has(env::SectionType::File))
-      return ws_error(*c, h.origin_stream, 500, "a file answer cannot be sent over WebSocket");
-    if (blob_lost) return ws_error(*c, h.origin_stream, 502, "the answer's body was lost on the way");
-    return ws_answer(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType),
-                     blob ? blob.view() : v.text(env::SectionType::Body));
-  }
-  if (c->http2() && GrpcCalls::is_call_seq(h.origin_stream)) {
+  if (grpc_->owns(*c, h.origin_stream)) {
     if (v.has(env::SectionType::File))
       return grpc_->refused(*c, h.origin_stream, 500, "a file answer cannot be sent over gRPC");
     if (blob_lost) return grpc_->refused(*c, h.origin_stream, 502, "the answer's body was lost on the way");
     return grpc_->answer(*c, v, blob ? blob.view() : v.text(env::SectionType::Body));
   }
-  if (!c->slot(h.origin_stream)) return;
+  if (!c->answers().slot(h.origin_stream)) return;
   if (blob_lost)
     return problem(*c, h.origin_stream, 502, "the answer's body was lost on the way (a process restarted)");
   collect_headers(v);
@@ -100,7 +91,8 @@ void Answers::reply_file(Connection& c, const env::EnvelopeView& v) {
   // The handler answered with a file: sent from here, from disk.
   const auto& h = v.header;
   const std::string path(v.text(env::SectionType::File));
-  auto a = StaticFiles::serve_file(path, c.slot(h.origin_stream)->conditions, v.text(env::SectionType::ContentType));
+  auto a = StaticFiles::serve_file(path, c.answers().slot(h.origin_stream)->conditions,
+                                   v.text(env::SectionType::ContentType));
   if (!a) {
     spdlog::error("a handler answered with the file {}, which cannot be read", path);
     return problem(
@@ -121,12 +113,12 @@ void Answers::on_stream_piece(const env::EnvelopeView& v) {
   const bool has_blob = v.has(env::SectionType::Blob);
   if (has_blob) blob = transport::claim_blob(blobs_, v.section(env::SectionType::Blob));
   Connection* c = table_.find(h.origin_connection, h.origin_generation);
-  if (!c || c->websocket()) return;  // gone: its close cancelled the stream
+  if (!c) return;  // gone: its close cancelled the stream
   const bool end = h.flags & env::kFlagStreamEnd;
   const bool abort = (h.flags & env::kFlagStreamAbort) || (has_blob && !blob);
   const std::string_view bytes = blob ? std::string_view() : v.text(env::SectionType::Body);
   if (abort) spdlog::warn("a streamed answer on connection {} was cut short", c->id());
-  (void)c->stream_piece(h.origin_stream, bytes, std::move(blob), end, abort);
+  (void)c->answers().stream_piece(h.origin_stream, bytes, std::move(blob), end, abort);
 }
 
 void Answers::compose_headers(const SlotInfo& info, int status, std::string_view headers) {
@@ -139,36 +131,20 @@ void Answers::compose_headers(const SlotInfo& info, int status, std::string_view
   composed_ += response_headers_.lines();
 }
 
-std::string_view Answers::h2_lines() {
-  composed_.insert(0, writer_.standard_lines());
-  return composed_;
-}
-
 void Answers::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
                     std::string_view headers) {
-  const auto* info = c.slot(seq);
-  if (!info) return;
-  compose_headers(*info, status, headers);
-  const http::ResponseHead h{status, content_type, body.size(), info->keep_alive, info->http10, info->head};
-  record(*info, status);
-  if (auto* h2 = c.http2()) return h2->respond(seq, h, h2_lines(), body);
-  c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, body); });
+  reply_body(c, seq, status, content_type, body, body.size(), headers);
 }
 
-template <class Body>
-void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, AnswerBody body,
                          std::size_t length, std::string_view headers) {
-  const auto* info = c.slot(seq);
+  AnswerSink& sink = c.answers();
+  const auto* info = sink.slot(seq);
   if (!info) return;
   compose_headers(*info, status, headers);
   const http::ResponseHead h{status, content_type, length, info->keep_alive, info->http10, info->head};
   record(*info, status);
-  if (auto* h2 = c.http2()) return h2->respond(seq, h, h2_lines(), std::move(body));
-  auto head = [&](std::string& out) { writer_.write(out, h, composed_, {}); };
-  if (info->head)
-    c.complete(seq, head);  // the body is dropped unsent: the file closed, the blob freed
-  else
-    c.complete(seq, head, std::move(body));
+  sink.respond(seq, h, composed_, std::move(body));
 }
 
 void Answers::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
@@ -180,33 +156,17 @@ void Answers::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer
 void Answers::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
                            const env::StreamHead& sh, std::uint64_t id, std::string_view headers) {
   const StreamRef ref{sh.manager_slot, id, false};
-  const auto* info = c.slot(seq);
+  AnswerSink& sink = c.answers();
+  const auto* info = sink.slot(seq);
   if (!info) return sender_.stream_cancel(ref);
   compose_headers(*info, status, headers);
   record(*info, status);
   http::ResponseHead h{status,           content_type, sh.length >= 0 ? static_cast<std::size_t>(sh.length) : 0,
                        info->keep_alive, info->http10, info->head};
   h.framing = sh.length >= 0 ? http::ResponseHead::Framing::Length : http::ResponseHead::Framing::Chunked;
-  const bool bodyless = status == 204 || status == 304 || status < 200;
-  if (auto* h2 = c.http2()) {
-    if (!info->head && !bodyless) return h2->open_stream(seq, h, h2_lines(), StreamRef{sh.manager_slot, id, false});
-    h2->respond(seq, h, h2_lines(), std::string_view());
-    return sender_.stream_cancel(ref);
-  }
-  if (info->head || bodyless) {
-    // No body goes out: the head alone, and the producer is stopped.
-    c.complete(seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); });
-    return sender_.stream_cancel(ref);
-  }
-  // An HTTP/1.0 client knows no chunks: the body ends with the connection.
-  const bool close_after = sh.length < 0 && info->http10;
-  if (close_after) {
-    h.framing = http::ResponseHead::Framing::Close;
-    h.keep_alive = false;
-  }
-  c.open_stream(
-      seq, [&](std::string& out) { writer_.write(out, h, composed_, {}); },
-      StreamRef{sh.manager_slot, id, h.framing == http::ResponseHead::Framing::Chunked}, close_after);
+  // No body goes out (HEAD, a bodyless status, a protocol without
+  // streams): the producer is stopped.
+  if (!sink.open_stream(seq, h, composed_, ref)) sender_.stream_cancel(ref);
 }
 
 void Answers::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers) {
@@ -219,37 +179,13 @@ void Answers::answer_locally(Connection& c, bool keep_alive, bool http10, bool h
   problem(c, seq, status, detail, headers);
 }
 
-void Answers::ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
-                        std::string_view body) {
-  const std::string* command = c.ws_slot(seq);
-  if (!command) return;
-  std::string msg;
-  msg.reserve(40 + command->size() + body.size());
-  msg.append(R"({"command":)").append(*command);
-  if (status < 400) {
-    msg.append(R"(,"response":)");
-    append_json_value(msg, content_type, body);
-  } else {
-    msg.append(R"(,"error":)");
-    if (is_json_type(content_type) && !body.empty())
-      msg.append(body);
-    else
-      msg.append(problem_json(status, body));
-  }
-  msg.append("}");
-  c.ws_complete(seq, std::move(msg));
-}
-
-void Answers::ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
-  ws_answer(c, seq, status, "application/problem+json", problem_json(status, detail));
-}
-
 void Answers::record(const SlotInfo& info, int status) {
   // This listener is the only writer of its block: plain load + store.
   auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
     a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   };
-  const auto row = info.route == Connection::kNoRoute ? metrics_.unrouted_row : info.route;
+  if (info.route == SlotInfo::kUncounted) return;
+  const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
   bump(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)], 1);
   const auto us = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - info.opened).count());
@@ -262,7 +198,7 @@ void Answers::record(const SlotInfo& info, int status) {
 
 void Answers::count_refusal() {
   SlotInfo info{};
-  info.route = Connection::kNoRoute;
+  info.route = SlotInfo::kNoRoute;
   info.opened = std::chrono::steady_clock::now();
   record(info, 503);
 }

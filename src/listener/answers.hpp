@@ -1,8 +1,10 @@
-// Answers: from envelopes back to bytes. Every answer a connection gets is
-// written into its slot here: a handler's response (bytes, a blob, a file,
-// a stream), a hop's problem, or one the listener gives itself; the
-// response-side middleware runs on it and the metrics count it. A WebSocket
-// command's answer takes the same path, framed as a command message.
+// Answers: from envelopes back to answers. Every answer a connection gets is
+// built here, protocol-neutral, and handed to the connection's AnswerSink,
+// which frames it: a handler's response (bytes, a blob, a file, a stream), a
+// hop's problem, or one the listener gives itself; the response-side
+// middleware runs on it and the metrics count it. A WebSocket command's
+// answer takes the same path (its sink makes it a command message), a gRPC
+// call's goes to GrpcFront.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "envelope/envelope.hpp"
 #include "http/response_writer.hpp"
+#include "listener/answer_sink.hpp"
 #include "listener/connection.hpp"
 #include "listener/connection_table.hpp"
 #include "listener/event_sender.hpp"
@@ -54,18 +57,13 @@ class Answers {
   // A slot of its own, answered with a problem at once.
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view headers = {});
-  // WebSocket command slot `seq`: {"command":..,"response":..} or
-  // {"command":..,"error":{problem}}.
-  void ws_answer(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body);
-  void ws_error(Connection& c, std::uint32_t seq, int status, std::string_view detail);
   // A connection refused past EDRI_MAX_CONNECTIONS, in the metrics.
   void count_refusal();
 
  private:
   // The same with a body of `length` bytes sent after the head: a
   // FileBody (from disk) or a BlobLease (from the blob area).
-  template <class Body>
-  void reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, Body body,
+  void reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, AnswerBody body,
                   std::size_t length, std::string_view headers);
   void reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
                     const envelope::StreamHead& sh, std::uint64_t id, std::string_view headers);
@@ -76,9 +74,6 @@ class Answers {
   // response-side middleware adds for `status`.
   void compose_headers(const SlotInfo& info, int status, std::string_view headers);
   void record(const SlotInfo& info, int status);
-  // composed_ with the lines HTTP/1.1's writer adds itself (Server, Date)
-  // before it: for an answer over HTTP/2.
-  std::string_view h2_lines();
 
   const Config& config_;
   ConnectionTable& table_;
@@ -88,7 +83,6 @@ class Answers {
   std::vector<MiddlewareDecl> middlewares_;
   bool has_response_middleware_ = false;
   Metrics metrics_;
-  http::ResponseWriter writer_;
   // Scratch, reused for every answer:
   std::string extra_headers_;
   std::string composed_;

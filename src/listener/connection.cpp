@@ -40,8 +40,7 @@ std::chrono::steady_clock::duration seconds(double s) {
 Connection::Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
                        const TlsContext* tls)
     : owner_(owner),
-      fd_(std::move(fd)),
-      tls_(tls ? std::make_unique<TlsSession>(*tls, fd_.get()) : nullptr),
+      socket_(std::move(fd), tls),
       id_(id),
       generation_(generation),
       parser_(
@@ -75,23 +74,21 @@ Connection::~Connection() {
 }
 
 void Connection::start() {
-  owner_.events().watch(fd_.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
+  owner_.events().watch(socket_.fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
   // Data that arrived before the registration raised no edge: look now.
   read_available();
 }
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                                     std::uint32_t route) {
-  if (h2_) {
-    // A stream: it never closes the connection, whatever keep_alive says.
-    served_ = true;
-    return h2_->open(SlotInfo{true, false, head, route, std::chrono::steady_clock::now(), std::string(headers), {}});
-  }
-  Slot& s = slots_.emplace_back();
-  s.info = SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}};
   served_ = true;
-  if (!keep_alive) stop_input();
-  return next_seq_++;
+  return sink_->open(
+      SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}});
+}
+
+void Connection::last_answer_queued() {
+  close_after_write_ = true;
+  stop_input();
 }
 
 void Connection::stop_input() {
@@ -104,121 +101,8 @@ void Connection::stop_input() {
   parser_.pause();
 }
 
-void Connection::hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) {
-  if (h2_) return h2_->hold_upload(seq, std::move(upload));
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx < slots_.size()) slots_[idx].upload = std::move(upload);
-}
-
-void Connection::set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions) {
-  if (h2_) {
-    if (auto* info = h2_->slot(seq)) info->conditions = std::move(conditions);
-    return;
-  }
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx < slots_.size()) slots_[idx].info.conditions = std::move(conditions);
-}
-
-const SlotInfo* Connection::slot(std::uint32_t seq) const {
-  if (h2_) return h2_->slot(seq);
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size() || slots_[idx].ready) return nullptr;
-  return &slots_[idx].info;
-}
-
-void Connection::promote_ready() {
-  bool any = false;
-  while (!slots_.empty() && slots_.front().ready) {
-    Slot& s = slots_.front();
-    any = true;
-    if (!s.bytes.empty()) {
-      out_ += s.bytes;
-      s.bytes.clear();
-    }
-    if (s.file) append_file(std::move(s.file));
-    if (s.blob) append_piece(Piece{std::move(s.blob)});
-    for (auto& p : s.pieces) append_piece(std::move(p));
-    s.pieces.clear();
-    // An open stream holds its place until its last piece.
-    if (s.streaming && !s.stream_done) break;
-    const bool last = !s.info.keep_alive;
-    slots_.pop_front();
-    ++base_seq_;
-    if (last) {
-      // Nothing after a response that closes the connection is answered.
-      close_after_write_ = true;
-      drop_slots();
-      stop_input();
-      break;
-    }
-  }
-  if (any) mark_dirty();
-}
-
-bool Connection::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
-                              bool abort) {
-  if (h2_) return h2_->stream_piece(seq, bytes, std::move(blob), end, abort);
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size() || !slots_[idx].streaming || slots_[idx].stream_done) return false;
-  Slot& s = slots_[idx];
-  s.last_piece = std::chrono::steady_clock::now();
-  const std::uint64_t size = blob ? blob.view().size() : bytes.size();
-  if (size > 0) {
-    const std::uint32_t credit = static_cast<std::uint32_t>(std::min<std::uint64_t>(size, UINT32_MAX));
-    std::string head;
-    if (s.stream.chunked) {
-      char buf[24];
-      const int n = std::snprintf(buf, sizeof buf, "%llx\r\n", static_cast<unsigned long long>(size));
-      head.assign(buf, static_cast<std::size_t>(n));
-    }
-    if (blob) {
-      if (!head.empty()) s.pieces.push_back(Piece{std::move(head)});
-      s.pieces.push_back(Piece{std::move(blob), 0, credit, s.stream});
-      if (s.stream.chunked) s.pieces.push_back(Piece{std::string("\r\n")});
-    } else {
-      head.append(bytes);
-      if (s.stream.chunked) head.append("\r\n");
-      s.pieces.push_back(Piece{std::move(head), 0, credit, s.stream});
-    }
-  }
-  if (abort) {
-    // Cut short: no last chunk, and the connection closes after what was
-    // sent, so the client sees an incomplete response.
-    s.stream_done = true;
-    s.info.keep_alive = false;
-  } else if (end) {
-    s.stream_done = true;
-    if (s.stream.chunked) s.pieces.push_back(Piece{std::string("0\r\n\r\n")});
-  }
-  if (idx == 0) promote_ready();
-  return true;
-}
-
-bool Connection::stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
-  if (slots_.empty() || !output_empty()) return false;
-  const Slot& s = slots_.front();
-  return s.streaming && !s.stream_done && s.last_piece < cutoff;
-}
-
-void Connection::drop_slots() {
-  for (const auto& s : slots_)
-    if (s.streaming && !s.stream_done) owner_.stream_cancel(s.stream);
-  slots_.clear();
-}
-
 void Connection::mark_dirty() {
   if (!dirty && !closed_) owner_.wants_flush(*this);
-}
-
-ssize_t Connection::read_some(char* buf, std::size_t n) { return tls_ ? tls_->read(buf, n) : recv_raw(buf, n, 0); }
-
-ssize_t Connection::recv_raw(char* buf, std::size_t n, int flags) {
-  for (;;) {
-    const ssize_t r = ::recv(fd_.get(), buf, n, flags);
-    if (r >= 0) return r;
-    if (errno == EINTR) continue;
-    return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
-  }
 }
 
 bool Connection::read_proxy_header() {
@@ -227,8 +111,8 @@ bool Connection::read_proxy_header() {
   // the proxy were not there. A header still arriving stays in the socket
   // and is peeked again, whole, at the next edge.
   char* head = read_buffer();
-  const ssize_t n = recv_raw(head, http::kProxyHeaderMax, MSG_PEEK);
-  if (n <= 0 && n != TlsSession::kWouldBlock) on_peer_closed(n < 0);
+  const ssize_t n = socket_.recv_raw(head, http::kProxyHeaderMax, MSG_PEEK);
+  if (n <= 0 && n != ClientSocket::kWouldBlock) on_peer_closed(n < 0);
   if (n <= 0) return false;
   const auto h = http::parse_proxy_header({head, static_cast<std::size_t>(n)});
   if (h.status == http::ProxyHeader::Status::Invalid) refuse_proxy_header(h.error);
@@ -237,7 +121,7 @@ bool Connection::read_proxy_header() {
 
 bool Connection::take_proxy_header(const http::ProxyHeader& h) {
   // The bytes were peeked: they are there to take.
-  if (recv_raw(read_buffer(), h.consumed, 0) != static_cast<ssize_t>(h.consumed)) {
+  if (socket_.recv_raw(read_buffer(), h.consumed, 0) != static_cast<ssize_t>(h.consumed)) {
     on_peer_closed(true);
     return false;
   }
@@ -255,20 +139,10 @@ void Connection::refuse_proxy_header(std::string_view why) {
   close();
 }
 
-ssize_t Connection::write_some(const char* buf, std::size_t n) {
-  if (tls_) return tls_->write(buf, n);
-  for (;;) {
-    const ssize_t r = ::send(fd_.get(), buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (r >= 0) return r;
-    if (errno == EINTR) continue;
-    return (errno == EAGAIN || errno == EWOULDBLOCK) ? TlsSession::kWouldBlock : TlsSession::kFailed;
-  }
-}
-
 void Connection::on_events(std::uint32_t events) {
   if (lingering_) return discard_input();
   // TLS: a handshake or a write may wait for either direction.
-  if (tls_ && (!tls_->handshake_done() || writing_)) events |= EPOLLIN | EPOLLOUT;
+  if (socket_.handshaking() || (socket_.tls() && writing_)) events |= EPOLLIN | EPOLLOUT;
   if ((events & EPOLLOUT) && writing_) {
     writing_ = false;
     flush();
@@ -288,7 +162,7 @@ bool Connection::must_pause() const {
   if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
   // HTTP/2: the session bounds the streams in flight (EDRI_MAX_PIPELINE).
   if (h2_) return backlog() > config.output_buffer;
-  return slots_.size() >= config.max_pipeline || backlog() > config.output_buffer;
+  return http1_.pending() >= config.max_pipeline || backlog() > config.output_buffer;
 }
 
 void Connection::resume_reading() {
@@ -314,6 +188,10 @@ bool Connection::consume(const char* data, std::size_t n) {
   }
   if (h2_) return consume_h2(data, n);
   if (!protocol_known_) return choose_protocol(data, n);
+  return consume_http1(data, n);
+}
+
+bool Connection::consume_http1(const char* data, std::size_t n) {
   const bool was_in_head = parser_.in_head();
   const auto r = parser_.feed(data, n);
   if (!was_in_head && parser_.in_head()) head_started_ = last_input_;
@@ -359,6 +237,7 @@ bool Connection::choose_protocol(const char* data, std::size_t n) {
   limits.max_concurrent_streams = static_cast<std::uint32_t>(config.max_pipeline);
   limits.body_memory = config.http2_body_memory;
   h2_ = std::make_unique<Http2Link>(*this, owner_, limits);
+  sink_ = h2_.get();
   return consume_h2(first.data(), first.size());
 }
 
@@ -372,8 +251,8 @@ bool Connection::consume_h2(const char* data, std::size_t n) {
 void Connection::pump_h2() {
   const std::size_t bound = owner_.config().output_buffer;
   if (backlog() < bound) {
-    h2_->produce(out_, out_.size() + (bound - backlog()));
-    seal_out();
+    h2_->produce(out_.tail(), out_.tail().size() + (bound - backlog()));
+    out_.seal();
   }
   if (h2_->done()) close_after_write_ = true;
 }
@@ -388,17 +267,17 @@ void Connection::read_available() {
       read_paused_ = true;
       return;
     }
-    const ssize_t n = read_some(read_buffer(), kReadBuffer);
+    const ssize_t n = socket_.read_some(read_buffer(), kReadBuffer);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
       if (!consume(read_buffer(), static_cast<std::size_t>(n))) return;
       // A short read emptied the socket buffer: the next arrival raises a
       // new edge. (TLS keeps records of its own: read until it would block.)
-      if (!tls_ && static_cast<std::size_t>(n) < kReadBuffer) return;
+      if (!socket_.tls() && static_cast<std::size_t>(n) < kReadBuffer) return;
       continue;
     }
     if (n == 0) return on_peer_closed(false);
-    if (n == TlsSession::kWouldBlock) return;
+    if (n == ClientSocket::kWouldBlock) return;
     return on_peer_closed(true);
   }
 }
@@ -407,16 +286,16 @@ void Connection::send_continue() {
   // Only when nothing is owed to the client before it: an interim response
   // must not overtake the responses of earlier pipelined requests. (A client
   // that gets no 100 sends its body after its own short wait.)
-  if (!slots_.empty() || !output_empty() || writing_) return;
+  if (!http1_.empty() || !out_.empty() || writing_) return;
   static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-  [[maybe_unused]] auto n = write_some(kContinue, sizeof kContinue - 1);
+  [[maybe_unused]] auto n = socket_.write_some(kContinue, sizeof kContinue - 1);
 }
 
 void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
   peer_closed_ = true;
   if (h2_) return close();  // no WINDOW_UPDATE can come: nothing more would go
-  if (error || (slots_.empty() && output_empty())) return close();
+  if (error || (http1_.empty() && out_.empty())) return close();
   close_after_write_ = true;
   // As nginx takes it: a client that closed its side while it waits has
   // gone (a waiting coroutine is cancelled and answers 499). Answers that
@@ -442,8 +321,8 @@ void Connection::drain() {
   }
   read_closed_ = true;
   pending_input_.clear();
-  if (slots_.empty() && output_empty() && !writing_) return close();
-  if (!slots_.empty()) slots_.back().info.keep_alive = false;
+  if (http1_.empty() && out_.empty() && !writing_) return close();
+  http1_.close_after_last();
   close_after_write_ = true;
   mark_dirty();
 }
@@ -463,31 +342,39 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     return;
   }
   if (events_) return;  // an event stream idles as long as its client stays
-  if (ws_) {
-    // This side closed: once its close frame is out (until then
-    // EDRI_WRITE_TIMEOUT applies), the client has EDRI_LINGERING_TIMEOUT
-    // to answer it (RFC 6455 7.1.1: the server ends the TCP connection).
-    if (ws_->close_sent_at() == std::chrono::steady_clock::time_point{} || !output_empty()) return;
-    if (close_out_at_ == std::chrono::steady_clock::time_point{}) close_out_at_ = now;
-    if (now - close_out_at_ > seconds(config.lingering_timeout_s)) {
-      spdlog::debug("closing WebSocket connection {}: its client did not answer the close", id_);
-      close();
-    }
-    return;
+  if (ws_) return websocket_idle(now);
+  if (h2_) return h2_idle(now);
+  http1_idle(now);
+}
+
+void Connection::websocket_idle(std::chrono::steady_clock::time_point now) {
+  // This side closed: once its close frame is out (until then
+  // EDRI_WRITE_TIMEOUT applies), the client has EDRI_LINGERING_TIMEOUT
+  // to answer it (RFC 6455 7.1.1: the server ends the TCP connection).
+  if (ws_->close_sent_at() == std::chrono::steady_clock::time_point{} || !out_.empty()) return;
+  if (close_out_at_ == std::chrono::steady_clock::time_point{}) close_out_at_ = now;
+  if (now - close_out_at_ > seconds(owner_.config().lingering_timeout_s)) {
+    spdlog::debug("closing WebSocket connection {}: its client did not answer the close", id_);
+    close();
   }
-  if (h2_) {
-    // A window the client never opens holds an answer (and what it holds:
-    // a blob, a file, a producer) for as long as EDRI_WRITE_TIMEOUT, as a
-    // socket the client never reads does.
-    if (h2_->held_by_client() && now - last_input_ > seconds(config.write_timeout_s)) return close();
-    if (h2_timed_out(now)) return;
-    // An open stream is not idleness: a Connect call waiting for pushes
-    // lasts as long as its client (as a WebSocket does). Every slot and
-    // gRPC event in flight has its stream open, so this covers them.
-    if (h2_->streams_open() || !output_empty() || writing_) return;
-    if (now - last_input_ > seconds(config.keepalive_timeout_s)) close();
-    return;
-  }
+}
+
+void Connection::h2_idle(std::chrono::steady_clock::time_point now) {
+  const auto& config = owner_.config();
+  // A window the client never opens holds an answer (and what it holds:
+  // a blob, a file, a producer) for as long as EDRI_WRITE_TIMEOUT, as a
+  // socket the client never reads does.
+  if (h2_->held_by_client() && now - last_input_ > seconds(config.write_timeout_s)) return close();
+  if (h2_timed_out(now)) return;
+  // An open stream is not idleness: a Connect call waiting for pushes
+  // lasts as long as its client (as a WebSocket does). Every slot and
+  // gRPC event in flight has its stream open, so this covers them.
+  if (h2_->streams_open() || !out_.empty() || writing_) return;
+  if (now - last_input_ > seconds(config.keepalive_timeout_s)) close();
+}
+
+void Connection::http1_idle(std::chrono::steady_clock::time_point now) {
+  const auto& config = owner_.config();
   if (parser_.in_head()) {
     if (read_closed_ || now - head_started_ <= seconds(config.header_timeout_s)) return;
     timed_out_ = true;
@@ -502,7 +389,7 @@ void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
     owner_.refuse(*this, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
     return;
   }
-  if (!slots_.empty() || !output_empty() || writing_) return;
+  if (!http1_.empty() || !out_.empty() || writing_) return;
   if (now - last_input_ > seconds(served_ ? config.keepalive_timeout_s : config.header_timeout_s)) close();
 }
 
@@ -528,16 +415,15 @@ bool Connection::h2_timed_out(std::chrono::steady_clock::time_point now) {
 bool Connection::client_may_still_send() {
   // A client that timed out gets no more of our time (nginx does not
   // linger after a timeout either): a slow one would hold the connection.
-  if (peer_closed_ || timed_out_ || tls_ || owner_.draining()) return false;
+  if (peer_closed_ || timed_out_ || socket_.tls() || owner_.draining()) return false;
   if (input_refused_ || parser_.mid_message()) return true;
   // Unread bytes in the socket: a close now would reset the connection,
   // and the client could lose the answer with it.
-  char probe;
-  return ::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  return socket_.has_unread_input();
 }
 
 void Connection::finish() {
-  ::shutdown(fd_.get(), SHUT_WR);
+  ::shutdown(socket_.fd(), SHUT_WR);
   if (!client_may_still_send()) return close();
   // Lingering close: the answer is out; what the client still sends is
   // read and dropped until it stops (EDRI_LINGERING_TIMEOUT) or for
@@ -551,13 +437,12 @@ void Connection::finish() {
 
 void Connection::discard_input() {
   for (;;) {
-    const ssize_t n = ::recv(fd_.get(), read_buffer(), kReadBuffer, 0);
+    const ssize_t n = socket_.recv_raw(read_buffer(), kReadBuffer, 0);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n == ClientSocket::kWouldBlock) return;
     return close();  // the client closed its side, or the socket failed
   }
 }
@@ -567,22 +452,18 @@ void Connection::close() {
   closed_ = true;
   abandon_answers();
   lingering_ = false;
-  queue_.clear();
-  queued_bytes_ = 0;
-  queued_blob_bytes_ = 0;
   out_.clear();
-  out_off_ = 0;
   report_held();
-  drop_slots();
+  http1_.drop();
+  ws_commands_.clear();
   if (h2_) h2_->cancel_all();
   if (ws_) {
     ws_->detach();
     ws_.reset();
     owner_.wants_poll();
   }
-  if (tls_) tls_->shutdown();
-  owner_.events().unwatch(fd_.get());
-  fd_.reset();
+  owner_.events().unwatch(socket_.fd());
+  socket_.close();
   owner_.closed(*this);
 }
 

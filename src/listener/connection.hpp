@@ -1,16 +1,19 @@
-// Connection: one client's HTTP/1.1 connection in a listener.
+// Connection: one client's connection in a listener, and its life cycle.
 //
-// Requests on a connection may be pipelined; each gets a slot in arrival
-// order and responses leave in that order, whatever order they come back
-// from the managers in. Output is written with non-blocking send() first and
-// only waits for EPOLLOUT when the socket buffer is full. Output is bounded:
-// past EDRI_OUTPUT_BUFFER unsent bytes the connection reads nothing more from
-// its client (who then makes no more work), and a client that takes no byte
-// for EDRI_WRITE_TIMEOUT is closed (Listener's sweep). After a WebSocket
-// upgrade the same holds for commands: each gets a slot, answers leave in
-// order, and pushes go out between them as they come; the connection frames
-// them itself (Beast keeps the handshake, the reading and the control
-// frames), so a push shared by many subscribers is one buffer.
+// It holds the socket (ClientSocket: TLS or not), the output owed to the
+// client (OutputQueue) and the side that speaks the connection's protocol,
+// chosen once: HTTP/1.1 (the parser, and Http1Answers: pipelined requests
+// answered in order), HTTP/2 from its preface (Http2Link), WebSocket after
+// an upgrade (Beast's session, and WebSocketCommands: command answers in
+// order, pushes between them). Whichever it is, answers() is where a
+// request's answer goes, so nothing above asks which protocol runs.
+//
+// Output is written with non-blocking send() first and only waits for
+// EPOLLOUT when the socket buffer is full. Output is bounded: past
+// EDRI_OUTPUT_BUFFER unsent bytes the connection reads nothing more from
+// its client (who then makes no more work), and a client that takes no
+// byte for EDRI_WRITE_TIMEOUT is closed (Listener's sweep). A push shared
+// by many subscribers is one buffer (websocket_frame.hpp).
 //
 // A connection that ends early (a refused request, a 413 while the body
 // still comes) shuts its sending side and reads and drops what the client
@@ -20,20 +23,20 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "http/proxy_header.hpp"
 #include "http/request_parser.hpp"
+#include "listener/answer_sink.hpp"
+#include "listener/client_socket.hpp"
 #include "listener/connection_owner.hpp"
-#include "listener/file_body.hpp"
+#include "listener/http1_answers.hpp"
 #include "listener/http2_link.hpp"
+#include "listener/output_queue.hpp"
 #include "listener/slot_info.hpp"
-#include "listener/static_files.hpp"
-#include "listener/tls.hpp"
+#include "listener/websocket_commands.hpp"
 #include "listener/websocket_deflate.hpp"
 #include "listener/websocket_frame.hpp"
 #include "listener/websocket_session.hpp"
@@ -41,7 +44,9 @@
 
 namespace edri::listener {
 
-class Connection final : public WebSocketSession::Owner {
+class Connection final : public WebSocketSession::Owner,
+                         private Http1Answers::Events,
+                         private WebSocketCommands::Events {
  public:
   // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
   // over it when `tls` is given.
@@ -50,61 +55,31 @@ class Connection final : public WebSocketSession::Owner {
 
   void start();
 
-  // Reserves the next response slot; returns its sequence number.
-  static constexpr std::uint32_t kNoRoute = UINT32_MAX;
+  // Where the answers of this connection's requests go: HTTP/1.1's ordered
+  // slots, HTTP/2's streams or a WebSocket's command answers, whichever
+  // this connection speaks now.
+  AnswerSink& answers() { return *sink_; }
+  // Opens the slot of the request being dispatched; its sequence number.
+  static constexpr std::uint32_t kNoRoute = SlotInfo::kNoRoute;
   // `headers`: response header lines middleware added for this request;
   // `route`: the route's row in the metrics, or kNoRoute.
   std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                           std::uint32_t route = kNoRoute);
-  using SlotInfo = listener::SlotInfo;
-  void set_conditions(std::uint32_t seq, StaticFiles::Conditions conditions);
-  // Keeps the request's body file (an UploadFile) until its response is
-  // sent or the connection goes: then it is removed.
-  void hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload);
-  // The slot for `seq`, or nullptr if it is not pending (stale response).
-  const SlotInfo* slot(std::uint32_t seq) const;
-  // Fills slot `seq` with its serialized response: bytes are appended by
-  // `write(std::string&)`.
-  template <class Write>
-  void complete(std::uint32_t seq, Write&& write);
-  // The same, for a response whose head `write` appends and whose body is
-  // `file`, sent from disk after it.
-  template <class Write>
-  void complete(std::uint32_t seq, Write&& write, FileBody file);
-  // The same, for a body in the blob area, sent from its mapping and
-  // freed once the socket took it.
-  template <class Write>
-  void complete(std::uint32_t seq, Write&& write, transport::BlobLease blob);
-
-  // Streamed answers (Response::stream). The head fills the slot like a
-  // response, but the slot stays open: pieces follow until the last one,
-  // and later responses wait behind them. The bytes of each piece are
-  // granted back to its producer once the client has taken them
-  // (ConnectionOwner::stream_credit), so what a stream holds here is
-  // bounded by the producer's window.
-  // `close_after`: the body ends with the connection (HTTP/1.0, no length).
-  template <class Write>
-  void open_stream(std::uint32_t seq, Write&& write, StreamRef ref, bool close_after);
-  // A piece of slot `seq`'s stream: `bytes`, or `file` (a blob) when it is
-  // open. `end`: the last piece; `abort`: the producer failed, the response
-  // is cut short and the connection closes after what was sent. False when
-  // the slot has no open stream (the piece is stale).
-  bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end, bool abort);
-  // True when a stream waits on its producer, with all its output taken,
-  // since before `cutoff`.
-  bool stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const;
+  // True when a streamed answer waits on its producer, with all its output
+  // taken, since before `cutoff`.
+  bool stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
+    return out_.empty() && http1_.stream_stalled_since(cutoff);
+  }
 
   // Calls f(seq) for each slot still waiting that was opened before
   // `cutoff`.
   template <class F>
   void for_each_overdue(std::chrono::steady_clock::time_point cutoff, F&& f) {
-    for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (!slots_[i].ready && slots_[i].info.opened < cutoff) f(base_seq_ + static_cast<std::uint32_t>(i));
-    for (std::size_t i = 0; i < ws_slots_.size(); ++i)
-      if (!ws_slots_[i].ready && ws_slots_[i].opened < cutoff) f(ws_base_seq_ + static_cast<std::uint32_t>(i));
+    http1_.for_each_overdue(cutoff, f);
+    ws_commands_.for_each_overdue(cutoff, f);
     if (h2_) h2_->for_each_overdue(cutoff, f);
   }
-  bool waiting() const { return !slots_.empty() || !ws_slots_.empty() || (h2_ && h2_->waiting()); }
+  bool waiting() const { return !http1_.empty() || ws_commands_.pending() > 0 || (h2_ && h2_->waiting()); }
 
   // HTTP/2 (decision 0021): the connection opened with the preface. Its
   // answers go through the link, each stream's as soon as it comes.
@@ -120,10 +95,7 @@ class Connection final : public WebSocketSession::Owner {
   // The upgrade request, for header and cookie fields of commands.
   const http::HttpRequest& upgrade_request() const { return upgrade_request_; }
   // A command's answer slot: answers leave in the order commands came.
-  std::uint32_t ws_open_slot(std::string command);
-  // The command of a pending slot, or nullptr (stale answer).
-  const std::string* ws_slot(std::uint32_t seq) const;
-  void ws_complete(std::uint32_t seq, std::string message);
+  std::uint32_t ws_open_slot(std::string command) { return ws_commands_.open_command(std::move(command)); }
   // A message outside the command order (a push), already framed
   // (websocket_frame.hpp) and shared by every subscriber it goes to. A
   // subscriber that lets pushes pile up past 8 x EDRI_OUTPUT_BUFFER is
@@ -139,11 +111,11 @@ class Connection final : public WebSocketSession::Owner {
   // byte queued so far is out (at once when none is waiting).
   void stream_send(const SharedFrame& frame);  // Server-Sent Events: the event's bytes
   void want_drain();
-  // Makes this connection a Server-Sent Events stream: slot `seq` gets the
-  // response head, nothing more is read as a request (what the client
-  // sends is dropped; its end closes the connection), and no idle limit
-  // applies.
-  void start_events(std::uint32_t seq, std::string head);
+  // Server-Sent Events on slot `seq` (answers().open_events): when the
+  // whole connection carries them, nothing more is read as a request
+  // (what the client sends is dropped; its end closes the connection), and
+  // no idle limit applies.
+  AnswerSink::EventsCarrier start_events(std::uint32_t seq, std::string_view lines);
   bool events() const { return events_; }
   // Caps the socket's send buffer (SO_SNDBUF) at `bytes`.
   void limit_send_buffer(int bytes);
@@ -158,10 +130,10 @@ class Connection final : public WebSocketSession::Owner {
   void close_lagging(std::uint16_t code, std::string_view reason);
   // Output bytes queued for the client but not yet written (file bodies
   // are on disk, not counted).
-  std::size_t backlog() const { return queued_bytes_ + out_.size() - out_off_; }
+  std::size_t backlog() const { return out_.backlog(); }
   // What the listener counts towards EDRI_OUTPUT_BUFFER_TOTAL: the backlog
   // less the blob area's bytes (shared memory with its own bound).
-  std::size_t held_bytes() const { return backlog() - queued_blob_bytes_; }
+  std::size_t held_bytes() const { return out_.held_bytes(); }
   // True when output has waited for the client since before `cutoff`
   // without a byte taken (EDRI_WRITE_TIMEOUT).
   bool write_stalled_since(std::chrono::steady_clock::time_point cutoff) const {
@@ -210,46 +182,18 @@ class Connection final : public WebSocketSession::Owner {
   bool dirty = false;
 
  private:
-  // Output before out_, in order: bytes, a frame shared with other
-  // connections, a blob, or a file range. A piece of a streamed answer
-  // grants `credit` bytes to its producer once written.
-  struct Piece {
-    std::variant<std::string, SharedFrame, transport::BlobLease, FileBody> body;
-    std::size_t off = 0;  // bytes of an in-memory body already written (a file keeps its own offset)
-    std::uint32_t credit = 0;
-    StreamRef stream{};
-    // The bytes of an in-memory body (empty for a file).
-    std::string_view data() const;
-    std::size_t unsent() const { return data().size() - off; }
-  };
-  struct Slot {
-    SlotInfo info;
-    bool ready = false;
-    std::string bytes;
-    FileBody file;              // sent after `bytes`
-    transport::BlobLease blob;  // or this
-    // A streamed answer: open from its head to its last piece; pieces wait
-    // here until the slot is the oldest.
-    bool streaming = false;
-    bool stream_done = false;
-    StreamRef stream{};
-    std::vector<Piece> pieces;  // a vector: no allocation for the slots that never stream
-    std::chrono::steady_clock::time_point last_piece{};
-    std::shared_ptr<http::SpilledBody> upload;
-  };
-
-  struct WsSlot {
-    std::string command;
-    std::chrono::steady_clock::time_point opened;
-    bool ready = false;
-    std::string message;
-  };
-
   // WebSocketSession::Owner
   void ws_output(std::string_view bytes) override;
   void ws_message(std::string_view text) override;
   void ws_starved() override;
   void ws_ended() override;
+  // Http1Answers::Events
+  void output_ready() override { mark_dirty(); }
+  void last_answer_queued() override;
+  void stream_cancel(const StreamRef& ref) override { owner_.stream_cancel(ref); }
+  // WebSocketCommands::Events
+  void command_answered(std::string_view message) override;
+  void commands_changed() override { update_ws_flow(); }
 
   void on_events(std::uint32_t events);
   // The PROXY protocol header, read before anything else (TLS included):
@@ -259,9 +203,6 @@ class Connection final : public WebSocketSession::Owner {
   // Takes the header `h` (peeked whole) off the socket; its source becomes
   // the peer.
   bool take_proxy_header(const http::ProxyHeader& h);
-  // Peeks at what the socket holds, or takes `n` bytes off it: bytes, 0 at
-  // its end, TlsSession::kWouldBlock or kFailed, as read_some() says.
-  ssize_t recv_raw(char* buf, std::size_t n, int flags);
   // No valid header (`why`): counted, and closed without an answer.
   void refuse_proxy_header(std::string_view why);
   // A Server-Sent Events connection: reads and drops; its end closes.
@@ -283,19 +224,15 @@ class Connection final : public WebSocketSession::Owner {
   // Stops reading requests after the one being answered (a refused one, or
   // one that asked to close): RFC 9112 9.6.
   void stop_input();
-  // Drops the output the client has not started to take (whole pieces and
-  // frames only: a piece begun is finished).
-  void drop_unsent();
   // Tells the listener how much this connection holds now.
   void report_held();
-  // Appends a whole WebSocket frame to the output, or a text message
-  // framed as it goes.
-  void append_frame(std::string_view frame);
   // Appends a frame shared with other connections, or closes this one
   // (1008) when its unsent output would pass its bound; false then.
   bool append_shared(const SharedFrame& frame);
+  // Appends a text message, framed as it goes.
   void append_message(std::string_view text);
   bool consume(const char* data, std::size_t n);  // false: stop reading
+  bool consume_http1(const char* data, std::size_t n);
   // The first bytes: the HTTP/2 preface (held while they may still be
   // it), or HTTP/1.1.
   bool choose_protocol(const char* data, std::size_t n);
@@ -305,62 +242,39 @@ class Connection final : public WebSocketSession::Owner {
   void pump_h2();
   void on_peer_closed(bool error);
   void send_continue();
-  // recv/send, or their TLS counterparts: bytes, 0 at the end of the
-  // stream, TlsSession::kWouldBlock or TlsSession::kFailed.
-  ssize_t read_some(char* buf, std::size_t n);
-  ssize_t write_some(const char* buf, std::size_t n);
-  void promote_ready();
   void mark_dirty();
-  bool output_empty() const { return queue_.empty() && out_off_ == out_.size(); }
-  // Queues `file` after everything written so far.
-  void append_file(FileBody file);
-  // Queues `p` after everything written so far.
-  void append_piece(Piece p);
-  // Moves out_ into the queue when it holds more than a piece's worth, so
-  // that drop_unsent() can drop most of it.
-  void seal_out();
-  // Writes the queue, then out_, until the socket is full; ends the
-  // connection when its last answer is out.
+  // Writes the queue until the socket is full; ends the connection when
+  // its last answer is out.
   void write_out();
-  // Drops the slots (the connection closes, or a response closed it):
-  // their open streams are cancelled at their producers.
-  void drop_slots();
-  // Writes the front piece; false when the socket is full or the
-  // connection failed (closed_ then tells which).
-  bool write_piece(Piece& p, bool& progress);
-  bool write_file(FileBody& f, bool& progress);
+  // The parts of apply_idle_limits for each protocol.
+  void websocket_idle(std::chrono::steady_clock::time_point now);
+  void h2_idle(std::chrono::steady_clock::time_point now);
+  void http1_idle(std::chrono::steady_clock::time_point now);
 
   ConnectionOwner& owner_;
-  UniqueFd fd_;
-  std::unique_ptr<TlsSession> tls_;
+  ClientSocket socket_;
   std::uint32_t id_;
   std::string peer_;
   bool proxy_header_ = false;  // a PROXY protocol header is awaited
   bool admin_ = false;
   std::uint32_t generation_;
   http::RequestParser parser_;
-  std::string pending_input_;          // bytes read past the request the parser paused after
-  std::deque<Piece> queue_;            // written before out_
-  std::size_t queued_bytes_ = 0;       // unsent bytes in queue_
-  std::size_t queued_blob_bytes_ = 0;  // of which in the blob area
-  std::size_t reported_held_ = 0;      // held_bytes() as the listener last heard it
-  std::string file_chunk_;             // TLS: a file's bytes read for SSL_write
-  std::size_t file_chunk_off_ = 0;
-  std::string out_;
-  std::size_t out_off_ = 0;
-  std::deque<Slot> slots_;
-  std::uint32_t base_seq_ = 0;  // sequence number of slots_.front()
-  std::uint32_t next_seq_ = 0;
+  std::string pending_input_;  // bytes read past the request the parser paused after
+  OutputQueue out_;
+  Http1Answers http1_{out_, *this};
+  WebSocketCommands ws_commands_{*this};
+  AnswerSink* sink_ = &http1_;
   bool read_paused_ = false;  // too many requests in flight: not reading
   bool writing_ = false;      // send() hit EAGAIN: waiting for EPOLLOUT
   // When the client last stopped taking bytes (writing_ since then, and no
   // progress); the epoch when it is not stalled.
   std::chrono::steady_clock::time_point stalled_since_{};
-  bool read_closed_ = false;    // peer closed, or an error ended reading
-  bool peer_closed_ = false;    // the client ended its side (or the socket failed)
-  bool input_refused_ = false;  // we stopped reading before the client's input ended
-  bool timed_out_ = false;      // a 408: the client was too slow
-  bool shed_ = false;           // closed for falling too far behind
+  std::size_t reported_held_ = 0;  // held_bytes() as the listener last heard it
+  bool read_closed_ = false;       // peer closed, or an error ended reading
+  bool peer_closed_ = false;       // the client ended its side (or the socket failed)
+  bool input_refused_ = false;     // we stopped reading before the client's input ended
+  bool timed_out_ = false;         // a 408: the client was too slow
+  bool shed_ = false;              // closed for falling too far behind
   bool lingering_ = false;
   std::chrono::steady_clock::time_point linger_until_{};
   std::chrono::steady_clock::time_point close_out_at_{};  // a WebSocket close of ours was written
@@ -381,55 +295,6 @@ class Connection final : public WebSocketSession::Owner {
   std::string preface_;  // the first bytes while they may be HTTP/2's preface
   std::unique_ptr<Http2Link> h2_;
   http::HttpRequest upgrade_request_;
-  std::deque<WsSlot> ws_slots_;  // answers of commands in flight, in order
-  std::uint32_t ws_base_seq_ = 0;
-  std::uint32_t ws_next_seq_ = 0;
 };
-
-template <class Write>
-void Connection::complete(std::uint32_t seq, Write&& write) {
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size()) return;
-  Slot& s = slots_[idx];
-  if (s.ready) return;
-  s.ready = true;
-  if (idx == 0 && !writing_ && output_empty()) {
-    // The common case: the oldest slot, nothing queued. Serialize straight
-    // into the output buffer.
-    write(out_);
-  } else {
-    write(s.bytes);
-  }
-  promote_ready();
-}
-
-template <class Write>
-void Connection::open_stream(std::uint32_t seq, Write&& write, StreamRef ref, bool close_after) {
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size() || slots_[idx].ready) return;
-  Slot& s = slots_[idx];
-  s.streaming = true;
-  s.stream = ref;
-  s.last_piece = std::chrono::steady_clock::now();
-  if (close_after) s.info.keep_alive = false;
-  complete(seq, std::forward<Write>(write));
-}
-
-template <class Write>
-void Connection::complete(std::uint32_t seq, Write&& write, transport::BlobLease blob) {
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size() || slots_[idx].ready) return;
-  slots_[idx].blob = std::move(blob);
-  complete(seq, std::forward<Write>(write));
-}
-
-template <class Write>
-void Connection::complete(std::uint32_t seq, Write&& write, FileBody file) {
-  const std::uint32_t idx = seq - base_seq_;
-  if (idx >= slots_.size() || slots_[idx].ready) return;
-  // Promotion queues the file after the head, wherever the head was written.
-  slots_[idx].file = std::move(file);
-  complete(seq, std::forward<Write>(write));
-}
 
 }  // namespace edri::listener

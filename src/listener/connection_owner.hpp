@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "http/request_parser.hpp"
+#include "listener/stream_ref.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
 #include "runtime/event_loop.hpp"
@@ -17,14 +18,6 @@
 namespace edri::listener {
 
 class Connection;
-
-// A streamed answer in flight (Response::stream): its producer's manager
-// slot and request id, and whether its body goes out chunked.
-struct StreamRef {
-  std::uint16_t manager_slot = 0;
-  std::uint64_t id = 0;
-  bool chunked = false;
-};
 
 class ConnectionOwner {
  public:

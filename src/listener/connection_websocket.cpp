@@ -21,39 +21,31 @@ constexpr std::size_t kSharedBacklogFactor = 8;
 }  // namespace
 
 bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers) {
-  if (!slots_.empty()) return false;
+  if (!http1_.empty()) return false;
   upgrade_request_ = req;
   upgrade_request_.body.clear();
   ws_ = std::make_shared<WebSocketSession>(owner_.io(), *this, owner_.config().websocket_max_message,
                                            owner_.config().websocket_deflate);
+  sink_ = &ws_commands_;
   ws_->accept(upgrade_request_, headers);
   owner_.wants_poll();
   return true;
 }
 
-std::uint32_t Connection::ws_open_slot(std::string command) {
-  ws_slots_.push_back(WsSlot{std::move(command), std::chrono::steady_clock::now(), false, {}});
-  update_ws_flow();
-  return ws_next_seq_++;
+void Connection::command_answered(std::string_view message) {
+  if (ws_ && ws_->can_send()) append_message(message);
 }
 
-const std::string* Connection::ws_slot(std::uint32_t seq) const {
-  const std::uint32_t idx = seq - ws_base_seq_;
-  if (idx >= ws_slots_.size() || ws_slots_[idx].ready) return nullptr;
-  return &ws_slots_[idx].command;
-}
-
-void Connection::ws_complete(std::uint32_t seq, std::string message) {
-  const std::uint32_t idx = seq - ws_base_seq_;
-  if (idx >= ws_slots_.size() || ws_slots_[idx].ready) return;
-  ws_slots_[idx].ready = true;
-  ws_slots_[idx].message = std::move(message);
-  while (!ws_slots_.empty() && ws_slots_.front().ready) {
-    if (ws_ && ws_->can_send()) append_message(ws_slots_.front().message);
-    ws_slots_.pop_front();
-    ++ws_base_seq_;
+void Connection::append_message(std::string_view text) {
+  std::string& out = out_.tail();
+  if (deflate_bits_ && text.size() >= kDeflateMinBytes) {
+    out.append(deflated_text_frame(text, deflate_bits_));
+  } else {
+    append_text_frame_header(out, text.size());
+    out.append(text);
   }
-  update_ws_flow();
+  out_.seal();
+  mark_dirty();
 }
 
 bool Connection::append_shared(const SharedFrame& frame) {
@@ -62,12 +54,7 @@ bool Connection::append_shared(const SharedFrame& frame) {
     close_lagging(1008, "too far behind: pushes piled up unread (8 x EDRI_OUTPUT_BUFFER)");
     return false;
   }
-  // A small frame is copied next to the others; a large one is the shared
-  // buffer itself.
-  if (frame->size() < 4096)
-    append_frame(*frame);
-  else
-    append_piece(Piece{frame});
+  out_.append_shared(frame);
   mark_dirty();
   return true;
 }
@@ -82,28 +69,30 @@ void Connection::stream_send(const SharedFrame& frame) {
 }
 
 void Connection::limit_send_buffer(int bytes) {
-  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) != 0)
+  if (!socket_.limit_send_buffer(bytes))
     spdlog::debug("connection {}: SO_SNDBUF {} refused: {}", id_, bytes, std::strerror(errno));
 }
 
 void Connection::want_drain() {
   stream_waiting = true;
-  if (output_empty()) mark_dirty();  // flush() then finds it drained
+  if (out_.empty()) mark_dirty();  // flush() then finds it drained
 }
 
-void Connection::start_events(std::uint32_t seq, std::string head) {
-  complete(seq, [&](std::string& out) { out += head; });
+AnswerSink::EventsCarrier Connection::start_events(std::uint32_t seq, std::string_view lines) {
+  const auto carrier = sink_->open_events(seq, lines);
+  if (carrier != AnswerSink::EventsCarrier::Connection) return carrier;
   events_ = true;
   stop_input();
   read_closed_ = false;  // still read, to see the client go (drop_events_input)
+  return carrier;
 }
 
 void Connection::drop_events_input() {
   char buf[4096];
   for (;;) {
-    const ssize_t n = read_some(buf, sizeof buf);
+    const ssize_t n = socket_.read_some(buf, sizeof buf);
     if (n > 0) continue;
-    if (n == TlsSession::kWouldBlock) return;
+    if (n == ClientSocket::kWouldBlock) return;
     return close();  // the client went away
   }
 }
@@ -118,7 +107,7 @@ void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
   if (closed_) return;
   if (!shed_) owner_.shed();  // once, though its close may be hurried
   shed_ = true;
-  drop_unsent();
+  out_.drop_unsent();
   report_held();
   if (!ws_ || !ws_->open()) return close();
   // Still read: Beast's close takes the client's close frame from there.
@@ -129,7 +118,7 @@ void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
 void Connection::update_ws_flow() {
   if (!ws_) return;
   const auto& config = owner_.config();
-  if (ws_slots_.size() >= config.max_pipeline || backlog() > config.output_buffer) {
+  if (ws_commands_.pending() >= config.max_pipeline || backlog() > config.output_buffer) {
     ws_->pause();
   } else if (ws_->paused()) {
     ws_->resume();
@@ -165,8 +154,8 @@ void Connection::ws_ended() {
   read_closed_ = true;
   close_after_write_ = true;
   abandon_answers();
-  ws_slots_.clear();
-  if (output_empty())
+  ws_commands_.clear();
+  if (out_.empty())
     close();
   else
     mark_dirty();

@@ -29,6 +29,9 @@ class Exchange {
 
   // The request's slot, for the answer that will come back.
   std::uint32_t open() { return c_.open_slot(keep_alive_, http10_, head_, lines(), route_); }
+  // The same, keeping the connection whatever the request asked: its
+  // answer is a stream that lasts as long as the connection.
+  std::uint32_t open_kept() { return c_.open_slot(true, http10_, head_, lines(), route_); }
   void answer(int status, std::string_view content_type, std::string_view body, std::string_view headers = {}) {
     answers_.reply(c_, open(), status, content_type, body, headers);
   }

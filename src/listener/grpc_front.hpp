@@ -48,6 +48,9 @@ class GrpcFront {
   // The connection goes: its calls' deadlines are forgotten.
   void connection_closed(Connection& c);
 
+  // True when answer `seq` of `c` is a gRPC call's event's: it comes here
+  // (gRPC runs on HTTP/2 only, so this front alone knows the link).
+  static bool owns(const Connection& c, std::uint32_t seq) { return c.http2() && GrpcCalls::is_call_seq(seq); }
   // An answer to event `seq` of `c` (a handler's, or a hop's problem);
   // `body` from the Body section or the blob area.
   void answer(Connection& c, const envelope::EnvelopeView& v, std::string_view body);

@@ -89,6 +89,9 @@ std::uint32_t Http2Link::open(SlotInfo info) {
   // A slot's sequence number is its stream's id: unique on the connection
   // and never reused (RFC 9113 5.1.1), as sequence numbers must be.
   const auto seq = static_cast<std::uint32_t>(dispatching_);
+  // A stream never closes the connection, whatever its request said.
+  info.keep_alive = true;
+  info.http10 = false;
   slots_[seq].info = std::move(info);
   return seq;
 }
@@ -140,35 +143,42 @@ void Http2Link::wake_starved() {
   if (any) c_.h2_output();
 }
 
-void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
-                        std::unique_ptr<http2::BodySource> body) {
-  if (Slot* s = find(seq); s && !s->answered) respond_body(seq, *s, h, lines, std::move(body));
+std::string_view Http2Link::with_standard_lines(std::string_view lines) {
+  static std::string composed;  // the listener's loop is one thread
+  composed.assign(answer_writer().standard_lines());
+  composed.append(lines);
+  return composed;
 }
 
-void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, std::string_view body) {
-  respond(seq, h, lines, body.empty() ? nullptr : http2::bytes_body(std::string(body)));
-}
-
-void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, FileBody file) {
-  respond(seq, h, lines, std::make_unique<FileRange>(std::move(file)));
-}
-
-void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
-                        transport::BlobLease blob) {
-  // Copied from the blob area's mapping as the window allows; freed with
-  // the stream.
-  respond(seq, h, lines,
-          std::make_unique<http2::HeldBody<transport::BlobLease>>(
-              std::move(blob), [](const transport::BlobLease& b) { return b.view(); }));
-}
-
-void Http2Link::open_stream(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, StreamRef ref) {
+void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, AnswerBody body) {
   Slot* s = find(seq);
-  if (!s || s->answered) return owner_.stream_cancel(ref);
+  if (!s || s->answered) return;
+  std::unique_ptr<http2::BodySource> source;
+  if (auto* bytes = std::get_if<std::string_view>(&body); bytes && !bytes->empty())
+    source = http2::bytes_body(std::string(*bytes));
+  if (auto* file = std::get_if<FileBody>(&body)) source = std::make_unique<FileRange>(std::move(*file));
+  if (auto* blob = std::get_if<transport::BlobLease>(&body)) {
+    // Copied from the blob area's mapping as the window allows; freed with
+    // the stream.
+    source = std::make_unique<http2::HeldBody<transport::BlobLease>>(
+        std::move(*blob), [](const transport::BlobLease& b) { return b.view(); });
+  }
+  respond_body(seq, *s, h, with_standard_lines(lines), std::move(source));
+}
+
+bool Http2Link::open_stream(std::uint32_t seq, http::ResponseHead h, std::string_view lines, StreamRef ref) {
+  Slot* s = find(seq);
+  if (!s || s->answered) return false;
+  const bool bodyless = h.status == 204 || h.status == 304 || h.status < 200;
+  if (s->info.head || bodyless) {
+    respond_body(seq, *s, h, with_standard_lines(lines), nullptr);  // the head alone
+    return false;
+  }
   auto body = std::make_unique<PiecesBody>(owner_, ref);
   s->pieces = body.get();
   s->ref = ref;
-  respond_body(seq, *s, h, lines, std::move(body));
+  respond_body(seq, *s, h, with_standard_lines(lines), std::move(body));
+  return true;
 }
 
 bool Http2Link::stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
@@ -231,14 +241,16 @@ void Http2Link::shutdown() {
   session_.shutdown();
 }
 
-void Http2Link::open_events(std::uint32_t seq, std::string_view lines) {
+AnswerSink::EventsCarrier Http2Link::open_events(std::uint32_t seq, std::string_view lines) {
   Slot* s = find(seq);
-  if (!s || s->answered) return;
+  if (!s || s->answered) return EventsCarrier::Refused;
   auto body = std::make_unique<QueuedBody>(static_cast<std::int32_t>(seq), woken_);
   s->events = body.get();
   s->answered = true;
-  session_.respond(static_cast<std::int32_t>(seq), 200, "text/event-stream", -1, lines, std::move(body));
+  session_.respond(static_cast<std::int32_t>(seq), 200, "text/event-stream", -1, with_standard_lines(lines),
+                   std::move(body));
   c_.h2_output();
+  return EventsCarrier::Stream;
 }
 
 void Http2Link::events_frame(std::int32_t stream, std::string_view bytes) {

@@ -17,6 +17,7 @@
 
 #include "http/response_writer.hpp"
 #include "http2/server_session.hpp"
+#include "listener/answer_sink.hpp"
 #include "listener/connection_owner.hpp"
 #include "listener/file_body.hpp"
 #include "listener/grpc_calls.hpp"
@@ -29,7 +30,7 @@ namespace edri::listener {
 class Connection;
 class PiecesBody;
 
-class Http2Link final : public http2::ServerSession::Handler {
+class Http2Link final : public http2::ServerSession::Handler, public AnswerSink {
  public:
   Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits);
   ~Http2Link() override;
@@ -44,25 +45,23 @@ class Http2Link final : public http2::ServerSession::Handler {
   // GOAWAY; events streams end (their clients reconnect elsewhere).
   void shutdown();
 
-  // The slot of the request being dispatched now (from on_request or
-  // on_refused); its sequence number.
-  std::uint32_t open(SlotInfo info);
-  SlotInfo* slot(std::uint32_t seq);
-  // Answers slot `seq`; the body, if any, from `body` (null for HEAD and
-  // the statuses that have none).
-  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines,
-               std::unique_ptr<http2::BodySource> body);
-  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, std::string_view body);
-  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, FileBody file);
-  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, transport::BlobLease blob);
-  // A streamed answer: its head now, its pieces as they come.
-  void open_stream(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, StreamRef ref);
-  bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end, bool abort);
+  // AnswerSink. A slot is the stream of the request being dispatched now
+  // (from on_request or on_refused); its sequence number is the stream's
+  // id. Answers go out as they come, each on its stream, with the lines
+  // every answer has (answer_writer()) before `lines`. Server-Sent Events
+  // (docs/streams.md) go on the slot's stream (its head now, 200
+  // text/event-stream, then frames as they come) until the client resets
+  // it or the server stops.
+  std::string_view protocol() const override { return "h2"; }
+  std::uint32_t open(SlotInfo info) override;
+  SlotInfo* slot(std::uint32_t seq) override;
+  void hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload) override;
+  void respond(std::uint32_t seq, const http::ResponseHead& h, std::string_view lines, AnswerBody body) override;
+  bool open_stream(std::uint32_t seq, http::ResponseHead h, std::string_view lines, StreamRef ref) override;
+  bool stream_piece(std::uint32_t seq, std::string_view bytes, transport::BlobLease blob, bool end,
+                    bool abort) override;
+  EventsCarrier open_events(std::uint32_t seq, std::string_view lines) override;
 
-  // Server-Sent Events (docs/streams.md) on slot `seq`'s stream: its head
-  // now (200, text/event-stream, `lines`), then frames as they come, until
-  // the client resets the stream or the server stops.
-  void open_events(std::uint32_t seq, std::string_view lines);
   // A frame for events stream `stream`.
   void events_frame(std::int32_t stream, std::string_view bytes);
   // The events stream's client has not taken all it was sent.
@@ -135,9 +134,6 @@ class Http2Link final : public http2::ServerSession::Handler {
   void on_body(std::int32_t stream, std::string_view bytes, bool end) override;
   void on_refused(std::int32_t stream, int status, std::string_view reason) override;
   bool on_spill(std::int32_t stream, http::HttpRequest& req, std::string_view bytes) override;
-  // Slot `seq`'s body file lives until its answer went, or its request
-  // ended otherwise.
-  void hold_upload(std::uint32_t seq, std::shared_ptr<http::SpilledBody> upload);
   void on_closed(std::int32_t stream, bool answered) override;
 
  private:
@@ -155,8 +151,12 @@ class Http2Link final : public http2::ServerSession::Handler {
   // The slot of a stream still open, or null.
   Slot* find(std::uint32_t seq);
   void time_out_calls(std::chrono::steady_clock::time_point cutoff);
+  // Answers slot `seq`; the body, if any, from `body` (null for HEAD and
+  // the statuses that have none).
   void respond_body(std::uint32_t seq, Slot& s, const http::ResponseHead& h, std::string_view lines,
                     std::unique_ptr<http2::BodySource> body);
+  // `lines` after the ones every answer has.
+  static std::string_view with_standard_lines(std::string_view lines);
 
   Connection& c_;
   ConnectionOwner& owner_;

@@ -104,10 +104,9 @@ void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
   const bool upgrade = req.upgrade && !config_.websocket_path.empty() && path == config_.websocket_path;
   auto m = upgrade ? http::RouteTable::Match{} : find_route(*method, path);
   const bool found = m.result == Result::Found;
-  call_ = Gate::Call{upgrade     ? "websocket"
-                     : c.http2() ? "h2"
-                     : http10    ? "http/1.0"
-                                 : "http/1.1",
+  call_ = Gate::Call{upgrade  ? std::string_view("websocket")
+                     : http10 ? std::string_view("http/1.0")
+                              : c.answers().protocol(),
                      *method,
                      path,
                      query,
@@ -224,27 +223,18 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
       return ex.problem(400, "Last-Event-ID must be a revision (an integer >= 0)");
     since = r;
   }
-  const std::string lines = "Content-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n";
   if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
   Connection& c = ex.connection();
-  if (Http2Link* h2 = c.http2()) {
-    // A stream of its own: the connection's other streams go on beside it.
-    const auto seq = ex.open();
-    h2->open_events(seq, "Cache-Control: no-store\r\n" + h2->slot(seq)->headers);
-    return streams_.subscribe_events(c, name, since, static_cast<std::int32_t>(seq));
+  const auto seq = ex.open_kept();
+  const std::string lines = "Cache-Control: no-store\r\nX-Accel-Buffering: no\r\n" + c.answers().slot(seq)->headers;
+  switch (c.start_events(seq, lines)) {
+    case AnswerSink::EventsCarrier::Stream:  // the slot's own stream; the others go on beside it
+      return streams_.subscribe_events(c, name, since, static_cast<std::int32_t>(seq));
+    case AnswerSink::EventsCarrier::Connection: return streams_.subscribe_events(c, name, since);
+    case AnswerSink::EventsCarrier::Refused: break;
   }
-  // Events go out as they come, not in a slot's turn: nothing may still be
-  // waiting for its answer ahead of them.
-  if (c.waiting())
-    return ex.problem(400, "an event stream cannot follow requests still unanswered on its connection (pipelining)");
-  // The body runs until either side closes: no length, not chunked. The
-  // slot keeps the connection (it is not answered and closed).
-  const auto seq = c.open_slot(true, ex.http10(), false, {});
-  std::string out = ex.http10() ? "HTTP/1.0 200 OK\r\n" : "HTTP/1.1 200 OK\r\n";
-  out += lines;
-  out += "Connection: close\r\n\r\n";
-  c.start_events(seq, std::move(out));
-  streams_.subscribe_events(c, name, since);
+  answers_.problem(c, seq, 400,
+                   "an event stream cannot follow requests still unanswered on its connection (pipelining)");
 }
 
 bool HttpFront::answer_static(Exchange& ex, const http::HttpRequest& req, std::string_view path) {
@@ -310,7 +300,7 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
   const auto seq = ex.open();
   // Kept in case the handler answers with a file (Response::file).
   if (auto conditions = StaticFiles::Conditions::of(req); conditions.any())
-    c.set_conditions(seq, std::move(conditions));
+    if (auto* info = c.answers().slot(seq)) info->conditions = std::move(conditions);
   auto h = sender_.origin_header(c, env::Kind::Request, target.event_type, seq);
   if (target.replay) h.flags |= env::kFlagReplay;
   if (config_.server_timing) h.flags |= env::kFlagTiming;
@@ -343,7 +333,7 @@ bool HttpFront::add_body(env::EnvelopeWriter& w, Exchange& ex, std::uint32_t seq
   // maps it, and it is removed when the response is sent.
   Connection& c = ex.connection();
   if (auto* upload = static_cast<UploadFile*>(req.spill.get())) {
-    c.hold_upload(seq, req.spill);
+    c.answers().hold_upload(seq, req.spill);
     const std::uint64_t size = upload->size();
     upload_section.assign(reinterpret_cast<const char*>(&size), sizeof size).append(upload->path());
     w.text(env::SectionType::Upload, upload_section);

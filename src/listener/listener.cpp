@@ -313,10 +313,8 @@ void Listener::answer_lost() {
 }
 
 void Listener::answer_missing(Connection& c, std::uint32_t seq, int status, std::string_view detail) {
-  if (c.http2() && GrpcCalls::is_call_seq(seq))
+  if (GrpcFront::owns(c, seq))
     grpc_.refused(c, seq, status, detail);
-  else if (c.websocket())
-    answers_.ws_error(c, seq, status, detail);
   else
     answers_.problem(c, seq, status, detail);
 }

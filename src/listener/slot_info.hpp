@@ -14,10 +14,15 @@
 namespace edri::listener {
 
 struct SlotInfo {
-  bool keep_alive;
-  bool http10;
-  bool head;
-  std::uint32_t route;
+  // `route` of an answer given without a route (counted apart), and of one
+  // not counted in the request metrics (a WebSocket command's).
+  static constexpr std::uint32_t kNoRoute = UINT32_MAX;
+  static constexpr std::uint32_t kUncounted = UINT32_MAX - 1;
+
+  bool keep_alive = true;
+  bool http10 = false;
+  bool head = false;
+  std::uint32_t route = kNoRoute;
   std::chrono::steady_clock::time_point opened;
   std::string headers;
   // Of a routed request: what a file answer (Response::file) depends on.

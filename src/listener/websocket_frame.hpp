@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-namespace edri::listener {
+#include "listener/shared_frame.hpp"
 
-using SharedFrame = std::shared_ptr<const std::string>;
+namespace edri::listener {
 
 // Appends the header of a final text frame carrying `payload_size` bytes.
 inline void append_text_frame_header(std::string& out, std::size_t payload_size) {
