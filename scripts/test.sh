@@ -26,6 +26,7 @@ cmake --install build --prefix "$prefix" >/dev/null
 cmake -S examples/out_of_tree -B "$prefix/hello-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/hello-build"
 test -f "$prefix/hello-build/hello.so"
+test -f "$prefix/hello-build/hello_assets/index.html"
 
 stage "ASan + UBSan build and tests"
 scripts/build.sh asan

@@ -1,5 +1,6 @@
-// The smallest plugin: one domain, one route with a typed parameter, and
-// the same event as a typed gRPC method (hello.proto).
+// The smallest plugin: one domain, one route with a typed parameter, the
+// same event as a typed gRPC method (hello.proto), and a page from the
+// folder hello_assets/ beside hello.so.
 #include <edri/plugin.hpp>
 
 #include "hello_descriptor.hpp"
@@ -13,6 +14,7 @@ void register_hello(edri::Registry& r) {
         .header("Cache-Control", "no-store");
   });
   r.grpc_service("hello.v1.Hello", std::string(hello_descriptor, sizeof hello_descriptor), {{"Greet", "hello.greet"}});
+  r.assets("/", "hello_assets");
 }
 
 }  // namespace
