@@ -37,16 +37,16 @@ std::chrono::steady_clock::duration seconds(double s) {
 }
 }  // namespace
 
-Connection::Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
+Connection::Connection(ConnectionContext& ctx, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
                        const TlsContext* tls)
-    : owner_(owner),
+    : ctx_(ctx),
       socket_(std::move(fd), tls),
       id_(id),
       generation_(generation),
       parser_(
-          owner.parser_limits(),
+          ctx.parser_limits,
           [this](http::HttpRequest& req) {
-            owner_.request(*this, req);
+            ctx_.owner.request(*this, req);
             // An upload file lives as long as its slot holds it, not until
             // the next request.
             req.spill.reset();
@@ -57,15 +57,14 @@ Connection::Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, st
           [this](http::HttpRequest& req, std::string_view bytes) {
             // A large body goes to a file as it arrives (upload_file.hpp).
             if (!req.spill) {
-              req.spill = UploadFile::create(owner_.config().upload_path);
+              req.spill = UploadFile::create(ctx_.config.upload_path);
               if (!req.spill) {
-                spdlog::error("cannot create an upload file in {}: {}", owner_.config().upload_path,
-                              std::strerror(errno));
+                spdlog::error("cannot create an upload file in {}: {}", ctx_.config.upload_path, std::strerror(errno));
                 return false;
               }
             }
             if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
-            spdlog::error("cannot write an upload file in {}: {}", owner_.config().upload_path, std::strerror(errno));
+            spdlog::error("cannot write an upload file in {}: {}", ctx_.config.upload_path, std::strerror(errno));
             return false;
           }) {}
 
@@ -74,7 +73,7 @@ Connection::~Connection() {
 }
 
 void Connection::start() {
-  owner_.events().watch(socket_.fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
+  ctx_.events.watch(socket_.fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
   // Data that arrived before the registration raised no edge: look now.
   read_available();
 }
@@ -102,7 +101,7 @@ void Connection::stop_input() {
 }
 
 void Connection::mark_dirty() {
-  if (!dirty && !closed_) owner_.wants_flush(*this);
+  if (!dirty && !closed_) ctx_.owner.wants_flush(*this);
 }
 
 bool Connection::read_proxy_header() {
@@ -135,7 +134,7 @@ bool Connection::take_proxy_header(const http::ProxyHeader& h) {
 void Connection::refuse_proxy_header(std::string_view why) {
   // Not HTTP yet, so no HTTP answer: the proxy is misconfigured, or the
   // peer is not the proxy it is trusted as.
-  owner_.proxy_header_refused(*this, why);
+  ctx_.counts.proxy_header_refused(*this, why);
   close();
 }
 
@@ -156,7 +155,7 @@ void Connection::on_events(std::uint32_t events) {
 }
 
 bool Connection::must_pause() const {
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   // A WebSocket's commands and output are held back by pausing its session
   // (update_ws_flow); what is read meanwhile stays in its pipe.
   if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
@@ -183,7 +182,7 @@ void Connection::resume_reading() {
 bool Connection::consume(const char* data, std::size_t n) {
   if (ws_) {
     ws_->feed(data, n);
-    owner_.wants_poll();
+    ctx_.websocket.wants_poll();
     return !closed_ && !read_closed_;
   }
   if (h2_) return consume_h2(data, n);
@@ -198,7 +197,7 @@ bool Connection::consume_http1(const char* data, std::size_t n) {
   if (!r.ok) {
     // Requests before the error are answered; then the error, then close.
     input_refused_ = true;
-    owner_.refuse(*this, r.status, r.reason);
+    ctx_.owner.refuse(*this, r.status, r.reason);
     return false;
   }
   if (r.paused && !closed_ && !read_closed_) {
@@ -231,12 +230,12 @@ bool Connection::choose_protocol(const char* data, std::size_t n) {
   const std::string first = std::move(preface_);
   preface_.clear();
   if (match == http2::PrefaceMatch::No) return consume(first.data(), first.size());
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   http2::Limits limits;
-  limits.request = owner_.parser_limits();
+  limits.request = ctx_.parser_limits;
   limits.max_concurrent_streams = static_cast<std::uint32_t>(config.max_pipeline);
   limits.body_memory = config.http2_body_memory;
-  h2_ = std::make_unique<Http2Link>(*this, owner_, limits);
+  h2_ = std::make_unique<Http2Link>(*this, ctx_, limits);
   sink_ = h2_.get();
   return consume_h2(first.data(), first.size());
 }
@@ -249,7 +248,7 @@ bool Connection::consume_h2(const char* data, std::size_t n) {
 }
 
 void Connection::pump_h2() {
-  const std::size_t bound = owner_.config().output_buffer;
+  const std::size_t bound = ctx_.config.output_buffer;
   if (backlog() < bound) {
     h2_->produce(out_.tail(), out_.tail().size() + (bound - backlog()));
     out_.seal();
@@ -306,7 +305,7 @@ void Connection::on_peer_closed(bool error) {
 void Connection::abandon_answers() {
   if (abandoned_answers_ || !waiting()) return;
   abandoned_answers_ = true;
-  owner_.answer_abandoned(*this, ConnectionOwner::kEverySlot);
+  ctx_.owner.answer_abandoned(*this, ConnectionOwner::kEverySlot);
 }
 
 void Connection::drain() {
@@ -329,7 +328,7 @@ void Connection::drain() {
 
 void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   if (closed_) return;
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   if (lingering_) {
     if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
     return;
@@ -353,14 +352,14 @@ void Connection::websocket_idle(std::chrono::steady_clock::time_point now) {
   // to answer it (RFC 6455 7.1.1: the server ends the TCP connection).
   if (ws_->close_sent_at() == std::chrono::steady_clock::time_point{} || !out_.empty()) return;
   if (close_out_at_ == std::chrono::steady_clock::time_point{}) close_out_at_ = now;
-  if (now - close_out_at_ > seconds(owner_.config().lingering_timeout_s)) {
+  if (now - close_out_at_ > seconds(ctx_.config.lingering_timeout_s)) {
     spdlog::debug("closing WebSocket connection {}: its client did not answer the close", id_);
     close();
   }
 }
 
 void Connection::h2_idle(std::chrono::steady_clock::time_point now) {
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   // A window the client never opens holds an answer (and what it holds:
   // a blob, a file, a producer) for as long as EDRI_WRITE_TIMEOUT, as a
   // socket the client never reads does.
@@ -374,11 +373,11 @@ void Connection::h2_idle(std::chrono::steady_clock::time_point now) {
 }
 
 void Connection::http1_idle(std::chrono::steady_clock::time_point now) {
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   if (parser_.in_head()) {
     if (read_closed_ || now - head_started_ <= seconds(config.header_timeout_s)) return;
     timed_out_ = true;
-    owner_.refuse(*this, 408, "the request head did not arrive within EDRI_HEADER_TIMEOUT");
+    ctx_.owner.refuse(*this, 408, "the request head did not arrive within EDRI_HEADER_TIMEOUT");
     return;
   }
   if (parser_.mid_message()) {
@@ -386,7 +385,7 @@ void Connection::http1_idle(std::chrono::steady_clock::time_point now) {
     // client waits for us.
     if (read_closed_ || read_paused_ || now - last_input_ <= seconds(config.body_timeout_s)) return;
     timed_out_ = true;
-    owner_.refuse(*this, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
+    ctx_.owner.refuse(*this, 408, "the request body stopped arriving for EDRI_BODY_TIMEOUT");
     return;
   }
   if (!http1_.empty() || !out_.empty() || writing_) return;
@@ -400,7 +399,7 @@ bool Connection::h2_timed_out(std::chrono::steady_clock::time_point now) {
   // EDRI_BODY_TIMEOUT (a slowloris client on HTTP/2) is its stream's
   // alone: a 408 ends that stream, and the others go on. Not while this
   // side stopped reading: then the client waits for us.
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   if (timed_out_ || read_paused_) return false;
   h2_->time_out_bodies(now - seconds(config.body_timeout_s));
   if (!h2_->head_owed() || now - last_input_ <= seconds(config.header_timeout_s)) return false;
@@ -415,7 +414,7 @@ bool Connection::h2_timed_out(std::chrono::steady_clock::time_point now) {
 bool Connection::client_may_still_send() {
   // A client that timed out gets no more of our time (nginx does not
   // linger after a timeout either): a slow one would hold the connection.
-  if (peer_closed_ || timed_out_ || socket_.tls() || owner_.draining()) return false;
+  if (peer_closed_ || timed_out_ || socket_.tls() || ctx_.draining) return false;
   if (input_refused_ || parser_.mid_message()) return true;
   // Unread bytes in the socket: a close now would reset the connection,
   // and the client could lose the answer with it.
@@ -430,7 +429,7 @@ void Connection::finish() {
   // EDRI_LINGERING_TIME in all, then the connection closes.
   lingering_ = true;
   read_closed_ = true;
-  linger_until_ = std::chrono::steady_clock::now() + seconds(owner_.config().lingering_time_s);
+  linger_until_ = std::chrono::steady_clock::now() + seconds(ctx_.config.lingering_time_s);
   last_input_ = std::chrono::steady_clock::now();
   discard_input();
 }
@@ -460,11 +459,11 @@ void Connection::close() {
   if (ws_) {
     ws_->detach();
     ws_.reset();
-    owner_.wants_poll();
+    ctx_.websocket.wants_poll();
   }
-  owner_.events().unwatch(socket_.fd());
+  ctx_.events.unwatch(socket_.fd());
   socket_.close();
-  owner_.closed(*this);
+  ctx_.owner.closed(*this);
 }
 
 }  // namespace edri::listener

@@ -50,7 +50,7 @@ class Connection final : public WebSocketSession::Owner,
  public:
   // Takes ownership of the connected, non-blocking socket `fd`; speaks TLS
   // over it when `tls` is given.
-  Connection(ConnectionOwner& owner, UniqueFd fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
+  Connection(ConnectionContext& ctx, UniqueFd fd, std::uint32_t id, std::uint32_t generation, const TlsContext* tls);
   ~Connection() override;
 
   void start();
@@ -107,7 +107,7 @@ class Connection final : public WebSocketSession::Owner,
   // Live streams (StreamHub). A frame of a stream, shared by its
   // subscribers: on a WebSocket as ws_send(); on a Server-Sent Events
   // connection (start_events) appended after what is there, with the same
-  // bound. want_drain(): call the owner's stream_drained() once every
+  // bound. want_drain(): LiveOwner::stream_drained() once every
   // byte queued so far is out (at once when none is waiting).
   void stream_send(const SharedFrame& frame);  // Server-Sent Events: the event's bytes
   void want_drain();
@@ -190,7 +190,7 @@ class Connection final : public WebSocketSession::Owner,
   // Http1Answers::Events
   void output_ready() override { mark_dirty(); }
   void last_answer_queued() override;
-  void stream_cancel(const StreamRef& ref) override { owner_.stream_cancel(ref); }
+  void stream_cancel(const StreamRef& ref) override { ctx_.producers.stream_cancel(ref); }
   // WebSocketCommands::Events
   void command_answered(std::string_view message) override;
   void commands_changed() override { update_ws_flow(); }
@@ -251,7 +251,7 @@ class Connection final : public WebSocketSession::Owner,
   void h2_idle(std::chrono::steady_clock::time_point now);
   void http1_idle(std::chrono::steady_clock::time_point now);
 
-  ConnectionOwner& owner_;
+  ConnectionContext& ctx_;
   ClientSocket socket_;
   std::uint32_t id_;
   std::string peer_;

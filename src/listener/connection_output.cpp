@@ -8,7 +8,7 @@ namespace edri::listener {
 void Connection::report_held() {
   const std::size_t now = held_bytes();
   if (now == reported_held_) return;
-  owner_.held_changed(reported_held_, now);
+  ctx_.counts.held_changed(reported_held_, now);
   reported_held_ = now;
 }
 
@@ -27,7 +27,7 @@ void Connection::flush() {
   if (closed_ || lingering_) return;
   if (stream_waiting && out_.empty()) {
     stream_waiting = false;
-    owner_.stream_drained(*this);
+    ctx_.live.stream_drained(*this);
     if (!writing_ && !closed_) write_out();
   }
   report_held();
@@ -40,7 +40,7 @@ void Connection::flush() {
 void Connection::write_out() {
   bool progress = false;
   const auto written = out_.write(socket_, progress, [this](const StreamRef& ref, std::uint32_t bytes) {
-    owner_.stream_credit(ref, bytes);  // the client took a piece of a stream: its producer may make more
+    ctx_.producers.stream_credit(ref, bytes);  // the client took a piece of a stream: its producer may make more
   });
   if (written == OutputQueue::Written::Failed) return close();
   if (written == OutputQueue::Written::Blocked) {

@@ -37,9 +37,9 @@ void bump(std::atomic<std::uint64_t>& counter) {
 
 }  // namespace
 
-ConnectionTable::ConnectionTable(ConnectionOwner& owner, const Config& config,
+ConnectionTable::ConnectionTable(ConnectionContext& context, const Config& config,
                                  transport::ListenerMetricsHeader& metrics, std::function<void()> on_refused)
-    : owner_(owner),
+    : context_(context),
       config_(config),
       metrics_(metrics),
       on_refused_(std::move(on_refused)),
@@ -75,7 +75,7 @@ ConnectionTable::Accepted ConnectionTable::accept_from(int listen_fd, const TlsC
       connections_.emplace_back();
       generations_.push_back(0);
     }
-    connections_[id] = std::make_unique<Connection>(owner_, std::move(fd), id, generations_[id], tls);
+    connections_[id] = std::make_unique<Connection>(context_, std::move(fd), id, generations_[id], tls);
     connections_[id]->set_peer(address_text(peer));
     if (expects_proxy_header(connections_[id]->peer())) connections_[id]->expect_proxy_header();
     if (admin) connections_[id]->set_admin();

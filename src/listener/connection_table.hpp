@@ -28,7 +28,7 @@ namespace edri::listener {
 class ConnectionTable {
  public:
   // `on_refused`: counts a connection refused past the cap (metrics).
-  ConnectionTable(ConnectionOwner& owner, const Config& config, transport::ListenerMetricsHeader& metrics,
+  ConnectionTable(ConnectionContext& context, const Config& config, transport::ListenerMetricsHeader& metrics,
                   std::function<void()> on_refused);
 
   // Accepts every connection waiting on `listen_fd` (TLS with `tls`).
@@ -73,7 +73,7 @@ class ConnectionTable {
   bool expects_proxy_header(const std::string& peer) const;
   void shed_output();
 
-  ConnectionOwner& owner_;
+  ConnectionContext& context_;
   const Config& config_;
   transport::ListenerMetricsHeader& metrics_;
   std::function<void()> on_refused_;

@@ -24,11 +24,11 @@ bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers)
   if (!http1_.empty()) return false;
   upgrade_request_ = req;
   upgrade_request_.body.clear();
-  ws_ = std::make_shared<WebSocketSession>(owner_.io(), *this, owner_.config().websocket_max_message,
-                                           owner_.config().websocket_deflate);
+  ws_ = std::make_shared<WebSocketSession>(ctx_.io, *this, ctx_.config.websocket_max_message,
+                                           ctx_.config.websocket_deflate);
   sink_ = &ws_commands_;
   ws_->accept(upgrade_request_, headers);
-  owner_.wants_poll();
+  ctx_.websocket.wants_poll();
   return true;
 }
 
@@ -49,7 +49,7 @@ void Connection::append_message(std::string_view text) {
 }
 
 bool Connection::append_shared(const SharedFrame& frame) {
-  if (backlog() + frame->size() > kSharedBacklogFactor * owner_.config().output_buffer) {
+  if (backlog() + frame->size() > kSharedBacklogFactor * ctx_.config.output_buffer) {
     spdlog::info("closing connection {}: it does not read its messages ({} bytes unsent)", id_, backlog());
     close_lagging(1008, "too far behind: pushes piled up unread (8 x EDRI_OUTPUT_BUFFER)");
     return false;
@@ -100,12 +100,12 @@ void Connection::drop_events_input() {
 void Connection::ws_close(std::uint16_t code, std::string reason) {
   if (!ws_) return;
   ws_->close(code, std::move(reason));
-  owner_.wants_poll();
+  ctx_.websocket.wants_poll();
 }
 
 void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
   if (closed_) return;
-  if (!shed_) owner_.shed();  // once, though its close may be hurried
+  if (!shed_) ctx_.counts.shed();  // once, though its close may be hurried
   shed_ = true;
   out_.drop_unsent();
   report_held();
@@ -117,12 +117,12 @@ void Connection::close_lagging(std::uint16_t code, std::string_view reason) {
 
 void Connection::update_ws_flow() {
   if (!ws_) return;
-  const auto& config = owner_.config();
+  const auto& config = ctx_.config;
   if (ws_commands_.pending() >= config.max_pipeline || backlog() > config.output_buffer) {
     ws_->pause();
   } else if (ws_->paused()) {
     ws_->resume();
-    owner_.wants_poll();
+    ctx_.websocket.wants_poll();
   }
 }
 
@@ -142,7 +142,7 @@ void Connection::ws_output(std::string_view bytes) {
   mark_dirty();
 }
 
-void Connection::ws_message(std::string_view text) { owner_.websocket_message(*this, text); }
+void Connection::ws_message(std::string_view text) { ctx_.websocket.websocket_message(*this, text); }
 
 void Connection::ws_starved() {
   // Beast took what was read: flush() reads again (never from inside

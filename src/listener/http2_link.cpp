@@ -41,7 +41,7 @@ class FileRange final : public http2::BodySource {
 // are granted back to its producer once the session took them all.
 class PiecesBody final : public http2::BodySource {
  public:
-  PiecesBody(ConnectionOwner& owner, StreamRef ref) : owner_(owner), ref_(ref) {}
+  PiecesBody(StreamProducers& producers, StreamRef ref) : producers_(producers), ref_(ref) {}
   void add(std::string_view bytes, transport::BlobLease blob) {
     if (blob)
       pieces_.emplace_back(std::move(blob));
@@ -58,7 +58,7 @@ class PiecesBody final : public http2::BodySource {
       n += take;
       off_ += take;
       if (off_ < v.size()) break;
-      owner_.stream_credit(ref_, v.size());
+      producers_.stream_credit(ref_, v.size());
       pieces_.pop_front();
       off_ = 0;
     }
@@ -72,7 +72,7 @@ class PiecesBody final : public http2::BodySource {
     if (const auto* s = std::get_if<std::string>(&p)) return *s;
     return std::get<transport::BlobLease>(p).view();
   }
-  ConnectionOwner& owner_;
+  StreamProducers& producers_;
   StreamRef ref_;
   std::deque<Piece> pieces_;
   std::size_t off_ = 0;
@@ -80,8 +80,8 @@ class PiecesBody final : public http2::BodySource {
   bool aborted_ = false;
 };
 
-Http2Link::Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits)
-    : c_(c), owner_(owner), session_(*this, limits), max_running_(limits.max_concurrent_streams) {}
+Http2Link::Http2Link(Connection& c, ConnectionContext& ctx, const http2::Limits& limits)
+    : c_(c), ctx_(ctx), session_(*this, limits), max_running_(limits.max_concurrent_streams) {}
 
 Http2Link::~Http2Link() = default;
 
@@ -174,7 +174,7 @@ bool Http2Link::open_stream(std::uint32_t seq, http::ResponseHead h, std::string
     respond_body(seq, *s, h, with_standard_lines(lines), nullptr);  // the head alone
     return false;
   }
-  auto body = std::make_unique<PiecesBody>(owner_, ref);
+  auto body = std::make_unique<PiecesBody>(ctx_.producers, ref);
   s->pieces = body.get();
   s->ref = ref;
   respond_body(seq, *s, h, with_standard_lines(lines), std::move(body));
@@ -200,7 +200,7 @@ bool Http2Link::held_by_client() const {
 
 void Http2Link::cancel_all() {
   for (auto& [seq, s] : slots_)
-    if (s.pieces) owner_.stream_cancel(s.ref);
+    if (s.pieces) ctx_.producers.stream_cancel(s.ref);
   slots_.clear();
 }
 
@@ -213,7 +213,7 @@ void Http2Link::on_request(std::int32_t stream, http::HttpRequest& req) {
     return c_.h2_output();
   }
   dispatching_ = stream;
-  owner_.request(c_, req);
+  ctx_.owner.request(c_, req);
   dispatching_ = 0;
 }
 
@@ -226,9 +226,9 @@ void Http2Link::produce(std::string& out, std::size_t max) {
   woken_.clear();
   for (const auto stream : streams) {
     if (grpc_.find(stream))
-      owner_.grpc_body(c_, stream, {}, false);
+      ctx_.grpc.grpc_body(c_, stream, {}, false);
     else if (Slot* s = find(static_cast<std::uint32_t>(stream)); s && s->events)
-      owner_.events_drained(c_, stream);
+      ctx_.live.events_drained(c_, stream);
   }
 }
 
@@ -284,13 +284,13 @@ bool Http2Link::on_head(std::int32_t stream, http::HttpRequest& head) {
   constexpr std::string_view kGrpc = "application/grpc";
   if (type.substr(0, kGrpc.size()) != kGrpc) return false;
   if (type.size() > kGrpc.size() && type[kGrpc.size()] != '+' && type[kGrpc.size()] != ';') return false;
-  owner_.grpc_open(c_, stream, head);
+  ctx_.grpc.grpc_open(c_, stream, head);
   return true;
 }
 
 void Http2Link::on_body(std::int32_t stream, std::string_view bytes, bool end) {
   if (GrpcCall* call = grpc_.find(stream)) call->last_input = now_;
-  owner_.grpc_body(c_, stream, bytes, end);
+  ctx_.grpc.grpc_body(c_, stream, bytes, end);
 }
 
 void Http2Link::grpc_respond(std::int32_t stream, std::string_view lines, std::unique_ptr<http2::BodySource> body) {
@@ -315,13 +315,13 @@ void Http2Link::grpc_refuse(std::int32_t stream) {
 
 void Http2Link::on_refused(std::int32_t stream, int status, std::string_view reason) {
   dispatching_ = stream;
-  owner_.refuse(c_, status, reason);
+  ctx_.owner.refuse(c_, status, reason);
   dispatching_ = 0;
 }
 
 bool Http2Link::on_spill(std::int32_t stream, http::HttpRequest& req, std::string_view bytes) {
   // As over HTTP/1.1: a large body goes to a file as it arrives.
-  const std::string& dir = owner_.config().upload_path;
+  const std::string& dir = ctx_.config.upload_path;
   if (!req.spill) req.spill = UploadFile::create(dir);
   if (!req.spill) {
     spdlog::error("cannot create an upload file in {} (stream {}): {}", dir, stream, std::strerror(errno));
@@ -366,19 +366,19 @@ void Http2Link::time_out() {
 void Http2Link::on_closed(std::int32_t stream, bool answered) {
   if (const GrpcCall* call = grpc_.find(stream)) {
     for (const auto& p : call->pending)
-      if (!p.ready) owner_.answer_abandoned(c_, p.seq);
-    owner_.grpc_closed(c_, stream);
+      if (!p.ready) ctx_.owner.answer_abandoned(c_, p.seq);
+    ctx_.grpc.grpc_closed(c_, stream);
     return grpc_.close(stream);
   }
   const auto it = slots_.find(static_cast<std::uint32_t>(stream));
   if (it == slots_.end() || it->second.gone) return;
   if (!it->second.answered) {
     it->second.gone = true;
-    return owner_.answer_abandoned(c_, it->first);
+    return ctx_.owner.answer_abandoned(c_, it->first);
   }
   // Closed before its last piece went (a reset): the producer stops.
-  if (it->second.pieces && !answered) owner_.stream_cancel(it->second.ref);
-  if (it->second.events) owner_.events_closed(c_, stream);
+  if (it->second.pieces && !answered) ctx_.producers.stream_cancel(it->second.ref);
+  if (it->second.events) ctx_.live.events_closed(c_, stream);
   slots_.erase(it);
 }
 

@@ -32,7 +32,7 @@ class PiecesBody;
 
 class Http2Link final : public http2::ServerSession::Handler, public AnswerSink {
  public:
-  Http2Link(Connection& c, ConnectionOwner& owner, const http2::Limits& limits);
+  Http2Link(Connection& c, ConnectionContext& ctx, const http2::Limits& limits);
   ~Http2Link() override;
 
   bool receive(std::string_view bytes, std::chrono::steady_clock::time_point now) {
@@ -66,7 +66,7 @@ class Http2Link final : public http2::ServerSession::Handler, public AnswerSink 
   void events_frame(std::int32_t stream, std::string_view bytes);
   // The events stream's client has not taken all it was sent.
   bool events_behind(std::int32_t stream);
-  // ConnectionOwner::events_drained once it has.
+  // LiveOwner::events_drained once it has.
   void events_want_drain(std::int32_t stream);
 
   // Streams whose queued bodies drained while asked to wake their owner:
@@ -74,7 +74,7 @@ class Http2Link final : public http2::ServerSession::Handler, public AnswerSink 
   std::vector<std::int32_t>& woken() { return woken_; }
 
   // gRPC calls (docs/grpc.md): streams whose content type is
-  // application/grpc go to the owner's grpc_* as they come, not as
+  // application/grpc go to GrpcOwner as they come, not as
   // requests; their state is kept here, with the connection.
   GrpcCalls& grpc() { return grpc_; }
   Connection& connection() const { return c_; }
@@ -159,7 +159,7 @@ class Http2Link final : public http2::ServerSession::Handler, public AnswerSink 
   static std::string_view with_standard_lines(std::string_view lines);
 
   Connection& c_;
-  ConnectionOwner& owner_;
+  ConnectionContext& ctx_;
   http2::ServerSession session_;
   // By sequence number, which is the stream's id; a slot goes when its
   // stream closes.

@@ -48,7 +48,13 @@
 
 namespace edri::listener {
 
-class Listener final : public ConnectionOwner, public CallSubscribers {
+class Listener final : public ConnectionOwner,
+                       public WebSocketOwner,
+                       public GrpcOwner,
+                       public LiveOwner,
+                       public StreamProducers,
+                       public ConnectionCounts,
+                       public CallSubscribers {
  public:
   // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1; `admin_fd`:
   // EDRI_ADMIN_SOCKET's, or -1.
@@ -62,12 +68,8 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
 
   void start();
 
-  // ConnectionOwner
-  const Config& config() const override { return config_; }
-  EventLoop& events() override { return loop_.events(); }
-  asio::io_context& io() override { return websocket_.io(); }
-  http::ParserLimits parser_limits() const override;
-  bool draining() const override { return draining_; }
+  // ConnectionOwner, and the other tables a connection talks to
+  // (connection_owner.hpp), each forwarded to the part that serves it.
   void request(Connection& c, http::HttpRequest& req) override { http_.dispatch(c, req); }
   void refuse(Connection& c, int status, std::string_view reason) override;
   void websocket_message(Connection& c, std::string_view text) override { websocket_.message(c, text); }
@@ -84,6 +86,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   void stream_frame(Connection& c, std::int32_t call, std::string_view frame) override;
   bool stream_behind(Connection& c, std::int32_t call) override;
   void want_drain(Connection& c, std::int32_t call) override;
+
   void wants_flush(Connection& c) override { table_.mark_dirty(c); }
   void wants_poll() override { websocket_.need_poll(); }
   void closed(Connection& c) override;
@@ -99,6 +102,7 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   // One record from the broker: a response, a stream piece, a push or a
   // control.
   void on_broker_record(std::span<const std::byte> record);
+  http::ParserLimits parser_limits() const;
   // An answer a manager sent here directly (docs/decisions/0016).
   void on_manager_record(std::span<const std::byte> record);
   // True: work is left for the next turn (a WebSocket session to poll, a
@@ -135,7 +139,8 @@ class Listener final : public ConnectionOwner, public CallSubscribers {
   Gate gate_;  // the plugins' middleware, on every protocol
   Commands commands_;
   GrpcFront grpc_;
-  WebSocketFront websocket_;  // before the connections: their sessions post into its queue
+  WebSocketFront websocket_;   // before the connections: their sessions post into its queue
+  ConnectionContext context_;  // what every connection is given
   ConnectionTable table_;
   HttpFront http_;
   UniqueFd listen_fd_;  // our own duplicate of the supervisor's socket
