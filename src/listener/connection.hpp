@@ -111,6 +111,20 @@ class Connection final : public WebSocketSession::Owner,
   // byte queued so far is out (at once when none is waiting).
   void stream_send(const SharedFrame& frame);  // Server-Sent Events: the event's bytes
   void want_drain();
+  // A live stream's subscriber on this connection, whatever carries it:
+  // `call` 0 is the connection itself (a WebSocket, or a Server-Sent
+  // Events connection), else the HTTP/2 stream of a gRPC Connect call or
+  // of Server-Sent Events. A frame for it (`ws` for a WebSocket or a gRPC
+  // call, `sse` for Server-Sent Events: the one its kind was made for);
+  // whether its client has not taken what it was sent (read once per emit
+  // `pass`); a drain wanted (LiveOwner's stream_drained or
+  // events_drained).
+  void live_send(std::int32_t call, const SharedMessage& ws, const SharedFrame& sse);
+  bool live_behind(std::int32_t call, std::uint64_t pass);
+  void live_want_drain(std::int32_t call);
+  // A push of notification `type` to this connection: a WebSocket message,
+  // or to each gRPC Connect call on it that subscribed.
+  void push(std::uint64_t type, const SharedMessage& message);
   // Server-Sent Events on slot `seq` (answers().open_events): when the
   // whole connection carries them, nothing more is read as a request
   // (what the client sends is dropped; its end closes the connection), and
@@ -119,11 +133,6 @@ class Connection final : public WebSocketSession::Owner,
   bool events() const { return events_; }
   // Caps the socket's send buffer (SO_SNDBUF) at `bytes`.
   void limit_send_buffer(int bytes);
-  // Kept by StreamHub: a drain is wanted; the emit pass that last read
-  // the backlog, and whether it was behind then.
-  bool stream_waiting = false;
-  std::uint64_t stream_pass = 0;
-  bool stream_behind = false;
   // Closes the connection because its client is too far behind: what it
   // has not started to take is dropped at once, then a WebSocket gets
   // `code` and `reason` (a plain connection just closes).
@@ -269,6 +278,11 @@ class Connection final : public WebSocketSession::Owner,
   // When the client last stopped taking bytes (writing_ since then, and no
   // progress); the epoch when it is not stalled.
   std::chrono::steady_clock::time_point stalled_since_{};
+  // A drain is wanted (want_drain); the emit pass that last read the
+  // backlog, and whether it was behind then.
+  bool stream_waiting_ = false;
+  std::uint64_t stream_pass_ = 0;
+  bool stream_behind_ = false;
   std::size_t reported_held_ = 0;  // held_bytes() as the listener last heard it
   bool read_closed_ = false;       // peer closed, or an error ended reading
   bool peer_closed_ = false;       // the client ended its side (or the socket failed)

@@ -25,8 +25,8 @@ void Connection::flush() {
     write_out();
   }
   if (closed_ || lingering_) return;
-  if (stream_waiting && out_.empty()) {
-    stream_waiting = false;
+  if (stream_waiting_ && out_.empty()) {
+    stream_waiting_ = false;
     ctx_.live.stream_drained(*this);
     if (!writing_ && !closed_) write_out();
   }

@@ -9,7 +9,8 @@
 //                     has output this turn, its answers will not be
 //                     wanted, it closed
 //   WebSocketOwner    a WebSocket message; Beast has handlers to run
-//   GrpcOwner         gRPC calls over HTTP/2 (docs/grpc.md)
+//   GrpcOwner         gRPC calls over HTTP/2 (docs/grpc.md), and what
+//                     pushes and live streams send to Connect calls
 //   LiveOwner         live streams' subscribers took what they were sent
 //                     (docs/streams.md)
 //   StreamProducers   a streamed answer's client took bytes, or went
@@ -70,6 +71,15 @@ class GrpcOwner {
   virtual void grpc_open(Connection& c, std::int32_t stream, http::HttpRequest& head) = 0;
   virtual void grpc_body(Connection& c, std::int32_t stream, std::string_view bytes, bool end) = 0;
   virtual void grpc_closed(Connection& c, std::int32_t stream) = 0;
+  // A push of notification `type` (`json`: {"command":name,"event":..})
+  // to each Connect call on `c` that subscribed.
+  virtual void grpc_push(Connection& c, std::uint64_t type, std::string_view json) = 0;
+  // A live stream's frame for Connect call `stream` (its JSON); whether
+  // its client has not taken what it was sent before; LiveOwner's
+  // events_drained once it has.
+  virtual void grpc_stream_frame(Connection& c, std::int32_t stream, std::string_view json) = 0;
+  virtual bool grpc_stream_behind(Connection& c, std::int32_t stream) = 0;
+  virtual void grpc_want_drain(Connection& c, std::int32_t stream) = 0;
 };
 
 class LiveOwner {

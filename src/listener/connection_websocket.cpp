@@ -68,13 +68,42 @@ void Connection::stream_send(const SharedFrame& frame) {
   if (events_ && !closed_) append_shared(frame);
 }
 
+void Connection::live_send(std::int32_t call, const SharedMessage& ws, const SharedFrame& sse) {
+  if (call != 0) {
+    if (h2_) h2_->live_frame(call, sse ? std::string_view(*sse) : ws->payload());
+  } else if (ws) {
+    ws_send(ws);
+  } else {
+    stream_send(sse);
+  }
+}
+
+bool Connection::live_behind(std::int32_t call, std::uint64_t pass) {
+  if (call != 0) return h2_ && h2_->live_behind(call);
+  if (stream_pass_ != pass) {
+    stream_pass_ = pass;
+    stream_behind_ = backlog() > 0;
+  }
+  return stream_behind_;
+}
+
+void Connection::live_want_drain(std::int32_t call) {
+  if (call == 0) return want_drain();
+  if (h2_) h2_->live_want_drain(call);
+}
+
+void Connection::push(std::uint64_t type, const SharedMessage& message) {
+  if (ws_) return ws_send(message);
+  if (h2_) ctx_.grpc.grpc_push(*this, type, message->payload());
+}
+
 void Connection::limit_send_buffer(int bytes) {
   if (!socket_.limit_send_buffer(bytes))
     spdlog::debug("connection {}: SO_SNDBUF {} refused: {}", id_, bytes, std::strerror(errno));
 }
 
 void Connection::want_drain() {
-  stream_waiting = true;
+  stream_waiting_ = true;
   if (out_.empty()) mark_dirty();  // flush() then finds it drained
 }
 

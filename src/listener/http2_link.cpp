@@ -253,7 +253,8 @@ AnswerSink::EventsCarrier Http2Link::open_events(std::uint32_t seq, std::string_
   return EventsCarrier::Stream;
 }
 
-void Http2Link::events_frame(std::int32_t stream, std::string_view bytes) {
+void Http2Link::live_frame(std::int32_t stream, std::string_view bytes) {
+  if (grpc_.find(stream)) return ctx_.grpc.grpc_stream_frame(c_, stream, bytes);
   Slot* s = find(static_cast<std::uint32_t>(stream));
   if (!s || !s->events) return;
   s->events->add(bytes);
@@ -261,12 +262,14 @@ void Http2Link::events_frame(std::int32_t stream, std::string_view bytes) {
   c_.h2_output();
 }
 
-bool Http2Link::events_behind(std::int32_t stream) {
+bool Http2Link::live_behind(std::int32_t stream) {
+  if (grpc_.find(stream)) return ctx_.grpc.grpc_stream_behind(c_, stream);
   Slot* s = find(static_cast<std::uint32_t>(stream));
   return s && s->events && s->events->held() > 0;
 }
 
-void Http2Link::events_want_drain(std::int32_t stream) {
+void Http2Link::live_want_drain(std::int32_t stream) {
+  if (grpc_.find(stream)) return ctx_.grpc.grpc_want_drain(c_, stream);
   Slot* s = find(static_cast<std::uint32_t>(stream));
   if (!s || !s->events) return;
   if (s->events->held() > 0) {

@@ -62,12 +62,13 @@ class Http2Link final : public http2::ServerSession::Handler, public AnswerSink 
                     bool abort) override;
   EventsCarrier open_events(std::uint32_t seq, std::string_view lines) override;
 
-  // A frame for events stream `stream`.
-  void events_frame(std::int32_t stream, std::string_view bytes);
-  // The events stream's client has not taken all it was sent.
-  bool events_behind(std::int32_t stream);
+  // A live stream's subscriber on HTTP/2 stream `stream` (a gRPC Connect
+  // call, or Server-Sent Events): a frame for it (the call's JSON, or the
+  // event's bytes); whether its client has not taken all it was sent;
   // LiveOwner::events_drained once it has.
-  void events_want_drain(std::int32_t stream);
+  void live_frame(std::int32_t stream, std::string_view bytes);
+  bool live_behind(std::int32_t stream);
+  void live_want_drain(std::int32_t stream);
 
   // Streams whose queued bodies drained while asked to wake their owner:
   // told, and cleared, once the session's output is produced.

@@ -83,7 +83,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       gate_(config, plugins),
       commands_(config, plugins, validators_, sender_, gate_),
       grpc_(config, grpc_services_, commands_, streams_, loop.events()),
-      websocket_(config, commands_, answers_, cors_.get(), streams_, grpc_),
+      websocket_(config, commands_, answers_, cors_.get(), streams_),
       context_{config_, loop.events(), websocket_.io(), parser_limits(), draining_, *this,
                *this,   *this,         *this,           *this,           *this},
       table_(context_, config, loop.segment().listener_metrics(index), [this] { answers_.count_refusal(); }),
@@ -104,7 +104,6 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   builtins_.set_blobs(loop.blobs());
   websocket_.set_table(table_);
   grpc_.set_table(table_);
-  streams_.set_calls(*this);
   answers_.set_grpc(grpc_);
   loop_.on_records_from(transport::Topology::kBroker,
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });
@@ -165,26 +164,6 @@ void Listener::closed(Connection& c) {
   websocket_.closed(c);
   streams_.closed(c);
   table_.release(c);
-}
-
-void Listener::stream_frame(Connection& c, std::int32_t call, std::string_view frame) {
-  Http2Link* link = c.http2();
-  if (!link) return;
-  if (link->grpc().find(call)) return grpc_.stream_frame(c, call, frame);
-  link->events_frame(call, frame);
-}
-
-bool Listener::stream_behind(Connection& c, std::int32_t call) {
-  Http2Link* link = c.http2();
-  if (!link) return false;
-  return link->grpc().find(call) ? grpc_.stream_behind(c, call) : link->events_behind(call);
-}
-
-void Listener::want_drain(Connection& c, std::int32_t call) {
-  Http2Link* link = c.http2();
-  if (!link) return;
-  if (link->grpc().find(call)) return grpc_.want_drain(c, call);
-  link->events_want_drain(call);
 }
 
 void Listener::on_broker_record(std::span<const std::byte> record) {

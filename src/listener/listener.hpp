@@ -53,8 +53,7 @@ class Listener final : public ConnectionOwner,
                        public GrpcOwner,
                        public LiveOwner,
                        public StreamProducers,
-                       public ConnectionCounts,
-                       public CallSubscribers {
+                       public ConnectionCounts {
  public:
   // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1; `admin_fd`:
   // EDRI_ADMIN_SOCKET's, or -1.
@@ -81,11 +80,12 @@ class Listener final : public ConnectionOwner,
   void events_drained(Connection& c, std::int32_t stream) override { streams_.call_drained(c, stream); }
   void events_closed(Connection& c, std::int32_t stream) override { streams_.call_closed(c, stream); }
 
-  // CallSubscribers: a live stream's subscriber on an HTTP/2 stream is a
-  // gRPC Connect call or a Server-Sent Events stream.
-  void stream_frame(Connection& c, std::int32_t call, std::string_view frame) override;
-  bool stream_behind(Connection& c, std::int32_t call) override;
-  void want_drain(Connection& c, std::int32_t call) override;
+  void grpc_push(Connection& c, std::uint64_t type, std::string_view json) override { grpc_.push(c, type, json); }
+  void grpc_stream_frame(Connection& c, std::int32_t call, std::string_view json) override {
+    grpc_.stream_frame(c, call, json);
+  }
+  bool grpc_stream_behind(Connection& c, std::int32_t call) override { return grpc_.stream_behind(c, call); }
+  void grpc_want_drain(Connection& c, std::int32_t call) override { grpc_.want_drain(c, call); }
 
   void wants_flush(Connection& c) override { table_.mark_dirty(c); }
   void wants_poll() override { websocket_.need_poll(); }

@@ -138,12 +138,7 @@ StreamHub::Subscriber* StreamHub::find(Stream& s, const Connection& c, std::int3
   return nullptr;
 }
 
-void StreamHub::send(const Frame& f, Subscriber& sub) {
-  if (sub.call && calls_)
-    calls_->stream_frame(*sub.conn, sub.call, sub.sse ? std::string_view(*f.sse) : f.ws->payload());
-  else
-    f.send_to(*sub.conn);
-}
+void StreamHub::send(const Frame& f, Subscriber& sub) { sub.conn->live_send(sub.call, f.ws, f.sse); }
 
 void StreamHub::serve(const std::string& name, Stream& s, Subscriber& sub) {
   const auto since = sub.since;
@@ -350,24 +345,9 @@ void StreamHub::drain(const std::string& name, Stream& s, Subscriber& sub) {
   sub.pending = nullptr;
 }
 
-bool StreamHub::behind(Subscriber& sub) {
-  return sub.call && calls_ ? calls_->stream_behind(*sub.conn, sub.call) : behind(*sub.conn);
-}
+bool StreamHub::behind(Subscriber& sub) { return sub.conn->live_behind(sub.call, pass_); }
 
-void StreamHub::want_drain(Subscriber& sub) {
-  if (sub.call && calls_)
-    calls_->want_drain(*sub.conn, sub.call);
-  else
-    sub.conn->want_drain();
-}
-
-bool StreamHub::behind(Connection& c) {
-  if (c.stream_pass != pass_) {
-    c.stream_pass = pass_;
-    c.stream_behind = c.backlog() > 0;
-  }
-  return c.stream_behind;
-}
+void StreamHub::want_drain(Subscriber& sub) { sub.conn->live_want_drain(sub.call); }
 
 StreamHub::Frame StreamHub::snapshot_frame(const std::string& name, Stream& s, bool sse) {
   if (s.snapshot_revision != s.revision) {

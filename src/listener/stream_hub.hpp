@@ -8,7 +8,7 @@
 // subscriber that is current. A subscriber whose socket has not taken
 // what it was sent before (its connection has a backlog) gets nothing
 // then: the patch is composed into the one it already waits for, and sent
-// when its output drains (Connection::stream_waiting). So a slow client
+// when its output drains (Connection::live_want_drain). So a slow client
 // costs one pending patch per stream whatever the rate, and the pace of
 // its frames is the pace it reads at: no timer per connection.
 //
@@ -36,26 +36,9 @@
 
 namespace edri::listener {
 
-// Where the frames of a subscriber on an HTTP/2 stream go (a gRPC Connect
-// call, a Server-Sent Events stream): each such stream is a subscriber of
-// its own, beside the connection's others.
-class CallSubscribers {
- public:
-  virtual ~CallSubscribers() = default;
-  // A frame for HTTP/2 stream `call` of `c`: its JSON for a gRPC call, its
-  // event's bytes for Server-Sent Events.
-  virtual void stream_frame(Connection& c, std::int32_t call, std::string_view frame) = 0;
-  // The call's client has not taken what it was sent before.
-  virtual bool stream_behind(Connection& c, std::int32_t call) = 0;
-  // Call call_drained(c, call) once it has taken it all.
-  virtual void want_drain(Connection& c, std::int32_t call) = 0;
-};
-
 class StreamHub {
  public:
   StreamHub(const Config& config, EventSender& sender) : config_(config), sender_(sender) {}
-  // Set once, before any connection.
-  void set_calls(CallSubscribers& calls) { calls_ = &calls; }
 
   // {"command":"stream.subscribe","stream":S[,"since":R]} and
   // {"command":"stream.unsubscribe","stream":S}: nullopt when taken, else
@@ -114,17 +97,13 @@ class StreamHub {
       SharedFrame sse;
     } snapshot;
   };
-  // A frame as a WebSocket message (compressed per window where asked) or
-  // as a Server-Sent Event: the one its subscriber's kind needs.
+  // A frame as a WebSocket message (compressed per window where asked; a
+  // gRPC Connect call takes its JSON) or as a Server-Sent Event: the one
+  // its subscriber's kind needs. Its connection sends it on whatever
+  // carries the subscriber (Connection::live_send).
   struct Frame {
     SharedMessage ws;
     SharedFrame sse;
-    void send_to(Connection& c) const {
-      if (ws)
-        c.ws_send(ws);
-      else
-        c.stream_send(sse);
-    }
   };
 
   // A subscription: a stream's name, and the call it was made on (0: the
@@ -156,12 +135,10 @@ class StreamHub {
                            std::int64_t ts, bool sse);
   static Frame frame(std::string json, std::string_view event, std::uint64_t id, bool sse);
   void send_to_broker(std::uint64_t code, const envelope::StreamRecord& r, const Connection* c = nullptr);
-  bool behind(Connection& c);
 
   const Config& config_;
   EventSender& sender_;
   std::unordered_map<std::string, Stream> streams_;
-  CallSubscribers* calls_ = nullptr;
   std::unordered_map<Connection*, std::vector<Held>> by_connection_;
   std::vector<std::string> dirty_;
   std::uint64_t pass_ = 0;  // emit() passes: a connection's backlog is read once per pass

@@ -29,8 +29,8 @@ void for_each_target(std::span<const std::byte> targets, F&& f) {
 }  // namespace
 
 WebSocketFront::WebSocketFront(const Config& config, Commands& commands, Answers& answers, const Cors* cors,
-                               StreamHub& streams, GrpcFront& grpc)
-    : config_(config), commands_(commands), answers_(answers), cors_(cors), grpc_(grpc), streams_(streams) {}
+                               StreamHub& streams)
+    : config_(config), commands_(commands), answers_(answers), cors_(cors), streams_(streams) {}
 
 void WebSocketFront::poll() {
   if (!poll_needed_) return;
@@ -110,10 +110,7 @@ void WebSocketFront::on_push(const env::EnvelopeView& v) {
   const auto shared = make_message(std::move(text));
   for_each_target(v.section(env::SectionType::Targets), [&](const env::PushTarget& t) {
     Connection* c = table_->find(t.connection, t.generation);
-    if (c && c->websocket())
-      c->ws_send(shared);
-    else if (c && c->http2())
-      grpc_.push(*c, v.header.event_type, shared->payload());
+    if (c) c->push(v.header.event_type, shared);
   });
 }
 

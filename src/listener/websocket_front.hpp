@@ -23,7 +23,6 @@
 #include "listener/commands.hpp"
 #include "listener/connection_table.hpp"
 #include "listener/cors.hpp"
-#include "listener/grpc_front.hpp"
 #include "listener/request_validator.hpp"
 #include "listener/stream_hub.hpp"
 #include "runtime/asio.hpp"
@@ -33,9 +32,7 @@ namespace edri::listener {
 
 class WebSocketFront {
  public:
-  // `grpc`: where a push to an HTTP/2 connection goes (its Connect calls).
-  WebSocketFront(const Config& config, Commands& commands, Answers& answers, const Cors* cors, StreamHub& streams,
-                 GrpcFront& grpc);
+  WebSocketFront(const Config& config, Commands& commands, Answers& answers, const Cors* cors, StreamHub& streams);
   // Set once, before any connection: where pushes find their connections.
   void set_table(ConnectionTable& table) { table_ = &table; }
 
@@ -66,7 +63,6 @@ class WebSocketFront {
   Commands& commands_;
   Answers& answers_;
   const Cors* cors_;
-  GrpcFront& grpc_;
   StreamHub& streams_;  // stream.subscribe and stream.unsubscribe, on every WebSocket
   ConnectionTable* table_ = nullptr;
   asio::io_context io_{1};

@@ -49,6 +49,10 @@ struct Recorder final : ConnectionOwner, WebSocketOwner, GrpcOwner, LiveOwner, S
   void grpc_open(Connection&, std::int32_t, HttpRequest&) override {}
   void grpc_body(Connection&, std::int32_t, std::string_view, bool) override {}
   void grpc_closed(Connection&, std::int32_t) override {}
+  void grpc_push(Connection&, std::uint64_t, std::string_view) override {}
+  void grpc_stream_frame(Connection&, std::int32_t, std::string_view) override {}
+  bool grpc_stream_behind(Connection&, std::int32_t) override { return false; }
+  void grpc_want_drain(Connection&, std::int32_t) override {}
   void events_drained(Connection&, std::int32_t) override {}
   void events_closed(Connection&, std::int32_t) override {}
   void stream_drained(Connection&) override {}
