@@ -27,8 +27,6 @@ namespace {
 
 constexpr auto kTick = 250ms;
 constexpr unsigned kTicksPerHello = 4;
-// An instance not heard from for this long is gone from /health.
-constexpr auto kInstanceGone = 3s;
 
 std::string random_id() {
   std::random_device rd;
@@ -64,6 +62,7 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
       nats_(loop.events(), nats_settings(config, instance_)),
       deadline_timer_(loop.events(), [this] { expire(); }),
       tick_timer_(loop.events(), [this] { tick(); }),
+      directory_(instance_),
       streams_(nats_settings(config, instance_), config.cluster, config.stream_max_bytes) {
   learn_plugins(plugins);
   loop.events().watch(streams_.ready_fd(), EPOLLIN, [this](std::uint32_t) { streams_ready(); });
@@ -189,16 +188,6 @@ void Switch::on_router(std::span<const std::byte> record) {
   }
 }
 
-void Switch::on_manager(std::span<const std::byte> record) {
-  env::EnvelopeHeader h;
-  if (env::peek_header(record, h) != env::DecodeError::None ||
-      h.kind != static_cast<std::uint8_t>(env::Kind::Response)) {
-    spdlog::error("dropping an envelope a manager sent the switch that is not an answer");
-    return;
-  }
-  answer(h, record);
-}
-
 std::chrono::milliseconds Switch::time_left(const env::EnvelopeHeader& h) const {
   const auto whole = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(config_.api_response_timeout_s));
@@ -281,12 +270,6 @@ std::optional<env::EnvelopeHeader> Switch::take_asked(std::uint64_t id) {
   return request;
 }
 
-bool Switch::someone_runs(const std::string& domain) const {
-  for (const auto& [id, i] : instances_)
-    if (std::find(i.domains.begin(), i.domains.end(), domain) != i.domains.end()) return true;
-  return false;
-}
-
 void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
   if (m.no_responders) {
     // Nobody subscribes to the domain's requests: the instance that ran
@@ -325,102 +308,6 @@ void Switch::on_reply(const NatsMessage& m, RemoteDomain& domain) {
                  LogLimit::more(unlogged));
 }
 
-void Switch::serve(const NatsMessage& m) {
-  const auto reply = std::make_shared<const std::string>(m.reply);
-  const bool ok = !reply->empty() && for_each_entry(m.data, FrameKind::Request, [&](const WireEntry& e) {
-    if (e.view.header.kind == static_cast<std::uint8_t>(env::Kind::Request)) serve_one(reply, e);
-  });
-  if (std::uint64_t unlogged = 0; !ok && request_log_.allow(unlogged))
-    spdlog::warn("dropping a malformed request from NATS on {}{}", m.subject, LogLimit::more(unlogged));
-}
-
-void Switch::serve_one(const std::shared_ptr<const std::string>& reply, const WireEntry& e) {
-  if (e.entry.deadline_ms == 0) return;  // the asker gives up now
-  // The manager measures a body before it parses it, with the limit for
-  // JSON that edri's processes made (kJsonDepthCeiling: a request that
-  // crossed has a reply_to, as another manager's has), but not the claims
-  // (inbound.hpp): they are measured here.
-  if (json_too_deep("json", e.view.text(env::SectionType::Claims))) {
-    auto& out = answers_out_.try_emplace(*reply, FrameKind::Answer).first->second;
-    out.add_problem(e.entry.id, e.view.header, 422, "the request's claims nest too deep");
-    return;
-  }
-  const auto id = ++next_served_;
-  auto header = e.view.header;
-  header.request_id = id;
-  header.reply_to = static_cast<std::uint16_t>(loop_.slot());
-  header.t0_ns = env::monotonic_ns();
-  if (!send_local(to_router_, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Work)) {
-    auto& out = answers_out_.try_emplace(*reply, FrameKind::Answer).first->second;
-    out.add_problem(e.entry.id, e.view.header, 503, "the instance serving it is overloaded; retry");
-    return;
-  }
-  const auto deadline = add_deadline(Clock::now() + std::chrono::milliseconds(e.entry.deadline_ms), id, true);
-  served_.emplace(id, Served{reply, e.entry.id, e.view.header, deadline});
-  state_.requests_served.fetch_add(1, std::memory_order_relaxed);
-}
-
-void Switch::answer(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  const auto it = served_.find(h.request_id);
-  if (it == served_.end() || (h.flags & env::kFlagStreamPiece)) return;  // past its deadline: the asker answered
-  const Served served = std::move(it->second);
-  deadlines_.erase(served.deadline);
-  served_.erase(it);
-  queue_answer(served, h.status, record);
-}
-
-void Switch::queue_answer(const Served& served, int status, std::span<const std::byte> record) {
-  auto& out = answers_out_.try_emplace(*served.reply, FrameKind::Answer).first->second;
-  std::string problem;
-  const auto limit = message_limit();
-  const auto header = env::response_header_for(served.request, status);
-  if (const int refused = out.add(served.asker_id, 0, header, record, loop_.blobs(), limit, problem))
-    out.add_problem(served.asker_id, served.request, refused, problem);
-  if (out.size() <= limit) return;
-  auto last = out.take_last();
-  if (!nats_.publish(*served.reply, "", out.bytes())) spdlog::debug("answers for another instance were lost with NATS");
-  out.clear();
-  out.put_back(last);
-}
-
-void Switch::send_answers() {
-  for (auto& [reply, out] : answers_out_)
-    if (!out.empty() && !nats_.publish(reply, "", out.bytes()))
-      spdlog::debug("answers for another instance were lost with NATS");
-  answers_out_.clear();
-}
-
-void Switch::publish_notification(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  const auto it = notifications_.find(h.event_type);
-  if (it == notifications_.end() || !nats_.connected()) return;
-  WireMessage msg(FrameKind::Notification);
-  std::string problem;
-  if (msg.add(0, 0, h, record, loop_.blobs(), message_limit(), problem)) {
-    spdlog::error("a notification too large to cross to other instances was not sent: {}", problem);
-    return;
-  }
-  std::uint64_t sent = 0;
-  for (const auto& d : it->second.remote_domains)
-    sent += nats_.publish(note_subject(config_.cluster, d), "", msg.bytes()) ? 1 : 0;
-  if (it->second.push) sent += nats_.publish(push_subject(config_.cluster), "", msg.bytes()) ? 1 : 0;
-  state_.notifications_sent.fetch_add(sent, std::memory_order_relaxed);
-}
-
-void Switch::on_notification(const NatsMessage& m, std::uint64_t domain_id) {
-  const bool ok = for_each_entry(m.data, FrameKind::Notification, [&](const WireEntry& e) {
-    if (e.view.header.kind != static_cast<std::uint8_t>(env::Kind::Notification)) return;
-    auto header = e.view.header;
-    header.flags = static_cast<std::uint16_t>(env::kFlagFromCluster);
-    header.request_id = domain_id;
-    header.reply_to = static_cast<std::uint16_t>(loop_.slot());
-    if (!send_local(to_router_, header, e.view, loop_.blobs(), config_.blob_threshold, transport::Admission::Work))
-      spdlog::error("router channel full: a notification from another instance was dropped");
-    state_.notifications_received.fetch_add(1, std::memory_order_relaxed);
-  });
-  if (std::uint64_t unlogged = 0; !ok && notification_log_.allow(unlogged))
-    spdlog::warn("dropping a malformed notification from NATS on {}{}", m.subject, LogLimit::more(unlogged));
-}
-
 Switch::Deadlines::iterator Switch::add_deadline(Clock::time_point at, std::uint64_t id, bool served) {
   const auto it = deadlines_.insert({at, id, served}).first;
   if (!timer_at_ || *timer_at_ > at) {
@@ -457,8 +344,7 @@ void Switch::tick() {
   const bool up = nats_.connected();
   if (up != up_) nats_changed(up);
   if (up && ++ticks_ % kTicksPerHello == 1) say_hello();
-  const auto now = Clock::now();
-  std::erase_if(instances_, [&](const auto& kv) { return now - kv.second.seen > kInstanceGone; });
+  directory_.expire(Clock::now());  // an instance gone from /health
   directory_changed();
   log_unlogged();
 }
@@ -501,7 +387,7 @@ void Switch::nats_changed(bool up) {
     d->outgoing_ids.clear();
   }
   answers_out_.clear();
-  instances_.clear();
+  directory_.clear();
   directory_changed();
 }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cluster/inbound.hpp"
+#include "cluster/instance_directory.hpp"
 #include "cluster/nats_client.hpp"
 #include "cluster/portable.hpp"
 #include "cluster/stream_ledger.hpp"
@@ -97,13 +98,6 @@ class Switch {
     envelope::EnvelopeHeader request;
     Deadlines::iterator deadline;
   };
-  struct Instance {
-    nlohmann::json listed;  // as /health lists it
-    std::vector<std::string> domains;
-    Clock::time_point seen;
-    unsigned hellos;  // heard so far: a made-up instance, usually once
-  };
-
   void learn_plugins(const plugin::PluginSet& plugins);
   void subscribe_router();
   void subscribe_nats();
@@ -131,13 +125,8 @@ class Switch {
   std::size_t message_limit() const;
   // Takes the request `id` off the books; its header.
   std::optional<envelope::EnvelopeHeader> take_asked(std::uint64_t id);
-  // Whether an instance heard from lately runs `domain`.
-  bool someone_runs(const std::string& domain) const;
   void on_notification(const NatsMessage& m, std::uint64_t domain_id);
   void on_hello(const NatsMessage& m);
-  // Where the table of instances is full: forgets the instance heard once,
-  // longest ago. False when every one was heard more than once.
-  bool make_room();
   void hello_refused(const std::string& why);
   // The counts of refusals the log limits left unsaid once floods stop.
   void log_unlogged();
@@ -194,7 +183,7 @@ class Switch {
   bool up_ = false;
   bool ever_up_ = false;
   unsigned ticks_ = 0;
-  std::unordered_map<std::string, Instance> instances_;
+  InstanceDirectory directory_;
   std::string instances_written_;
   // Set by hellos, acted on at the end of the turn: a burst of hellos
   // costs one hello back and one look at the directory.

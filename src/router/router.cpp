@@ -20,11 +20,11 @@ Router::Router(ProcessLoop& loop, const Config& config)
       to_broker_(loop.outbox_to(Topology::kBroker)),
       managers_(loop.topology().managers()),
       least_loaded_(config.least_loaded),
+      ledger_(loop.topology().destinations()),
       held_limit_(config.outbox_limit) {
   const auto& topo = loop.topology();
   subscribed_.assign(topo.destinations(), false);
   group_of_.assign(topo.destinations(), 0);
-  in_flight_.assign(topo.destinations(), 0);
   for (std::uint32_t j = 0; j < topo.destinations(); ++j) {
     const auto slot = topo.destination_slot(j);
     to_manager_.push_back(&loop.outbox_to(slot));
@@ -45,7 +45,6 @@ Router::Router(ProcessLoop& loop, const Config& config)
     settle_unmatched();
     return false;
   });
-  unanswered_.reserve(4096);
   // Nobody is subscribed to this (possibly restarted) router yet.
   loop_.segment().header().managers_subscribed.store(0, std::memory_order_release);
   // After a restart of this process the managers are already running:
@@ -136,16 +135,7 @@ void Router::track_routed(const env::RoutedRequest& r) {
   }
   Taken taken{r.manager, r.request, 0};
   taken.direct = true;
-  keep(taken);
-}
-
-void Router::keep(const Taken& taken) {
-  auto [it, fresh] = unanswered_.try_emplace(key_of(taken.request), taken);
-  if (!fresh) {  // the same id again: the newer one counts
-    --in_flight_[it->second.manager];
-    it->second = taken;
-  }
-  ++in_flight_[taken.manager];
+  ledger_.keep(taken);
 }
 
 void Router::learn_routed() {
@@ -185,25 +175,20 @@ void Router::on_request(const env::EnvelopeHeader& h, std::span<const std::byte>
   if (least_loaded_ && subs.managers.size() > 1) {
     // The fewest requests in flight; ties keep the round-robin choice.
     for (const auto m : subs.managers)
-      if (in_flight_[m] < in_flight_[manager]) manager = m;
+      if (ledger_.in_flight(m) < ledger_.in_flight(manager)) manager = m;
   }
   const bool sent = to_manager_[manager]->emplace(record.size(), [&](std::byte* p) {
     std::memcpy(p, record.data(), record.size());
     env::stamp(*env::header_at(p), env::kStampRouterIn);
   });
-  if (sent) return keep(Taken{manager, h, to_manager_[manager]->last_position()});
+  if (sent) return ledger_.keep(Taken{manager, h, to_manager_[manager]->last_position()});
   refuse(h, "the manager is overloaded; retry later");
 }
 
 void Router::refuse(const env::EnvelopeHeader& h, const char* detail) {
   // Its notice, if it followed one that was kept, is answered too.
-  if (const auto it = unanswered_.find(key_of(h)); it != unanswered_.end()) forget(it);
+  ledger_.forget(key_of(h));
   if (!env::send_problem(reply_channel(h), h, 503, detail)) spdlog::error("reply channel full: a 503 was lost");
-}
-
-Router::Unanswered::iterator Router::forget(Unanswered::iterator it) {
-  --in_flight_[it->second.manager];
-  return unanswered_.erase(it);
 }
 
 void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply_to, bool learn) {
@@ -212,51 +197,27 @@ void Router::forget_answered(std::span<const std::byte> ids, std::uint16_t reply
 }
 
 void Router::forget_answer(const RequestKey& key, bool& listeners_read) {
-  auto it = unanswered_.find(key);
-  if (it == unanswered_.end() && key.reply_to == 0 && !listeners_read) {
+  if (ledger_.forget(key)) return;
+  if (key.reply_to == 0 && !listeners_read) {
     // Perhaps one its listener sent straight, its notice unread yet.
     listeners_read = true;
     learn_routed();
-    it = unanswered_.find(key);
-  }
-  if (it != unanswered_.end()) {
-    forget(it);
-    return;
+    if (ledger_.forget(key)) return;
   }
   // Perhaps one a manager sent straight (0028): settled once every ring
   // was read, never from inside a ring's reading.
   const auto& topo = loop_.topology();
-  if (topo.direct_between_managers() && topo.is_manager(key.reply_to)) unmatched_.push_back(key);
+  if (topo.direct_between_managers() && topo.is_manager(key.reply_to)) ledger_.defer(key);
 }
 
 void Router::settle_unmatched() {
-  // An asker's notice was written before its request, so before the
-  // answer that was read: reading the asker's ring after the answer finds
-  // it. Answers those readings bring up go to the next round, which reads
-  // their askers again; what is left after kSettleRounds waits for the
-  // next turn. One still unknown after its asker's ring was read was sent
-  // before this router started.
-  for (int round = 0; round < kSettleRounds && !unmatched_.empty(); ++round) {
-    const auto keys = std::move(unmatched_);
-    unmatched_.clear();
-    std::vector<std::uint16_t> read;  // askers whose rings this round read
-    for (const auto& key : keys) {
-      auto it = unanswered_.find(key);
-      if (it == unanswered_.end() && std::find(read.begin(), read.end(), key.reply_to) == read.end()) {
-        read.push_back(key.reply_to);
-        loop_.drain_from(key.reply_to);
-        it = unanswered_.find(key);
-      }
-      if (it != unanswered_.end()) forget(it);
-    }
-  }
+  if (ledger_.unsettled()) ledger_.settle([this](std::uint16_t asker) { loop_.drain_from(asker); });
 }
 
-std::unordered_set<Router::RequestKey, Router::RequestKeyHash> Router::untaken_requests_to(
-    std::uint32_t manager) const {
+RequestKeys Router::untaken_requests_to(std::uint32_t manager) const {
   const auto& topo = loop_.topology();
   const auto slot = topo.manager_slot(manager);
-  std::unordered_set<RequestKey, RequestKeyHash> untaken;
+  RequestKeys untaken;
   auto note_untaken = [&](const env::EnvelopeHeader& h) {
     if (h.kind == static_cast<std::uint8_t>(env::Kind::Request)) untaken.insert(key_of(h));
   };
@@ -282,100 +243,37 @@ void Router::on_manager_death(std::uint32_t manager) {
   // Requests still in its channels were never taken: its successor handles
   // them. The others it took, and their answers died with it.
   const auto untaken = untaken_requests_to(manager);
-  auto& out = *to_manager_[manager];
-  std::size_t answered = 0;
-  // Answers 503 for the request at `it`, which no process holds any more.
-  auto lost = [&](Unanswered::iterator it) {
-    const env::EnvelopeHeader request = it->second.request;
-    ++answered;
-    if (!env::send_problem(reply_channel(request), request, 503,
-                           "the process handling this request stopped; it is being restarted, retry"))
-      spdlog::error("reply channel full: a 503 was lost");
-    return forget(it);
-  };
-  std::vector<std::pair<std::uint64_t, RequestKey>> replays;  // by their first position: in arrival order
-  for (auto it = unanswered_.begin(); it != unanswered_.end();) {
-    const Taken& t = it->second;
-    if (t.manager != manager || untaken.count(it->first)) {
-      ++it;
-    } else if (!t.direct && (t.request.flags & env::kFlagReplay) && !t.replayed && !out.record_at(t.position).empty()) {
-      replays.emplace_back(t.position, it->first);
-      ++it;
-    } else {
-      it = lost(it);
-    }
-  }
-  // Behind what the dead manager never took, in the order they first came.
-  std::sort(replays.begin(), replays.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::byte> copy;
-  std::size_t replayed = 0;
-  for (const auto& [position, key] : replays) {
-    const auto it = unanswered_.find(key);
-    const auto rec = out.record_at(position);
-    copy.assign(rec.begin(), rec.end());  // the ring may move under a push
-    if (!copy.empty() && out.push(copy, transport::Admission::Answer)) {
-      it->second.replayed = true;
-      it->second.position = out.last_position();
-      ++replayed;
-    } else {
-      lost(it);
-    }
-  }
+  const auto orphans = ledger_.orphans_of(manager, untaken);
+  for (const auto& request : orphans.lost) answer_lost(request);
+  const auto replayed = replay(manager, orphans);
   spdlog::warn(
       "manager {} died: {} requests it had taken answered 503, {} handed to its successor again, {} it "
       "never took left for it",
-      manager, answered, replayed, untaken.size());
+      manager, orphans.lost.size() + orphans.replays.size() - replayed, replayed, untaken.size());
 }
 
-void Router::pushes_lost(std::uint64_t type) {
-  // Its subscribers would miss it without knowing: the broker closes them.
-  spdlog::warn("a push could not be queued: its WebSocket subscribers are closed");
-  auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
-  env::EnvelopeWriter w(lost);
-  w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(&type, 1)));
-  if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("cannot tell the broker a push was lost");
-}
-
-void Router::push_to_broker(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-      !to_broker_.push(record))
-    pushes_lost(h.event_type);
-}
-
-void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  if (h.request_id == 0) return push_to_broker(h, record);
-  const auto it = routes_.find(h.event_type);
-  if (it == routes_.end()) return;
-  auto& subs = it->second;
-  const auto n = subs.managers.size();
-  const auto start = subs.next_notify++;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto manager = subs.managers[(start + i) % n];
-    if (manager >= managers_ || group_of_[manager] != h.request_id) continue;
-    if (!to_manager_[manager]->push(record))
-      spdlog::error("manager {} channel full: a notification was dropped", manager);
-    return;
+std::size_t Router::replay(std::uint32_t manager, const InFlightLedger::Orphans& orphans) {
+  // Behind what the dead manager never took, in the order they first came.
+  auto& out = *to_manager_[manager];
+  std::vector<std::byte> copy;
+  std::size_t replayed = 0;
+  for (const auto& [position, key] : orphans.replays) {
+    const auto rec = out.record_at(position);
+    copy.assign(rec.begin(), rec.end());  // the ring may move under a push
+    if (!copy.empty() && out.push(copy, transport::Admission::Answer)) {
+      ledger_.replayed(key, out.last_position());
+      ++replayed;
+    } else {
+      answer_lost(ledger_.give_up(key));  // written over since: no process holds it
+    }
   }
+  return replayed;
 }
 
-void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  if (h.flags & env::kFlagFromCluster) return deliver_from_cluster(h, record);
-  push_to_broker(h, record);
-  auto it = routes_.find(h.event_type);
-  if (it == routes_.end()) return;  // no manager listens
-  // One replica of each domain, taking turns.
-  auto& subs = it->second;
-  const auto n = subs.managers.size();
-  const auto start = subs.next_notify++;
-  groups_seen_.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto manager = subs.managers[(start + i) % n];
-    const auto group = group_of_[manager];
-    if (std::find(groups_seen_.begin(), groups_seen_.end(), group) != groups_seen_.end()) continue;
-    groups_seen_.push_back(group);
-    if (!to_manager_[manager]->push(record))
-      spdlog::error("manager {} channel full: a notification was dropped", manager);
-  }
+void Router::answer_lost(const env::EnvelopeHeader& request) {
+  if (!env::send_problem(reply_channel(request), request, 503,
+                         "the process handling this request stopped; it is being restarted, retry"))
+    spdlog::error("reply channel full: a 503 was lost");
 }
 
 void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record) {

@@ -19,11 +19,11 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
+#include "router/in_flight_ledger.hpp"
 #include "runtime/config.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/successor_watch.hpp"
@@ -84,29 +84,6 @@ class Router {
   // channel go to the successor anyway.
   void on_manager_death(std::uint32_t manager);
 
-  // A request in flight to a manager is known by who asked (reply_to) and
-  // its id: ids are unique per asker.
-  struct RequestKey {
-    std::uint64_t id;
-    std::uint16_t reply_to;
-    bool operator==(const RequestKey&) const = default;
-  };
-  struct RequestKeyHash {
-    std::size_t operator()(const RequestKey& k) const { return k.id * 0x9E3779B97F4A7C15ULL ^ k.reply_to; }
-  };
-  static RequestKey key_of(const envelope::EnvelopeHeader& h) { return {h.request_id, h.reply_to}; }
-  struct Taken {
-    std::uint32_t manager;
-    envelope::EnvelopeHeader request;  // to answer it, should the manager die
-    std::uint64_t position;            // of its record in the manager's channel (Outbox::last_position)
-    bool replayed = false;             // handed to a successor once already
-    bool direct = false;               // sent by its listener or manager on a channel of its own (0027, 0028)
-  };
-  using Unanswered = std::unordered_map<RequestKey, Taken, RequestKeyHash>;
-  // Counts `taken` as in flight to its manager until answered.
-  void keep(const Taken& taken);
-  // Drops an answered (or given up) request; the next one.
-  Unanswered::iterator forget(Unanswered::iterator it);
   // `key` was answered: forgotten now, after reading the listeners' notices
   // if it is not known and a client's (unless `listeners_read`, which is
   // set once they are), or at the end of the turn if a manager's.
@@ -115,28 +92,27 @@ class Router {
   void refuse(const envelope::EnvelopeHeader& h, const char* detail);
   // What no process took of the requests to dead `manager`: in the
   // router's ring to it and in every listener's and manager's (0027, 0028).
-  std::unordered_set<RequestKey, RequestKeyHash> untaken_requests_to(std::uint32_t manager) const;
+  RequestKeys untaken_requests_to(std::uint32_t manager) const;
   // Forgets what managers answered to requests another manager sent
   // straight (0028) whose notices were unread then, reading the askers'
   // rings; called once every ring was read, never inside a reading.
   void settle_unmatched();
-  static constexpr int kSettleRounds = 4;
+  // Hands dead `manager`'s replays to its successor, in the order they
+  // came; one that cannot be is answered 503. How many were handed.
+  std::size_t replay(std::uint32_t manager, const InFlightLedger::Orphans& orphans);
+  void answer_lost(const envelope::EnvelopeHeader& request);
 
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;  // by destination: the managers, then the switch
   std::uint32_t managers_;                      // destinations before the switch
   std::unordered_map<std::uint64_t, Subscribers> routes_;
-  bool least_loaded_;  // EDRI_ROUTING=least_loaded
-  // Requests sent to a manager and not answered yet; in_flight_ counts
-  // them per manager (for least-loaded routing), kept in step by forget().
-  Unanswered unanswered_;
-  std::vector<std::uint32_t> in_flight_;
+  bool least_loaded_;                       // EDRI_ROUTING=least_loaded
+  InFlightLedger ledger_;                   // requests sent to a manager and not answered yet
   std::vector<std::uint64_t> group_of_;     // per manager: its domain id (replicas share it)
   std::vector<std::uint64_t> groups_seen_;  // scratch of fan_out
   std::vector<std::uint64_t> push_events_;  // notifications the broker wants (WebSocket pushes)
   bool learning_ = false;                   // learn_routed is reading the listeners' rings
-  std::vector<RequestKey> unmatched_;       // answered before their notices were read (settle_unmatched)
   std::vector<bool> subscribed_;
   std::uint32_t subscribed_count_ = 0;
   std::vector<std::vector<std::byte>> held_;
