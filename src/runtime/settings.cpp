@@ -241,12 +241,12 @@ std::vector<Setting> make_settings() {
        "media types whose answers are compressed, comma-separated; `type/*` stands for every subtype. Images, "
        "video, archives and fonts are compressed already: leave them out"},
       {"EDRI_COMPRESSION_GZIP_LEVEL", "`1`", parse::integer(&Config::compression_gzip_level, 1, 9),
-       "zlib's level for gzip answers (1..9): level 1 compresses a 1 MB JSON answer at 163 MB/s of input on one "
-       "core of a 2-vCPU VM (3.85:1), level 4 at 82 MB/s, level 6 at 41 MB/s (4.76:1); a manager serves no other "
-       "request of its domain meanwhile (docs/decisions/0034)"},
+       "zlib's level for gzip answers (1..9): level 1 compresses a 1 MB JSON answer at about 155 MB/s of input on "
+       "one core of a 2-vCPU VM (3.85:1), level 4 at 85 MB/s, level 6 at 41 MB/s (4.76:1); a manager serves no "
+       "other request of its domain meanwhile (docs/decisions/0034)"},
       {"EDRI_COMPRESSION_BROTLI_QUALITY", "`2`", parse::integer(&Config::compression_brotli_quality, 0, 11),
-       "brotli's quality for br answers (0..11): quality 2 compresses that answer at 181 MB/s (4.44:1), 4 at 72 MB/s; "
-       "11 is for files compressed ahead of time (a static file's `.br` sibling), never on the fly"},
+       "brotli's quality for br answers (0..11): quality 2 compresses that answer at about 155 MB/s (4.44:1), 4 at "
+       "70 MB/s; 11 is for files compressed ahead of time (a static file's `.br` sibling), never on the fly"},
       {"EDRI_STREAM_LOG", "`256`", parse::integer(&Config::stream_log, 0, 65536),
        "revisions of each live stream the broker keeps for a subscriber that resumes (`since`, `Last-Event-ID`); one "
        "from further back gets a snapshot"},
