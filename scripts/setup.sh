@@ -19,6 +19,8 @@ packages=(
   libprotobuf-dev protobuf-compiler python3-protobuf
   # bearer tokens for middleware (edri::jwt, docs/security.md)
   libjwt-dev
+  # compressed answers (docs/compression.md): gzip and brotli
+  libbrotli-dev zlib1g-dev
   # outbound HTTP from handlers, on the manager's loop (Context::fetch)
   libcurl4-openssl-dev
   # Postgres from handlers (src/database/, issue 37): libpq to build, the

@@ -59,6 +59,13 @@ enum Flags : std::uint16_t {
   // The router's death loses nothing of it: its answer and the books of
   // its crash answer do not pass there.
   kFlagDirect = 1u << 8,
+  // On a client's HTTP request, with EDRI_COMPRESSION on: its listener read
+  // Accept-Encoding (a compressible answer varies on it), and the coding
+  // it prefers of those the server makes, if any. The manager compresses
+  // the answer with that coding (docs/compression.md).
+  kFlagCodingAsked = 1u << 9,
+  kFlagCodingGzip = 1u << 10,
+  kFlagCodingBrotli = 1u << 11,
 };
 
 // Hop stamps, nanoseconds after t0_ns, written when kFlagTiming is set.

@@ -2,10 +2,10 @@
 
 namespace edri::grpc {
 
-void frame_prefix(std::string& out, std::size_t length) {
+void frame_prefix(std::string& out, std::size_t length, bool compressed) {
   const auto n = static_cast<std::uint32_t>(length);
-  const char prefix[kPrefixBytes] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                                     static_cast<char>(n >> 8), static_cast<char>(n)};
+  const char prefix[kPrefixBytes] = {static_cast<char>(compressed ? 1 : 0), static_cast<char>(n >> 24),
+                                     static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
   out.append(prefix, kPrefixBytes);
 }
 
@@ -26,14 +26,13 @@ MessageReader::Next MessageReader::next(std::string_view& message) {
   }
   if (held() < kPrefixBytes) return Next::NeedMore;
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + off_);
-  if (p[0] != 0) return Next::Compressed;
   const std::size_t len = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) | (std::size_t{p[3]} << 8) | p[4];
   if (len > max_) return Next::TooLarge;
   if (held() < kPrefixBytes + len) return Next::NeedMore;
   message = std::string_view(buf_).substr(off_ + kPrefixBytes, len);
   off_ += kPrefixBytes + len;
   consumed_ += kPrefixBytes + len;
-  return Next::Message;
+  return p[0] == 0 ? Next::Message : Next::Compressed;
 }
 
 bool MessageReader::partial() const {

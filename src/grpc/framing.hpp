@@ -16,23 +16,24 @@ inline constexpr std::size_t kPrefixBytes = 5;
 
 // Appends `payload` as one uncompressed message.
 void frame(std::string& out, std::string_view payload);
-// Appends the prefix of an uncompressed message of `length` bytes, which
-// the caller writes after it.
-void frame_prefix(std::string& out, std::size_t length);
+// Appends the prefix of a message of `length` bytes, which the caller
+// writes after it; `compressed`: its bytes are in the call's grpc-encoding.
+void frame_prefix(std::string& out, std::size_t length, bool compressed = false);
 
 class MessageReader {
  public:
   enum class Next : std::uint8_t {
     Message,     // next() filled `message`
     NeedMore,    // no whole message yet
-    Compressed,  // the flag says compressed: this server offers identity only
+    Compressed,  // next() filled `message`, whose flag says it is in the call's grpc-encoding
     TooLarge,    // the length passes max_message
   };
   explicit MessageReader(std::size_t max_message) : max_(max_message) {}
 
   void append(std::string_view bytes) { buf_.append(bytes); }
   // The next whole message, as a view valid until the next append() or
-  // next(); its bytes (prefix included) count as taken.
+  // next(); its bytes (prefix included) count as taken. A compressed
+  // message's limit is the caller's to apply once it is inflated.
   Next next(std::string_view& message);
   // Bytes appended and not yet given out as a message.
   std::size_t held() const { return buf_.size() - off_; }

@@ -11,6 +11,8 @@ void GrpcCall::clear() {
   deadline.reset();
   messages = 0;
   client_done = false;
+  gzip_in = false;
+  gzip_out = false;
   body = nullptr;
   finished = false;
   taking = false;

@@ -62,6 +62,8 @@ struct GrpcCall {
   std::optional<Deadlines::iterator> deadline;
   std::size_t messages = 0;    // taken from the client so far
   bool client_done = false;    // the client half-closed
+  bool gzip_in = false;        // its messages may come gzipped (grpc-encoding: gzip)
+  bool gzip_out = false;       // its answers may go gzipped (grpc-accept-encoding names gzip)
   QueuedBody* body = nullptr;  // the answer's body once its head went (owned by the session)
   bool finished = false;       // the trailers are queued
   bool taking = false;         // GrpcFront is taking its messages

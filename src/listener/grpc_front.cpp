@@ -10,7 +10,9 @@
 #include "grpc/framing.hpp"
 #include "grpc/health/v1/health.pb.h"
 #include "grpc/timeout.hpp"
+#include "http/content_coding.hpp"
 #include "http/field_text.hpp"
+#include "listener/grpc_coding.hpp"
 #include "listener/header_lines.hpp"
 #include "listener/json_value.hpp"
 
@@ -21,8 +23,6 @@ using grpc::Code;
 using Method = GrpcCall::Method;
 
 namespace {
-
-constexpr std::string_view kAcceptEncoding = "grpc-accept-encoding: identity\r\n";
 
 bool is_reflection(std::string_view path) {
   return path == "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo" ||
@@ -98,10 +98,9 @@ void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head
   if (m == Method::Call && path != "/edri.v1.Edri/Call")
     return finish(w, Code::Unimplemented, "no method " + std::string(path) + " on this server");
   if (head.method != HTTP_POST) return finish(w, Code::Unimplemented, "gRPC calls are POST requests");
-  const std::string_view encoding = head.header("grpc-encoding");
-  if (!encoding.empty() && encoding != "identity")
+  if (!agree_encodings(config_, head, call))
     return finish(w, Code::Unimplemented,
-                  "grpc-encoding " + std::string(encoding) + " is not supported: identity only");
+                  "grpc-encoding " + std::string(head.header("grpc-encoding")) + " is not supported");
   if (const std::string_view t = head.header("grpc-timeout"); !t.empty()) {
     const auto timeout = grpc::parse_timeout(t);
     if (!timeout) return finish(w, Code::InvalidArgument, "a malformed grpc-timeout: " + std::string(t));
@@ -158,7 +157,7 @@ void GrpcFront::take_messages(Connection& c, Where w) {
     const auto next = call.reader.next(message);
     if (next == grpc::MessageReader::Next::NeedMore) break;
     if (next == grpc::MessageReader::Next::Compressed)
-      fail(w, Code::Internal, "a compressed message, and no grpc-encoding was agreed");
+      take_compressed(c, w, message);
     else if (next == grpc::MessageReader::Next::TooLarge)
       fail(w, Code::ResourceExhausted, "a message larger than EDRI_MAX_BODY_SIZE");
     else
@@ -175,6 +174,19 @@ void GrpcFront::take_messages(Connection& c, Where w) {
   if (call.reader.held() > 0 && room()) return fail(w, Code::Internal, "the stream ended inside a message");
   if (!call.streams() && call.messages == 0) return finish(w, Code::Internal, "a unary call ended without its message");
   finish_if_drained(w);
+}
+
+void GrpcFront::take_compressed(Connection& c, Where w, std::string_view bytes) {
+  if (!w.call.gzip_in) return fail(w, Code::Internal, "a compressed message, and no grpc-encoding was agreed");
+  // Bounded after inflation: a small message that inflates past the limit
+  // costs the limit, no more.
+  std::string message;
+  switch (http::gunzip(bytes, config_.max_body_size, message)) {
+    case http::Inflated::Ok: return on_message(c, w, message);
+    case http::Inflated::TooLarge: return fail(w, Code::ResourceExhausted, "a message larger than EDRI_MAX_BODY_SIZE");
+    case http::Inflated::Corrupt: break;
+  }
+  fail(w, Code::Internal, "a compressed message that is not gzip");
 }
 
 void GrpcFront::on_message(Connection& c, Where w, std::string_view bytes) {
@@ -325,7 +337,7 @@ void GrpcFront::deliver(Connection& c, std::uint32_t seq, int status, std::strin
     std::string_view k, val;
     while (kv.next(k, val)) (*ev.mutable_meta())[std::string(k)] = std::string(val);
   }
-  pending->framed = framed(ev);
+  pending->framed = coded_message(config_, *call, framed(ev));
   pending->ready = true;
   std::string out;
   link->grpc().take_ready(*call, out);
@@ -346,7 +358,7 @@ void GrpcFront::typed_answer(Where w, int status, std::string_view content_type,
   if (!services_.answer_message(*w.call.typed, body, message, error)) return finish(w, Code::Internal, error);
   std::string out;
   grpc::frame(out, message);
-  send_message(w, std::move(out), metadata_lines(v));
+  send_message(w, coded_message(config_, w.call, std::move(out)), metadata_lines(v));
   finish(w, Code::Ok, {});
 }
 
@@ -415,8 +427,7 @@ void GrpcFront::send_message(Where w, std::string framed_messages, std::string_v
   auto body = std::make_unique<QueuedBody>(w.stream, w.link.woken());
   body->add(std::move(framed_messages));
   w.call.body = body.get();
-  if (metadata.empty()) return w.link.grpc_respond(w.stream, kAcceptEncoding, std::move(body));
-  w.link.grpc_respond(w.stream, std::string(kAcceptEncoding).append(metadata), std::move(body));
+  w.link.grpc_respond(w.stream, grpc_head_lines(config_, w.call).append(metadata), std::move(body));
 }
 
 void GrpcFront::fail(Where w, Code code, std::string_view message) {
@@ -452,7 +463,7 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
     return w.link.grpc_resume(w.stream);
   }
   // Trailers-Only: one HEADERS frame that ends the stream.
-  w.link.grpc_respond(w.stream, std::string(kAcceptEncoding) + trailers, nullptr);
+  w.link.grpc_respond(w.stream, std::string(grpc_accept_line(config_)) + trailers, nullptr);
 }
 
 void GrpcFront::closed(Connection& c, std::int32_t stream) {

@@ -78,6 +78,9 @@ class GrpcFront {
     GrpcCall& call;
   };
   void take_messages(Connection& c, Where w);
+  // A message with the compressed flag: inflated within EDRI_MAX_BODY_SIZE
+  // where the call agreed gzip, else the call fails.
+  void take_compressed(Connection& c, Where w, std::string_view bytes);
   void on_message(Connection& c, Where w, std::string_view bytes);
   void health(Where w, std::string_view bytes);
   void reflection(Where w, std::string_view bytes);

@@ -13,6 +13,7 @@
 #include <edri/problem.hpp>
 
 #include "envelope/body.hpp"
+#include "http/content_coding.hpp"
 #include "http/field_text.hpp"
 #include "listener/upload_file.hpp"
 #include "listener/websocket_front.hpp"
@@ -37,6 +38,18 @@ bool read_file(const std::string& path, std::string& out) {
 }
 
 constexpr unsigned bit(Method m) { return 1u << static_cast<unsigned>(m); }
+
+// What the manager compresses a compressible answer with: the coding
+// Accept-Encoding prefers (docs/compression.md). Chosen here, where the
+// request's headers are; the compressing is the manager's.
+std::uint16_t coding_flags(std::string_view accept_encoding) {
+  switch (http::choose_coding(accept_encoding)) {
+    case http::Coding::Brotli: return env::kFlagCodingAsked | env::kFlagCodingBrotli;
+    case http::Coding::Gzip: return env::kFlagCodingAsked | env::kFlagCodingGzip;
+    case http::Coding::Identity: break;
+  }
+  return env::kFlagCodingAsked;
+}
 
 }  // namespace
 
@@ -69,6 +82,7 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
   }
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
+  static_files_.serve_precompressed(config.compression);
 }
 
 void HttpFront::check_routes(const Config& config, const plugin::PluginSet& plugins) {
@@ -304,6 +318,7 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
   auto h = sender_.origin_header(c, env::Kind::Request, target.event_type, seq);
   if (target.replay) h.flags |= env::kFlagReplay;
   if (config_.server_timing) h.flags |= env::kFlagTiming;
+  if (config_.compression) h.flags |= coding_flags(req.header("accept-encoding"));
   env::EnvelopeWriter w(h);
   const auto params = m.path_params();
   if (!decoded_params_.empty())

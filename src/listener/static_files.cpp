@@ -169,9 +169,42 @@ std::optional<StaticFiles::Answer> StaticFiles::serve(std::string_view path, con
     if (!::realpath(file.c_str(), resolved)) continue;
     const std::string canonical = resolved;
     if (canonical.rfind(m.root + "/", 0) != 0) return std::nullopt;
-    if (auto a = serve_file(canonical, Conditions::of(req))) return a;
+    if (auto a = serve_variant(canonical, m.root, req)) return a;
   }
   return std::nullopt;
+}
+
+std::optional<StaticFiles::Answer> StaticFiles::serve_variant(const std::string& file, const std::string& root,
+                                                              const http::HttpRequest& req) const {
+  const Conditions conditions = Conditions::of(req);
+  const http::CodingSet siblings = precompressed_ ? siblings_of(file, root) : 0;
+  if (!siblings) return serve_file(file, conditions);
+  // A Range counts the identity's bytes: it never gets a sibling's.
+  const http::Coding coding =
+      conditions.range.empty() ? http::choose_coding(req.header("accept-encoding"), siblings) : http::Coding::Identity;
+  auto a = coding == http::Coding::Identity
+               ? serve_file(file, conditions)
+               : serve_file(file + sibling_suffix(coding), conditions, content_type_for(file));
+  if (!a) return a;
+  a->headers += "Vary: Accept-Encoding\r\n";
+  if (coding != http::Coding::Identity && a->status != 304)
+    a->headers.append("Content-Encoding: ").append(http::coding_token(coding)).append("\r\n");
+  return a;
+}
+
+const char* StaticFiles::sibling_suffix(http::Coding coding) { return coding == http::Coding::Brotli ? ".br" : ".gz"; }
+
+http::CodingSet StaticFiles::siblings_of(const std::string& file, const std::string& root) {
+  // A sibling is a regular file inside the mount, as the file itself is.
+  auto present = [&](http::Coding coding) {
+    char resolved[PATH_MAX];
+    struct stat st {};
+    const std::string sibling = file + sibling_suffix(coding);
+    return ::realpath(sibling.c_str(), resolved) && std::string_view(resolved).starts_with(root + "/") &&
+           ::stat(resolved, &st) == 0 && S_ISREG(st.st_mode);
+  };
+  return (present(http::Coding::Gzip) ? http::kOffersGzip : 0) |
+         (present(http::Coding::Brotli) ? http::kOffersBrotli : 0);
 }
 
 StaticFiles::Conditions StaticFiles::Conditions::of(const http::HttpRequest& req) {

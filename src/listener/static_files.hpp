@@ -7,7 +7,9 @@
 // honour If-None-Match / If-Modified-Since (304) and a single byte Range
 // (206, or 416). A directory serves its index.html. Bodies stay on disk:
 // the answer carries the open file, which the connection sends with
-// sendfile, so a large file costs no memory.
+// sendfile, so a large file costs no memory. With precompressed siblings
+// on (EDRI_COMPRESSION), a file's `name.br` or `name.gz` is served in its
+// stead to a client that accepts that coding (docs/compression.md).
 #pragma once
 
 #include <optional>
@@ -15,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "http/content_coding.hpp"
 #include "http/request_parser.hpp"
 #include "listener/file_body.hpp"
 
@@ -41,6 +44,8 @@ class StaticFiles {
   // directory. Longer prefixes are tried first.
   void mount(std::string url_prefix, const std::string& folder);
   bool empty() const { return mounts_.empty(); }
+  // Serve `name.br` / `name.gz` for `name` where they exist.
+  void serve_precompressed(bool on) { precompressed_ = on; }
 
   // The answer for a GET/HEAD of `path`, or nothing if no mount has it.
   std::optional<Answer> serve(std::string_view path, const http::HttpRequest& req) const;
@@ -58,7 +63,16 @@ class StaticFiles {
     std::string prefix;  // always ends with '/'
     std::string root;    // canonical, no trailing '/'
   };
+  // The file at `file` (canonical, under the mount `root`), or the sibling
+  // in the coding the client prefers, with its own length and ETag, the
+  // file's type, and Vary: Accept-Encoding.
+  std::optional<Answer> serve_variant(const std::string& file, const std::string& root,
+                                      const http::HttpRequest& req) const;
+  static const char* sibling_suffix(http::Coding coding);
+  static http::CodingSet siblings_of(const std::string& file, const std::string& root);
+
   std::vector<Mount> mounts_;
+  bool precompressed_ = false;
 };
 
 }  // namespace edri::listener

@@ -11,6 +11,7 @@
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
 #include "http/multipart.hpp"
+#include "manager/answer_compression.hpp"
 #include "manager/answer_head.hpp"
 #include "manager/mapped_upload.hpp"
 
@@ -358,6 +359,7 @@ void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
       return;
     }
   }
+  compress_answer(config_, request, resp);
   env::EnvelopeWriter w(answer_header(request, resp.status));
   add_head(w, resp);
   if (const auto* file = std::get_if<FileBody>(&resp.body)) w.text(env::SectionType::File, file->path);

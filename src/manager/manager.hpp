@@ -23,6 +23,7 @@
 
 #include "database/open_database.hpp"
 #include "envelope/envelope.hpp"
+#include "http/content_coding.hpp"
 #include "http/multipart.hpp"
 #include "manager/coroutines.hpp"
 #include "manager/http_client.hpp"
@@ -123,16 +124,20 @@ class Manager final : public Context {
   struct OpenStream {
     envelope::EnvelopeHeader request;
     BodyProducer next;
-    std::uint64_t credit;  // bytes the client's listener takes now
-    std::int64_t length;   // declared Content-Length, or -1
-    std::uint64_t sent = 0;
+    std::uint64_t credit;    // bytes the client's listener takes now
+    std::int64_t length;     // declared Content-Length, or -1
+    std::uint64_t sent = 0;  // bytes the producer made
     std::chrono::steady_clock::time_point last_credit;
+    std::unique_ptr<http::Encoder> encoder;  // null: the pieces go as they are made
   };
   void open_stream(const envelope::EnvelopeHeader& request, Response& resp);
   // Makes pieces of stream `id` while its credit lasts.
   void pump(std::uint64_t id);
   // The listener granted credit or cancelled.
   void on_stream_control(const envelope::EnvelopeView& v);
+  // The piece the producer made (piece_) as it goes out: through the
+  // stream's encoder, flushed, so the client can use it at once.
+  std::string_view coded_piece(OpenStream& s, bool more);
   // One piece after the head; false when it could not be queued.
   bool send_piece(const OpenStream& s, std::string_view bytes, std::uint16_t flags);
   // Runs the producer to its end into one body (an asker that takes no
@@ -187,6 +192,7 @@ class Manager final : public Context {
   std::unordered_map<std::uint64_t, OpenStream> streams_;  // by request id
   std::vector<std::uint64_t> idle_streams_;                // producers that made nothing: asked again soon
   std::string piece_;                                      // scratch
+  std::string coded_;                                      // scratch: piece_ encoded
   EventLoop::Timer stream_timer_;
   bool stream_timer_armed_ = false;
   // Context::after (and sleep()): what is due, in order, and one timer

@@ -8,6 +8,7 @@
 #include "envelope/control.hpp"
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
+#include "manager/answer_compression.hpp"
 #include "manager/answer_head.hpp"
 #include "manager/manager.hpp"
 
@@ -17,19 +18,22 @@ namespace env = edri::envelope;
 
 void Manager::open_stream(const env::EnvelopeHeader& request, Response& resp) {
   auto& stream = std::get<StreamBody>(resp.body);
+  auto encoder = stream_encoder(config_, request, resp);
+  const std::int64_t declared = stream.length ? static_cast<std::int64_t>(*stream.length) : -1;
   env::EnvelopeWriter w(answer_header(request, resp.status));
   add_head(w, resp);
+  // An encoded body's length is known at its end only: chunked.
   const env::StreamHead head{static_cast<std::uint16_t>(loop_.slot()), 0,
-                             static_cast<std::uint32_t>(config_.stream_window),
-                             stream.length ? static_cast<std::int64_t>(*stream.length) : -1};
+                             static_cast<std::uint32_t>(config_.stream_window), encoder ? -1 : declared};
   w.raw(env::SectionType::Stream, std::as_bytes(std::span<const env::StreamHead>(&head, 1)));
   if (!env::send(to_router_, w, transport::Admission::Answer)) {
     (void)env::send_problem(to_router_, request, 500, "the streamed answer's head does not fit a record");
     return;
   }
   // The listener may take a window's worth before its first credit.
-  streams_.insert_or_assign(request.request_id, OpenStream{request, std::move(stream.next), config_.stream_window,
-                                                           head.length, 0, std::chrono::steady_clock::now()});
+  streams_.insert_or_assign(request.request_id,
+                            OpenStream{request, std::move(stream.next), config_.stream_window, declared, 0,
+                                       std::chrono::steady_clock::now(), std::move(encoder)});
   pump(request.request_id);
   if (!stream_timer_armed_ && !streams_.empty()) {
     stream_timer_armed_ = true;
@@ -44,8 +48,10 @@ void Manager::pump(std::uint64_t id) {
     piece_.clear();
     bool more = false;
     bool failed = false;
+    std::string_view out;
     try {
       more = s.next(piece_);
+      out = coded_piece(s, more);
     } catch (const std::exception& e) {
       spdlog::error("the producer of a streamed answer threw: {}", e.what());
       failed = true;
@@ -74,19 +80,32 @@ void Manager::pump(std::uint64_t id) {
       }
       return;
     }
-    if (!send_piece(s, piece_, more ? 0 : env::kFlagStreamEnd)) {
+    if (!send_piece(s, out, more ? 0 : env::kFlagStreamEnd)) {
       spdlog::error("a piece of streamed answer {} could not be queued: the stream ends short", id);
       (void)send_piece(s, {}, env::kFlagStreamEnd | env::kFlagStreamAbort);
       streams_.erase(it);
       return;
     }
     s.sent = total;
-    s.credit -= std::min<std::uint64_t>(s.credit, piece_.size());
+    // The listener grants back the bytes the client took: the coded ones.
+    s.credit -= std::min<std::uint64_t>(s.credit, out.size());
     if (!more) {
       streams_.erase(it);
       return;
     }
   }
+}
+
+std::string_view Manager::coded_piece(OpenStream& s, bool more) {
+  // A producer with nothing yet is asked again: nothing to flush.
+  if (!s.encoder || (more && piece_.empty())) return piece_;
+  coded_.clear();
+  s.encoder->write(piece_, coded_);
+  if (more)
+    s.encoder->flush(coded_);
+  else
+    s.encoder->finish(coded_);
+  return coded_;
 }
 
 bool Manager::send_piece(const OpenStream& s, std::string_view bytes, std::uint16_t flags) {

@@ -121,8 +121,23 @@ struct Config {
   std::size_t websocket_max_message = 512 * 1024;  // EDRI_WEBSOCKET_MAX_MESSAGE (bytes; larger: close 1009)
   std::uint32_t websocket_max_subscriptions = 64;  // EDRI_WEBSOCKET_MAX_SUBSCRIPTIONS per connection
   bool websocket_deflate = false;                  // EDRI_WEBSOCKET_DEFLATE: offer permessage-deflate (RFC 7692)
-  std::uint32_t stream_log = 256;                  // EDRI_STREAM_LOG: revisions kept per live stream for `since`
-  std::size_t stream_max_bytes = 256u << 10;       // EDRI_STREAM_MAX_BYTES: a live stream's state or patch, as JSON
+  // Compressed answers (docs/compression.md, docs/decisions/0034).
+  bool compression = true;                        // EDRI_COMPRESSION
+  std::size_t compression_min_size = 1024;        // EDRI_COMPRESSION_MIN_SIZE: bytes; smaller bodies go as they are
+  std::vector<std::string> compression_types = {  // EDRI_COMPRESSION_TYPES
+      "text/*",
+      "application/json",
+      "application/problem+json",
+      "application/ld+json",
+      "application/manifest+json",
+      "application/javascript",
+      "application/xml",
+      "application/wasm",
+      "image/svg+xml"};
+  int compression_gzip_level = 1;             // EDRI_COMPRESSION_GZIP_LEVEL (zlib's 1..9)
+  int compression_brotli_quality = 2;         // EDRI_COMPRESSION_BROTLI_QUALITY (0..11)
+  std::uint32_t stream_log = 256;             // EDRI_STREAM_LOG: revisions kept per live stream for `since`
+  std::size_t stream_max_bytes = 256u << 10;  // EDRI_STREAM_MAX_BYTES: a live stream's state or patch, as JSON
   std::uint32_t stream_send_buffer =
       32u << 10;                       // EDRI_STREAM_SEND_BUFFER: SO_SNDBUF of a stream subscriber (0: the kernel's)
   std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes of a domain that declared none (0: 1)

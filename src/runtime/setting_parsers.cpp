@@ -325,6 +325,39 @@ Binding address_ranges(std::vector<std::string> Config::*member) {
           [=](const Config& c) { return join(c.*member); }};
 }
 
+namespace {
+
+// type/subtype, or type/* for every subtype, in a token's characters
+// (RFC 9110 5.6.2).
+bool is_media_type_pattern(std::string_view t) {
+  const auto slash = t.find('/');
+  if (slash == 0 || slash == std::string_view::npos || slash + 1 == t.size()) return false;
+  auto token = [](std::string_view part) {
+    return std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$&-^_.+").find(c) != std::string_view::npos;
+    });
+  };
+  const auto subtype = t.substr(slash + 1);
+  return token(t.substr(0, slash)) && (subtype == "*" || token(subtype));
+}
+
+}  // namespace
+
+Binding media_types(std::vector<std::string> Config::*member) {
+  Binding b{[=](Config& c, const EnvValue& v) {
+              std::vector<std::string> types = comma_list(v.text);
+              for (auto& t : types) {
+                std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
+                if (!is_media_type_pattern(t)) invalid(v, "'" + t + "' is not a media type (type/subtype or type/*)");
+              }
+              c.*member = std::move(types);
+            },
+            [=](const Config& c) { return join(c.*member); }};
+  b.empty_is_a_value = true;  // set but empty: no type is compressed
+  return b;
+}
+
 Binding count_or_auto(std::uint32_t Config::*member, bool Config::*is_auto, std::uint32_t min, std::uint32_t max) {
   return {[=](Config& c, const EnvValue& v) {
             c.*is_auto = v.text == "auto";

@@ -128,6 +128,8 @@ Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config
                        std::uint32_t max);
 // NATS server URLs, ',' separated: nats:// or tls://, [user[:password]@]host[:port].
 Binding nats_urls(std::string Config::*member);
+// Media types, ',' separated, lower-cased: "type/subtype" or "type/*".
+Binding media_types(std::vector<std::string> Config::*member);
 // A value --print-config does not show (it shows `(set)`).
 Binding secret(std::string Config::*member);
 Binding cpu_placement();  // Config::placement and, for a list, Config::cpus

@@ -225,6 +225,28 @@ std::vector<Setting> make_settings() {
        "offer permessage-deflate (RFC 7692) to WebSocket clients. The server compresses each message alone "
        "(server_no_context_takeover), so a push or a stream's revision is compressed once for every subscriber that "
        "agreed, and asks for a 1 KiB window for what clients send (client_max_window_bits=10)"},
+      {"EDRI_COMPRESSION", "`1`", parse::flag(&Config::compression),
+       "compress answers for clients that accept it (docs/compression.md): a handler's body of a compressible type "
+       "and at least `EDRI_COMPRESSION_MIN_SIZE` bytes, streamed answers included, by `Accept-Encoding` (brotli or "
+       "gzip, with `Vary: Accept-Encoding`), in the manager that made it; a static file's `.br` or `.gz` sibling; "
+       "gRPC messages with `grpc-encoding: gzip`. `0`: no answer is compressed and none of these is offered "
+       "(docs/decisions/0034)"},
+      {"EDRI_COMPRESSION_MIN_SIZE", "`1024`", parse::integer(&Config::compression_min_size, 0, kTiB),
+       "bytes below which a body goes uncompressed (a gRPC message too): under about a kilobyte the saving is a "
+       "packet or less, and the codings' headers eat part of it"},
+      {"EDRI_COMPRESSION_TYPES",
+       "`text/*,application/json,application/problem+json,application/ld+json,application/manifest+json,"
+       "application/javascript,application/xml,application/wasm,image/svg+xml`",
+       parse::media_types(&Config::compression_types),
+       "media types whose answers are compressed, comma-separated; `type/*` stands for every subtype. Images, "
+       "video, archives and fonts are compressed already: leave them out"},
+      {"EDRI_COMPRESSION_GZIP_LEVEL", "`1`", parse::integer(&Config::compression_gzip_level, 1, 9),
+       "zlib's level for gzip answers (1..9): level 1 compresses a 1 MB JSON answer at about 155 MB/s of input on "
+       "one core of a 2-vCPU VM (3.85:1), level 4 at 85 MB/s, level 6 at 41 MB/s (4.76:1); a manager serves no "
+       "other request of its domain meanwhile (docs/decisions/0034)"},
+      {"EDRI_COMPRESSION_BROTLI_QUALITY", "`2`", parse::integer(&Config::compression_brotli_quality, 0, 11),
+       "brotli's quality for br answers (0..11): quality 2 compresses that answer at about 155 MB/s (4.44:1), 4 at "
+       "70 MB/s; 11 is for files compressed ahead of time (a static file's `.br` sibling), never on the fly"},
       {"EDRI_STREAM_LOG", "`256`", parse::integer(&Config::stream_log, 0, 65536),
        "revisions of each live stream the broker keeps for a subscriber that resumes (`since`, `Last-Event-ID`); one "
        "from further back gets a snapshot"},

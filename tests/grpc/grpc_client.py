@@ -49,6 +49,15 @@ def outcome(call, ev, **kw):
         return {"code": e.code().name, "details": e.details()}
 
 
+def scenario_compression():
+    """gzip on the channel: requests compressed, answers taken compressed."""
+    with grpc.insecure_channel(f"127.0.0.1:{PORT}", compression=grpc.Compression.Gzip) as ch:
+        call = unary(ch)
+        name = json.dumps({"name": "x" * 3000}).encode()
+        return {"hello": outcome(call, Event(type="hello", body=name, id=1)),
+                "counted": outcome(call, Event(type="counted", body=json.dumps({"n": 20000}).encode(), id=2))}
+
+
 def scenario_unary():
     with channel() as ch:
         call = unary(ch)

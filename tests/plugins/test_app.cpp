@@ -150,6 +150,38 @@ void reg(edri::Registry& r) {
                                         {"kept", kept}});
          },
          {edri::Field("X-Keep-To").in_header().string().optional()});
+  // Compressible answers (docs/compression.md). /text/{n}: n bytes of
+  // numbered lines of text, with a strong ETag; /text-stream/{n}: the same
+  // streamed in 4 KiB pieces; /text-encoded/{n}: the same, encoded by the
+  // handler already; /png/{n}: n bytes of an image type.
+  auto text = [](long n) {
+    std::string out;
+    for (long line = 0; static_cast<long>(out.size()) < n; ++line)
+      out += "line " + std::to_string(line) + ": the quick brown fox jumps over the lazy dog " +
+             std::to_string(line * 7919 % 10007) + "\n";
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+  };
+  r.get("/text/{n:int}", "test.text", [text](const edri::Request& req, edri::Context&) {
+    return edri::Response::text(text(req.int_param("n"))).header("ETag", "\"t1\"");
+  });
+  r.get("/text-stream/{n:int}", "test.text_stream", [text](const edri::Request& req, edri::Context&) {
+    auto body = std::make_shared<std::string>(text(req.int_param("n")));
+    auto at = std::make_shared<std::size_t>(0);
+    return edri::Response::stream(
+        [body, at](std::string& out) {
+          out.append(*body, *at, 4096);
+          *at = std::min(body->size(), *at + 4096);
+          return *at < body->size();
+        },
+        "text/plain; charset=utf-8", body->size());
+  });
+  r.get("/text-encoded/{n:int}", "test.text_encoded", [text](const edri::Request& req, edri::Context&) {
+    return edri::Response::text(text(req.int_param("n"))).header("Content-Encoding", "x-test");
+  });
+  r.get("/png/{n:int}", "test.png", [text](const edri::Request& req, edri::Context&) {
+    return edri::Response::bytes(text(req.int_param("n")), "image/png");
+  });
   // Streamed answers. /stream/{n}/{piece}: n bytes (byte i is i % 251) in
   // pieces of `piece` bytes, chunked; GET /stream-pieces says how many
   // pieces all producers made so far.

@@ -40,6 +40,13 @@ TEST_CASE("gRPC framing: compressed and oversized messages are told apart", "[gr
   std::string_view m;
   r.append(std::string("\1\0\0\0\1x", 6));
   CHECK(r.next(m) == MessageReader::Next::Compressed);
+  CHECK(m == "x");
+  std::string wire;
+  frame_prefix(wire, 2, true);
+  wire += "yz";
+  r.append(wire);
+  CHECK(r.next(m) == MessageReader::Next::Compressed);
+  CHECK(m == "yz");
   MessageReader big(10);
   big.append(std::string("\0\0\0\0\13", 5));  // 11 bytes announced: refused before they come
   CHECK(big.next(m) == MessageReader::Next::TooLarge);
