@@ -44,27 +44,32 @@ void Answers::on_response(const env::EnvelopeView& v) {
     if (blob_lost) return grpc_->refused(*c, h.origin_stream, 502, "the answer's body was lost on the way");
     return grpc_->answer(*c, v, blob ? blob.view() : v.text(env::SectionType::Body));
   }
-  if (!c->answers().slot(h.origin_stream)) return;
+  deliver(c->answers(), v, std::move(blob), blob_lost);
+}
+
+void Answers::deliver(AnswerSink& sink, const env::EnvelopeView& v, transport::BlobLease blob, bool blob_lost) {
+  const auto& h = v.header;
+  if (!sink.slot(h.origin_stream)) return;
   if (blob_lost)
-    return problem(*c, h.origin_stream, 502, "the answer's body was lost on the way (a process restarted)");
+    return problem(sink, h.origin_stream, 502, "the answer's body was lost on the way (a process restarted)");
   collect_headers(v);
   if (v.has(env::SectionType::Stream)) {
     env::StreamHead sh{};
     const auto sec = v.section(env::SectionType::Stream);
-    if (sec.size() != sizeof sh) return problem(*c, h.origin_stream, 502, "a malformed streamed answer");
+    if (sec.size() != sizeof sh) return problem(sink, h.origin_stream, 502, "a malformed streamed answer");
     std::memcpy(&sh, sec.data(), sizeof sh);
-    return reply_stream(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), sh, h.request_id,
+    return reply_stream(sink, h.origin_stream, h.status, v.text(env::SectionType::ContentType), sh, h.request_id,
                         extra_headers_);
   }
-  if (v.has(env::SectionType::File)) return reply_file(*c, v);
+  if (v.has(env::SectionType::File)) return reply_file(sink, v);
   if (blob) {
     // Sent from the blob area's mapping, never copied into this process;
     // freed once the socket took it or when the connection goes.
     const std::size_t length = blob.view().size();
-    return reply_body(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), length,
+    return reply_body(sink, h.origin_stream, h.status, v.text(env::SectionType::ContentType), std::move(blob), length,
                       extra_headers_);
   }
-  reply(*c, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
+  reply(sink, h.origin_stream, h.status, v.text(env::SectionType::ContentType), v.text(env::SectionType::Body),
         extra_headers_);
 }
 
@@ -87,23 +92,22 @@ void Answers::collect_headers(const env::EnvelopeView& v) {
   if (n > 0) extra_headers_.append(buf, static_cast<std::size_t>(std::min(n, int(sizeof buf) - 1)));
 }
 
-void Answers::reply_file(Connection& c, const env::EnvelopeView& v) {
+void Answers::reply_file(AnswerSink& sink, const env::EnvelopeView& v) {
   // The handler answered with a file: sent from here, from disk.
   const auto& h = v.header;
   const std::string path(v.text(env::SectionType::File));
-  auto a = StaticFiles::serve_file(path, c.answers().slot(h.origin_stream)->conditions,
-                                   v.text(env::SectionType::ContentType));
+  auto a = StaticFiles::serve_file(path, sink.slot(h.origin_stream)->conditions, v.text(env::SectionType::ContentType));
   if (!a) {
     spdlog::error("a handler answered with the file {}, which cannot be read", path);
     return problem(
-        c, h.origin_stream, 500,
+        sink, h.origin_stream, 500,
         config_.production ? "the answer's file cannot be read" : "the answer's file cannot be read: " + path);
   }
   // A handler's own status stands, unless the file answer is partial or
   // conditional (206, 304, 416).
   if (a->status == 200) a->status = h.status;
   extra_headers_ += a->headers;
-  reply_static(c, h.origin_stream, std::move(*a), extra_headers_);
+  reply_static(sink, h.origin_stream, std::move(*a), extra_headers_);
 }
 
 void Answers::on_stream_piece(const env::EnvelopeView& v) {
@@ -131,14 +135,13 @@ void Answers::compose_headers(const SlotInfo& info, int status, std::string_view
   composed_ += response_headers_.lines();
 }
 
-void Answers::reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
-                    std::string_view headers) {
-  reply_body(c, seq, status, content_type, body, body.size(), headers);
+void Answers::reply(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
+                    std::string_view body, std::string_view headers) {
+  reply_body(sink, seq, status, content_type, body, body.size(), headers);
 }
 
-void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, AnswerBody body,
-                         std::size_t length, std::string_view headers) {
-  AnswerSink& sink = c.answers();
+void Answers::reply_body(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
+                         AnswerBody body, std::size_t length, std::string_view headers) {
   const auto* info = sink.slot(seq);
   if (!info) return;
   compose_headers(*info, status, headers);
@@ -147,16 +150,15 @@ void Answers::reply_body(Connection& c, std::uint32_t seq, int status, std::stri
   sink.respond(seq, h, composed_, std::move(body));
 }
 
-void Answers::reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
-  if (!a.file) return reply(c, seq, a.status, a.content_type, std::string_view(), headers);
+void Answers::reply_static(AnswerSink& sink, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers) {
+  if (!a.file) return reply(sink, seq, a.status, a.content_type, std::string_view(), headers);
   const auto length = static_cast<std::size_t>(a.file.remaining());  // before the move
-  reply_body(c, seq, a.status, a.content_type, std::move(a.file), length, headers);
+  reply_body(sink, seq, a.status, a.content_type, std::move(a.file), length, headers);
 }
 
-void Answers::reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+void Answers::reply_stream(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
                            const env::StreamHead& sh, std::uint64_t id, std::string_view headers) {
   const StreamRef ref{sh.manager_slot, id, false};
-  AnswerSink& sink = c.answers();
   const auto* info = sink.slot(seq);
   if (!info) return sender_.stream_cancel(ref);
   compose_headers(*info, status, headers);
@@ -169,14 +171,15 @@ void Answers::reply_stream(Connection& c, std::uint32_t seq, int status, std::st
   if (!sink.open_stream(seq, h, composed_, ref)) sender_.stream_cancel(ref);
 }
 
-void Answers::problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers) {
-  reply(c, seq, status, "application/problem+json", problem_json(status, detail), headers);
+void Answers::problem(AnswerSink& sink, std::uint32_t seq, int status, std::string_view detail,
+                      std::string_view headers) {
+  reply(sink, seq, status, "application/problem+json", problem_json(status, detail), headers);
 }
 
 void Answers::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,
                              std::string_view detail, std::string_view headers) {
   const auto seq = c.open_slot(keep_alive, http10, head, {});
-  problem(c, seq, status, detail, headers);
+  problem(c.answers(), seq, status, detail, headers);
 }
 
 void Answers::record(const SlotInfo& info, int status) {

@@ -43,17 +43,21 @@ class Answers {
   void set_grpc(GrpcFront& grpc) { grpc_ = &grpc; }
   // A response (or a hop's problem) for a request of this listener.
   void on_response(const envelope::EnvelopeView& v);
+  // The answer `v` (not a gRPC call's) for its slot of `sink`; `blob`: its
+  // body in the blob area, claimed (`blob_lost`: it named one no longer
+  // there).
+  void deliver(AnswerSink& sink, const envelope::EnvelopeView& v, transport::BlobLease blob, bool blob_lost);
   // A piece of a streamed answer after its head.
   void on_stream_piece(const envelope::EnvelopeView& v);
 
-  // Answers slot `seq`: `headers` are header lines ("Name: value\r\n"...)
-  // of this answer, before the slot's middleware lines and what
-  // response-side middleware adds.
-  void reply(Connection& c, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
+  // Answers slot `seq` of `sink` (a connection's answers()): `headers` are
+  // header lines ("Name: value\r\n"...) of this answer, before the slot's
+  // middleware lines and what response-side middleware adds.
+  void reply(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type, std::string_view body,
              std::string_view headers = {});
-  void problem(Connection& c, std::uint32_t seq, int status, std::string_view detail, std::string_view headers = {});
+  void problem(AnswerSink& sink, std::uint32_t seq, int status, std::string_view detail, std::string_view headers = {});
   // A static file's answer (from disk, or its small body).
-  void reply_static(Connection& c, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers);
+  void reply_static(AnswerSink& sink, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers);
   // A slot of its own, answered with a problem at once.
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
                       std::string_view headers = {});
@@ -63,11 +67,11 @@ class Answers {
  private:
   // The same with a body of `length` bytes sent after the head: a
   // FileBody (from disk) or a BlobLease (from the blob area).
-  void reply_body(Connection& c, std::uint32_t seq, int status, std::string_view content_type, AnswerBody body,
+  void reply_body(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type, AnswerBody body,
                   std::size_t length, std::string_view headers);
-  void reply_stream(Connection& c, std::uint32_t seq, int status, std::string_view content_type,
+  void reply_stream(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
                     const envelope::StreamHead& sh, std::uint64_t id, std::string_view headers);
-  void reply_file(Connection& c, const envelope::EnvelopeView& v);
+  void reply_file(AnswerSink& sink, const envelope::EnvelopeView& v);
   // extra_headers_ = the handler's header lines (and Server-Timing).
   void collect_headers(const envelope::EnvelopeView& v);
   // composed_ = `headers`, then the slot's middleware lines, then what

@@ -33,10 +33,12 @@ class Exchange {
   // answer is a stream that lasts as long as the connection.
   std::uint32_t open_kept() { return c_.open_slot(true, http10_, head_, lines(), route_); }
   void answer(int status, std::string_view content_type, std::string_view body, std::string_view headers = {}) {
-    answers_.reply(c_, open(), status, content_type, body, headers);
+    const auto seq = open();
+    answers_.reply(c_.answers(), seq, status, content_type, body, headers);
   }
   void problem(int status, std::string_view detail, std::string_view headers = {}) {
-    answers_.problem(c_, open(), status, detail, headers);
+    const auto seq = open();
+    answers_.problem(c_.answers(), seq, status, detail, headers);
   }
   // A refusal: its answer closes the connection, and nothing sent after
   // the request is read (RFC 9112 9.6).

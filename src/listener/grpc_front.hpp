@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include <google/protobuf/message_lite.h>
+
 #include "envelope/envelope.hpp"
 #include "grpc/service_catalog.hpp"
 #include "grpc/status.hpp"
@@ -72,6 +74,10 @@ class GrpcFront {
   void want_drain(Connection& c, std::int32_t call);
 
  private:
+  // The call on `stream` of `c`, or null.
+  static GrpcCall* find_call(Connection& c, std::int32_t stream);
+  // `m` serialized straight after its prefix: one buffer, no copy.
+  static std::string framed(const google::protobuf::MessageLite& m);
   struct Where {
     Http2Link& link;
     std::int32_t stream;

@@ -247,7 +247,7 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
     case AnswerSink::EventsCarrier::Connection: return streams_.subscribe_events(c, name, since);
     case AnswerSink::EventsCarrier::Refused: break;
   }
-  answers_.problem(c, seq, 400,
+  answers_.problem(c.answers(), seq, 400,
                    "an event stream cannot follow requests still unanswered on its connection (pipelining)");
 }
 
@@ -256,7 +256,7 @@ bool HttpFront::answer_static(Exchange& ex, const http::HttpRequest& req, std::s
   auto a = static_files_.serve(path, req);
   if (!a) return false;
   const std::string extra = std::move(a->headers);
-  answers_.reply_static(ex.connection(), ex.open(), std::move(*a), extra);
+  answers_.reply_static(ex.connection().answers(), ex.open(), std::move(*a), extra);
   return true;
 }
 
@@ -338,7 +338,7 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
   if (sender_.send_request(w))
     (void)blob.take();  // the manager frees it
   else
-    answers_.problem(c, seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
+    answers_.problem(c.answers(), seq, 503, "the server is overloaded; retry later", "Retry-After: 1\r\n");
 }
 
 bool HttpFront::add_body(env::EnvelopeWriter& w, Exchange& ex, std::uint32_t seq, http::HttpRequest& req,
@@ -353,7 +353,7 @@ bool HttpFront::add_body(env::EnvelopeWriter& w, Exchange& ex, std::uint32_t seq
     upload_section.assign(reinterpret_cast<const char*>(&size), sizeof size).append(upload->path());
     w.text(env::SectionType::Upload, upload_section);
   } else if (!env::attach_body(w, blob, blobs_, config_.blob_threshold, req.body)) {
-    answers_.problem(c, seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
+    answers_.problem(c.answers(), seq, 503, "the blob area is full; retry later", "Retry-After: 1\r\n");
     return false;
   }
   return true;

@@ -297,7 +297,7 @@ void Listener::answer_missing(Connection& c, std::uint32_t seq, int status, std:
   if (GrpcFront::owns(c, seq))
     grpc_.refused(c, seq, status, detail);
   else
-    answers_.problem(c, seq, status, detail);
+    answers_.problem(c.answers(), seq, status, detail);
 }
 
 void Listener::begin_drain() {

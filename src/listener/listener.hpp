@@ -1,23 +1,30 @@
-// Listener: HTTP/1.1 and WebSocket on one side, envelopes on the other.
+// Listener: HTTP/1.1, HTTP/2, WebSocket and gRPC on one side, envelopes on
+// the other.
 //
 // The listener process's parts, each in its own file:
 //
 //   ConnectionTable  the client connections: accepting, finding one for an
 //                    answer, flushing, the bound over all their output
+//   Connection       one client: its socket (ClientSocket), what it owes
+//                    (OutputQueue), the protocol it speaks, and where its
+//                    answers go (AnswerSink: Http1Answers, Http2Link,
+//                    WebSocketCommands); decision 0033
 //   HttpFront        a request: middleware, the route, edge checks, the
 //                    event sent on its way (through an Exchange)
 //   Commands         what a WebSocket message or a gRPC Event may name
 //   WebSocketFront   the upgrade, commands, subscriptions, pushes
 //   GrpcFront        gRPC calls over HTTP/2: Call, Connect, health, typed
 //                    services and reflection (grpc::ServiceCatalog)
-//   Answers          envelopes back to bytes: responses, problems, streams
+//   Answers          envelopes back to answers, built once for every
+//                    protocol: responses, problems, streams
 //   StreamHub        live streams: their state, subscribers and frames
 //   EventSender      what leaves for the broker
 //
 // This class builds them, wires them to the process loop (records from the
-// broker, the end of each turn, signals, a dead broker) and is the owner
-// every Connection talks to (ConnectionOwner). It also keeps the time:
-// answers that never came, idle limits, the graceful stop.
+// broker, the end of each turn, signals, a dead broker) and implements the
+// tables every Connection talks to (connection_owner.hpp), each forwarded
+// to the part that serves it. It also keeps the time: answers that never
+// came, idle limits, the graceful stop.
 #pragma once
 
 #include <cstdint>

@@ -65,7 +65,7 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   const bool object = !msg.is_discarded() && msg.is_object();
   auto name = object ? msg.find("command") : msg.end();
   if (!object || name == msg.end() || !name->is_string())
-    return answers_.problem(c, c.ws_open_slot("null"), 400,
+    return answers_.problem(c.answers(), c.ws_open_slot("null"), 400,
                             R"(a message must be a JSON object with a string "command")");
   const std::string& called = name->get_ref<const std::string&>();
   const std::string_view target = c.upgrade_request().target;
@@ -76,11 +76,11 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
         return answer_refusal(c, c.ws_open_slot(name->dump()), *refused);
     // Answered by the stream's frames; only a refusal is a message.
     if (auto error = streams_.ws_command(c, called, msg))
-      answers_.problem(c, c.ws_open_slot(name->dump()), error->first, error->second);
+      answers_.problem(c.answers(), c.ws_open_slot(name->dump()), error->first, error->second);
     return;
   }
   const Commands::Command* cmd = commands_.find(called);
-  if (!cmd) return answers_.problem(c, c.ws_open_slot(name->dump()), 404, "unknown command " + called);
+  if (!cmd) return answers_.problem(c.answers(), c.ws_open_slot(name->dump()), 404, "unknown command " + called);
   const auto seq = c.ws_open_slot(cmd->quoted_name);
   // From here on the message is the command's fields.
   msg.erase(name);
@@ -88,12 +88,12 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
 }
 
 void WebSocketFront::answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r) {
-  answers_.reply(c, seq, r.status, r.content_type, r.problem);
+  answers_.reply(c.answers(), seq, r.status, r.content_type, r.problem);
 }
 
 void WebSocketFront::answer_invalid(Connection& c, std::uint32_t seq) {
   validated_.status = 422;
-  answers_.reply(c, seq, 422, "application/problem+json", RequestValidator::problem_body(validated_));
+  answers_.reply(c.answers(), seq, 422, "application/problem+json", RequestValidator::problem_body(validated_));
 }
 
 void WebSocketFront::on_push(const env::EnvelopeView& v) {

@@ -12,6 +12,7 @@
 
 #include "listener/connection.hpp"
 #include "runtime/asio.hpp"
+#include "unit/quiet_tables.hpp"
 #include "unit/socket_pair.hpp"
 
 using namespace edri::listener;
@@ -19,15 +20,14 @@ using edri::http::HttpRequest;
 
 namespace {
 
-// Every table a connection talks to, recording what it hears.
-struct Recorder final : ConnectionOwner, WebSocketOwner, GrpcOwner, LiveOwner, StreamProducers, ConnectionCounts {
+// The tables a connection talks to, recording what it says.
+struct Recorder final : edri::testing::QuietTables {
   std::vector<std::string> targets;  // of the requests read
   std::vector<std::uint32_t> seqs;   // their slots
   std::vector<int> refused;
   std::vector<std::uint32_t> abandoned;
   Connection* dirty = nullptr;
   int closed_count = 0;
-  std::size_t held = 0;
 
   void request(Connection& c, HttpRequest& req) override {
     targets.push_back(req.target);
@@ -44,23 +44,6 @@ struct Recorder final : ConnectionOwner, WebSocketOwner, GrpcOwner, LiveOwner, S
   }
   void answer_abandoned(Connection&, std::uint32_t seq) override { abandoned.push_back(seq); }
   void closed(Connection&) override { ++closed_count; }
-  void websocket_message(Connection&, std::string_view) override {}
-  void wants_poll() override {}
-  void grpc_open(Connection&, std::int32_t, HttpRequest&) override {}
-  void grpc_body(Connection&, std::int32_t, std::string_view, bool) override {}
-  void grpc_closed(Connection&, std::int32_t) override {}
-  void grpc_push(Connection&, std::uint64_t, std::string_view) override {}
-  void grpc_stream_frame(Connection&, std::int32_t, std::string_view) override {}
-  bool grpc_stream_behind(Connection&, std::int32_t) override { return false; }
-  void grpc_want_drain(Connection&, std::int32_t) override {}
-  void events_drained(Connection&, std::int32_t) override {}
-  void events_closed(Connection&, std::int32_t) override {}
-  void stream_drained(Connection&) override {}
-  void stream_credit(const StreamRef&, std::uint64_t) override {}
-  void stream_cancel(const StreamRef&) override {}
-  void held_changed(std::size_t before, std::size_t after) override { held = held - before + after; }
-  void shed() override {}
-  void proxy_header_refused(Connection&, std::string_view) override {}
 };
 
 struct Fixture {
@@ -69,7 +52,7 @@ struct Fixture {
   boost::asio::io_context io;
   bool draining = false;
   Recorder rec;
-  ConnectionContext context{config, loop, io, {}, draining, rec, rec, rec, rec, rec, rec};
+  ConnectionContext context = rec.context(config, loop, io, draining);
   edri::testing::SocketPair pair;
   std::unique_ptr<Connection> c;
 
