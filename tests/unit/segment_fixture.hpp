@@ -14,10 +14,12 @@ struct SegmentFixture {
     static std::atomic<int> n{0};
     return "edri-test." + std::to_string(::getpid()) + "." + std::to_string(n++);
   }
-  explicit SegmentFixture(std::size_t ring_bytes, std::uint32_t listeners = 1, std::uint32_t managers = 1)
+  // `route_count`: rows of the listeners' request metrics, one per route.
+  explicit SegmentFixture(std::size_t ring_bytes, std::uint32_t listeners = 1, std::uint32_t managers = 1,
+                          std::uint32_t route_count = 0)
       : topology(listeners, managers),
         name(unique_name()),
-        segment(edri::transport::Segment::create(name, topology, ring_bytes)) {}
+        segment(edri::transport::Segment::create(name, topology, ring_bytes, route_count)) {}
   ~SegmentFixture() { edri::transport::Segment::remove(name); }
 
   edri::transport::Topology topology;
