@@ -39,7 +39,7 @@ void ResponseWriter::write(std::string& out, const ResponseHead& h, std::string_
   out += reason_phrase(status);
   out += "\r\nServer: edri\r\n";
   out += date_line_;
-  const bool bodyless = status == 204 || status == 304 || status < 200;
+  const bool bodyless = bodyless_status(status);
   if (!h.content_type.empty() && !bodyless) {
     out += "Content-Type: ";
     out += h.content_type;

@@ -26,6 +26,9 @@ struct ResponseHead {
   enum class Framing : std::uint8_t { Length, Chunked, Close } framing = Framing::Length;
 };
 
+// A status whose answer has no body (RFC 9110 6.4.1): 1xx, 204, 304.
+inline bool bodyless_status(int status) { return status == 204 || status == 304 || status < 200; }
+
 class ResponseWriter {
  public:
   // Appends status line and standard headers, then `extra` header lines

@@ -32,9 +32,6 @@ char* read_buffer() {
 // of a message, never a pile of commands the client sent ahead.
 constexpr std::size_t kWebSocketInputAhead = 4 * kReadBuffer;
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
 }  // namespace
 
 Connection::Connection(ConnectionContext& ctx, UniqueFd fd, std::uint32_t id, std::uint32_t generation,

@@ -7,12 +7,6 @@
 
 namespace edri::listener {
 
-namespace {
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-}  // namespace
-
 void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
   if (closed_) return;
   const auto& config = ctx_.config;

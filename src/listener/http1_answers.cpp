@@ -5,8 +5,6 @@
 namespace edri::listener {
 
 namespace {
-bool bodyless(int status) { return status == 204 || status == 304 || status < 200; }
-
 // The chunk-size line of a piece of `size` bytes (RFC 9112 7.1).
 std::string chunk_head(std::uint64_t size) {
   char buf[24];
@@ -92,7 +90,7 @@ void Http1Answers::promote_ready() {
 bool Http1Answers::open_stream(std::uint32_t seq, http::ResponseHead h, std::string_view lines, StreamRef ref) {
   Slot* s = find(seq);
   if (!s) return false;
-  if (s->info.head || bodyless(h.status)) {
+  if (s->info.head || http::bodyless_status(h.status)) {
     complete(seq, *s, h, lines, {});  // the head alone
     return false;
   }

@@ -169,8 +169,7 @@ void Http2Link::respond(std::uint32_t seq, const http::ResponseHead& h, std::str
 bool Http2Link::open_stream(std::uint32_t seq, http::ResponseHead h, std::string_view lines, StreamRef ref) {
   Slot* s = find(seq);
   if (!s || s->answered) return false;
-  const bool bodyless = h.status == 204 || h.status == 304 || h.status < 200;
-  if (s->info.head || bodyless) {
+  if (s->info.head || http::bodyless_status(h.status)) {
     respond_body(seq, *s, h, with_standard_lines(lines), nullptr);  // the head alone
     return false;
   }

@@ -15,10 +15,6 @@ namespace env = edri::envelope;
 
 namespace {
 
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
 // One validator per event, shared by the routes and commands that lead to
 // it (null: the event declares no fields).
 std::vector<std::shared_ptr<const RequestValidator>> make_validators(const plugin::PluginSet& plugins,

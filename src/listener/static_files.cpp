@@ -196,12 +196,14 @@ const char* StaticFiles::sibling_suffix(http::Coding coding) { return coding == 
 
 http::CodingSet StaticFiles::siblings_of(const std::string& file, const std::string& root) {
   // A sibling is a regular file inside the mount, as the file itself is.
+  // Most files have none: one stat() each says so, before realpath()'s
+  // walk of every path component.
   auto present = [&](http::Coding coding) {
     char resolved[PATH_MAX];
     struct stat st {};
     const std::string sibling = file + sibling_suffix(coding);
-    return ::realpath(sibling.c_str(), resolved) && std::string_view(resolved).starts_with(root + "/") &&
-           ::stat(resolved, &st) == 0 && S_ISREG(st.st_mode);
+    return ::stat(sibling.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::realpath(sibling.c_str(), resolved) &&
+           std::string_view(resolved).starts_with(root + "/");
   };
   return (present(http::Coding::Gzip) ? http::kOffersGzip : 0) |
          (present(http::Coding::Brotli) ? http::kOffersBrotli : 0);

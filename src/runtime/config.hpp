@@ -7,12 +7,18 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace edri {
+
+// A setting in seconds (Config's *_s fields) as a steady-clock duration.
+inline std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
 
 // The exit status of a child that cannot start for what a plugin declared
 // (a domain's start hook threw): the supervisor stops start-up with it
