@@ -54,12 +54,15 @@ http::Coding coding_asked(const env::EnvelopeHeader& request) {
 }
 
 // The coding for an answer of `size` bytes; Identity: none. Vary is added
-// whenever the answer depended on the request, compressed or not.
+// whenever the coding depended on the request, compressed or not.
 http::Coding coding_for(const Config& config, const env::EnvelopeHeader& request, Response& resp, std::uint64_t size) {
   if (!config.compression || !(request.flags & env::kFlagCodingAsked) || !varies(config, resp))
     return http::Coding::Identity;
+  // Under the minimum the bytes are the same whatever the client accepts:
+  // nothing varies, and the small answers most APIs give carry no Vary.
+  if (size < config.compression_min_size) return http::Coding::Identity;
   add_vary(resp);
-  return size < config.compression_min_size ? http::Coding::Identity : coding_asked(request);
+  return coding_asked(request);
 }
 
 int level_of(const Config& config, http::Coding coding) {
