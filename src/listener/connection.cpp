@@ -12,7 +12,9 @@
 #include <spdlog/spdlog.h>
 
 #include "http2/preface.hpp"
-#include "listener/upload_file.hpp"
+#include "listener/http1_codec.hpp"
+#include "listener/http2_codec.hpp"
+#include "listener/websocket_codec.hpp"
 
 namespace edri::listener {
 
@@ -27,11 +29,6 @@ char* read_buffer() {
   static char buffer[kReadBuffer];
   return buffer;
 }
-// Bytes read from a WebSocket client and not yet taken by Beast before the
-// connection stops reading: enough for Beast to always have the next bytes
-// of a message, never a pile of commands the client sent ahead.
-constexpr std::size_t kWebSocketInputAhead = 4 * kReadBuffer;
-
 }  // namespace
 
 Connection::Connection(ConnectionContext& ctx, UniqueFd fd, std::uint32_t id, std::uint32_t generation,
@@ -40,34 +37,9 @@ Connection::Connection(ConnectionContext& ctx, UniqueFd fd, std::uint32_t id, st
       socket_(std::move(fd), tls),
       id_(id),
       generation_(generation),
-      parser_(
-          ctx.parser_limits,
-          [this](http::HttpRequest& req) {
-            ctx_.owner.request(*this, req);
-            // An upload file lives as long as its slot holds it, not until
-            // the next request.
-            req.spill.reset();
-            // Requests pipelined in one read stop here too, not only reads.
-            if (must_pause()) parser_.pause();
-          },
-          [this] { send_continue(); },
-          [this](http::HttpRequest& req, std::string_view bytes) {
-            // A large body goes to a file as it arrives (upload_file.hpp).
-            if (!req.spill) {
-              req.spill = UploadFile::create(ctx_.config.upload_path);
-              if (!req.spill) {
-                spdlog::error("cannot create an upload file in {}: {}", ctx_.config.upload_path, std::strerror(errno));
-                return false;
-              }
-            }
-            if (static_cast<UploadFile&>(*req.spill).append(bytes)) return true;
-            spdlog::error("cannot write an upload file in {}: {}", ctx_.config.upload_path, std::strerror(errno));
-            return false;
-          }) {}
+      codec_(std::make_unique<Http1Codec>(host(), ctx)) {}
 
-Connection::~Connection() {
-  if (ws_) ws_->detach();
-}
+Connection::~Connection() = default;
 
 void Connection::start() {
   ctx_.events.watch(socket_.fd(), EPOLLIN | EPOLLOUT | EPOLLRDHUP, [this](std::uint32_t ev) { on_events(ev); });
@@ -77,24 +49,14 @@ void Connection::start() {
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
                                     std::uint32_t route) {
-  served_ = true;
-  return sink_->open(
+  return answers().open(
       SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}});
 }
 
-void Connection::last_answer_queued() {
-  close_after_write_ = true;
-  stop_input();
-}
-
-void Connection::stop_input() {
-  if (read_closed_) return;
-  // What follows the request being answered is never read as a request;
-  // if the client sent some, the close lingers so that it gets the answer.
-  read_closed_ = true;
-  if (!pending_input_.empty() || parser_.mid_message()) input_refused_ = true;
-  pending_input_.clear();
-  parser_.pause();
+bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers) {
+  if (codec_->answers_owed() || next_codec_) return false;
+  next_codec_ = std::make_unique<WebSocketCodec>(host(), ctx_, req, headers);
+  return true;
 }
 
 void Connection::mark_dirty() {
@@ -144,21 +106,10 @@ void Connection::on_events(std::uint32_t events) {
     flush();
   }
   if (closed_) return;
-  if (events_ && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return drop_events_input();
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     if (read_paused_ || read_closed_) return;  // read later, when resumed
     read_available();
   }
-}
-
-bool Connection::must_pause() const {
-  const auto& config = ctx_.config;
-  // A WebSocket's commands and output are held back by pausing its session
-  // (update_ws_flow); what is read meanwhile stays in its pipe.
-  if (ws_) return ws_->input_backlog() > kWebSocketInputAhead;
-  // HTTP/2: the session bounds the streams in flight (EDRI_MAX_PIPELINE).
-  if (h2_) return backlog() > config.output_buffer;
-  return http1_.pending() >= config.max_pipeline || backlog() > config.output_buffer;
 }
 
 void Connection::resume_reading() {
@@ -166,91 +117,43 @@ void Connection::resume_reading() {
   read_paused_ = false;
   // The client was not read meanwhile: the body timeout counts from now.
   last_input_ = std::chrono::steady_clock::now();
-  if (!pending_input_.empty()) {
-    // First what was read past the request the parser paused after.
-    const std::string input = std::move(pending_input_);
-    pending_input_.clear();
-    if (!consume(input.data(), input.size())) return;
-  }
+  // First what was read past the request the codec paused after.
+  if (!after_codec(codec_->resume(last_input_))) return;
   // Edges that came while paused were consumed: read speculatively.
   read_available();
 }
 
-bool Connection::consume(const char* data, std::size_t n) {
-  if (ws_) {
-    ws_->feed(data, n);
-    ctx_.websocket.wants_poll();
-    return !closed_ && !read_closed_;
-  }
-  if (h2_) return consume_h2(data, n);
-  if (!protocol_known_) return choose_protocol(data, n);
-  return consume_http1(data, n);
+bool Connection::consume(std::string_view bytes) {
+  if (!protocol_known_) return choose_protocol(bytes);
+  return after_codec(codec_->receive(bytes, last_input_));
 }
 
-bool Connection::consume_http1(const char* data, std::size_t n) {
-  const bool was_in_head = parser_.in_head();
-  const auto r = parser_.feed(data, n);
-  if (!was_in_head && parser_.in_head()) head_started_ = last_input_;
-  if (!r.ok) {
-    // Requests before the error are answered; then the error, then close.
-    input_refused_ = true;
-    ctx_.owner.refuse(*this, r.status, r.reason);
+bool Connection::after_codec(bool more) {
+  if (!next_codec_) return more;
+  // The codec that read the upgrade request has returned: it may go.
+  codec_ = std::move(next_codec_);
+  if (closed_) {
+    codec_->cancel();
     return false;
   }
-  if (r.paused && !closed_ && !read_closed_) {
-    pending_input_.assign(data + r.consumed, n - r.consumed);
-    read_paused_ = true;
-    return false;
-  }
-  if (read_closed_ && r.consumed < n) input_refused_ = true;  // bytes after the last request read
-  if (r.upgrade && !closed_) {
-    // The listener saw the upgrade request: it either switched this
-    // connection to WebSocket (the rest is frames) or answered it as plain
-    // HTTP (the rest is the next request).
-    if (ws_) return consume(data + r.consumed, n - r.consumed);
-    if (read_closed_) return false;
-    parser_.resume_after_upgrade();
-    return consume(data + r.consumed, n - r.consumed);
-  }
-  return !closed_ && !read_closed_;
+  const std::string rest = std::move(handed_over_);
+  handed_over_.clear();
+  return consume(rest);
 }
 
-bool Connection::choose_protocol(const char* data, std::size_t n) {
-  if (preface_.empty() && http2::match_preface({data, n}) == http2::PrefaceMatch::No) {
+bool Connection::choose_protocol(std::string_view bytes) {
+  if (preface_.empty() && http2::match_preface(bytes) == http2::PrefaceMatch::No) {
     protocol_known_ = true;  // the common case: HTTP/1.1, nothing held
-    return consume(data, n);
+    return consume(bytes);
   }
-  preface_.append(data, n);
+  preface_.append(bytes);
   const auto match = http2::match_preface(preface_);
   if (match == http2::PrefaceMatch::Partial) return true;
   protocol_known_ = true;
   const std::string first = std::move(preface_);
   preface_.clear();
-  if (match == http2::PrefaceMatch::No) return consume(first.data(), first.size());
-  const auto& config = ctx_.config;
-  http2::Limits limits;
-  limits.request = ctx_.parser_limits;
-  limits.max_concurrent_streams = static_cast<std::uint32_t>(config.max_pipeline);
-  limits.body_memory = config.http2_body_memory;
-  h2_ = std::make_unique<Http2Link>(*this, ctx_, limits);
-  sink_ = h2_.get();
-  return consume_h2(first.data(), first.size());
-}
-
-bool Connection::consume_h2(const char* data, std::size_t n) {
-  const bool more = h2_->receive({data, n}, last_input_);
-  mark_dirty();
-  if (!more) read_closed_ = true;
-  return more && !closed_;
-}
-
-void Connection::pump_h2() {
-  const std::size_t bound = ctx_.config.output_buffer;
-  if (backlog() < bound) {
-    h2_->produce(out_.tail(), out_.tail().size() + (bound - backlog()));
-    out_.seal();
-  }
-  if (h2_->done()) close_after_write_ = true;
+  if (match == http2::PrefaceMatch::Whole) codec_ = std::make_unique<Http2Codec>(host(), ctx_);
+  return consume(first);
 }
 
 void Connection::read_available() {
@@ -266,7 +169,7 @@ void Connection::read_available() {
     const ssize_t n = socket_.read_some(read_buffer(), kReadBuffer);
     if (n > 0) {
       last_input_ = std::chrono::steady_clock::now();
-      if (!consume(read_buffer(), static_cast<std::size_t>(n))) return;
+      if (!consume({read_buffer(), static_cast<std::size_t>(n)})) return;
       // A short read emptied the socket buffer: the next arrival raises a
       // new edge. (TLS keeps records of its own: read until it would block.)
       if (!socket_.tls() && static_cast<std::size_t>(n) < kReadBuffer) return;
@@ -278,20 +181,15 @@ void Connection::read_available() {
   }
 }
 
-void Connection::send_continue() {
-  // Only when nothing is owed to the client before it: an interim response
-  // must not overtake the responses of earlier pipelined requests. (A client
-  // that gets no 100 sends its body after its own short wait.)
-  if (!http1_.empty() || !out_.empty() || writing_) return;
-  static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-  [[maybe_unused]] auto n = socket_.write_some(kContinue, sizeof kContinue - 1);
+void Connection::write_interim(std::string_view bytes) {
+  if (!out_.empty() || writing_) return;
+  [[maybe_unused]] auto n = socket_.write_some(bytes.data(), bytes.size());
 }
 
 void Connection::on_peer_closed(bool error) {
   read_closed_ = true;
   peer_closed_ = true;
-  if (h2_) return close();  // no WINDOW_UPDATE can come: nothing more would go
-  if (error || (http1_.empty() && out_.empty())) return close();
+  if (error || codec_->ends_with_client() || (!codec_->answers_owed() && out_.empty())) return close();
   close_after_write_ = true;
   // As nginx takes it: a client that closed its side while it waits has
   // gone (a waiting coroutine is cancelled and answers 499). Answers that
@@ -308,26 +206,34 @@ void Connection::abandon_answers() {
 void Connection::drain() {
   if (closed_) return;
   if (lingering_) return close();
-  if (ws_) return ws_close(1001, "the server is stopping");
-  if (h2_) {
-    // GOAWAY: the streams taken are answered (reading goes on, for their
-    // WINDOW_UPDATEs), then the connection closes.
-    h2_->shutdown();
-    return mark_dirty();
+  codec_->go_away();
+}
+
+// The lingering close and the PROXY protocol header here; the protocol's
+// own limits (the header, body and keep-alive timeouts, a WebSocket close
+// the client does not answer) in its codec.
+void Connection::apply_idle_limits(std::chrono::steady_clock::time_point now) {
+  if (closed_) return;
+  const auto& config = ctx_.config;
+  if (lingering_) {
+    if (now > linger_until_ || now - last_input_ > seconds(config.lingering_timeout_s)) close();
+    return;
   }
-  read_closed_ = true;
-  pending_input_.clear();
-  if (http1_.empty() && out_.empty() && !writing_) return close();
-  http1_.close_after_last();
-  close_after_write_ = true;
-  mark_dirty();
+  if (proxy_header_) {
+    // Counted from the accept, not from the last byte: a header trickled
+    // in gets no more time than a silent one.
+    if (now - last_input_ > seconds(config.header_timeout_s))
+      refuse_proxy_header("no whole PROXY protocol header within EDRI_HEADER_TIMEOUT");
+    return;
+  }
+  codec_->check_time(now);
 }
 
 bool Connection::client_may_still_send() {
   // A client that timed out gets no more of our time (nginx does not
   // linger after a timeout either): a slow one would hold the connection.
   if (peer_closed_ || timed_out_ || socket_.tls() || ctx_.draining) return false;
-  if (input_refused_ || parser_.mid_message()) return true;
+  if (codec_->input_left()) return true;
   // Unread bytes in the socket: a close now would reset the connection,
   // and the client could lose the answer with it.
   return socket_.has_unread_input();
@@ -365,14 +271,7 @@ void Connection::close() {
   lingering_ = false;
   out_.clear();
   report_held();
-  http1_.drop();
-  ws_commands_.clear();
-  if (h2_) h2_->cancel_all();
-  if (ws_) {
-    ws_->detach();
-    ws_.reset();
-    ctx_.websocket.wants_poll();
-  }
+  codec_->cancel();
   ctx_.events.unwatch(socket_.fd());
   socket_.close();
   ctx_.owner.closed(*this);

@@ -15,12 +15,12 @@ void Connection::report_held() {
 void Connection::flush() {
   dirty = false;
   if (closed_ || lingering_) return;
-  if (h2_) pump_h2();
+  codec_->produce();
   if (!writing_) write_out();
-  // HTTP/2: what the session held back past the output bound, while the
-  // socket takes it.
-  while (h2_ && !closed_ && !lingering_ && !writing_ && out_.empty() && h2_->wants_write()) {
-    pump_h2();
+  // What the codec held back past the output bound (HTTP/2's frames),
+  // while the socket takes it.
+  while (!closed_ && !lingering_ && !writing_ && out_.empty() && codec_->wants_write()) {
+    codec_->produce();
     if (out_.empty()) break;
     write_out();
   }
@@ -31,9 +31,9 @@ void Connection::flush() {
     if (!writing_ && !closed_) write_out();
   }
   report_held();
-  update_ws_flow();
-  // Output drained, or Beast took what was read: the client may be read
-  // again (resume_reading checks the bounds).
+  if (!closed_) codec_->output_taken();
+  // Output drained, or the codec took what was read: the client may be
+  // read again (resume_reading checks the bounds).
   if (read_paused_) resume_reading();
 }
 
@@ -50,7 +50,7 @@ void Connection::write_out() {
     return;
   }
   stalled_since_ = {};
-  if (close_after_write_ && http1_.empty()) finish();
+  if (close_after_write_ && !codec_->answers_owed()) finish();
 }
 
 }  // namespace edri::listener

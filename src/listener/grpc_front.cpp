@@ -14,6 +14,7 @@
 #include "http/field_text.hpp"
 #include "listener/grpc_coding.hpp"
 #include "listener/header_lines.hpp"
+#include "listener/http2_link.hpp"
 #include "listener/json_value.hpp"
 
 namespace edri::listener {

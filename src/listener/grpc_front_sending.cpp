@@ -9,6 +9,7 @@
 #include "grpc/timeout.hpp"
 #include "listener/grpc_coding.hpp"
 #include "listener/grpc_front.hpp"
+#include "listener/http2_link.hpp"
 
 namespace edri::listener {
 

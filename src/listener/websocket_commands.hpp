@@ -1,7 +1,7 @@
 // WebSocketCommands: a WebSocket connection's answer side. Each command gets
 // a slot in arrival order and answers leave in that order, as messages
 // {"command":..,"response":..} or {"command":..,"error":{problem}}; pushes
-// go out between them as they come (Connection::ws_send), not through here.
+// go out between them as they come (WebSocketCodec::send), not through here.
 // A command's answer is built as any request's (Answers), then framed here.
 #pragma once
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "envelope/control.hpp"
+#include "listener/websocket_codec.hpp"
 #include "listener/websocket_frame.hpp"
 
 namespace edri::listener {
@@ -60,28 +61,29 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   // serializing recurses once per level (edri/json_depth.hpp). Its command
   // is unknown until it is parsed, so the answer names none.
   if (!RequestValidator::depth_ok(text, config_.max_json_depth, "message", validated_))
-    return answer_invalid(c, c.ws_open_slot("null"));
+    return answer_invalid(c, c.websocket()->open_command("null"));
   nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
   const bool object = !msg.is_discarded() && msg.is_object();
   auto name = object ? msg.find("command") : msg.end();
   if (!object || name == msg.end() || !name->is_string())
-    return answers_.problem(c.answers(), c.ws_open_slot("null"), 400,
+    return answers_.problem(c.answers(), c.websocket()->open_command("null"), 400,
                             R"(a message must be a JSON object with a string "command")");
   const std::string& called = name->get_ref<const std::string&>();
-  const std::string_view target = c.upgrade_request().target;
-  const Commands::Origin origin{"websocket", target.substr(0, target.find('?')), c.upgrade_request()};
+  const std::string_view target = c.websocket()->upgrade_request().target;
+  const Commands::Origin origin{"websocket", target.substr(0, target.find('?')), c.websocket()->upgrade_request()};
   if (called == "stream.subscribe" || called == "stream.unsubscribe") {
     if (called == "stream.subscribe")
       if (auto refused = commands_.admit(c, origin, called, msg))
-        return answer_refusal(c, c.ws_open_slot(name->dump()), *refused);
+        return answer_refusal(c, c.websocket()->open_command(name->dump()), *refused);
     // Answered by the stream's frames; only a refusal is a message.
     if (auto error = streams_.ws_command(c, called, msg))
-      answers_.problem(c.answers(), c.ws_open_slot(name->dump()), error->first, error->second);
+      answers_.problem(c.answers(), c.websocket()->open_command(name->dump()), error->first, error->second);
     return;
   }
   const Commands::Command* cmd = commands_.find(called);
-  if (!cmd) return answers_.problem(c.answers(), c.ws_open_slot(name->dump()), 404, "unknown command " + called);
-  const auto seq = c.ws_open_slot(cmd->quoted_name);
+  if (!cmd)
+    return answers_.problem(c.answers(), c.websocket()->open_command(name->dump()), 404, "unknown command " + called);
+  const auto seq = c.websocket()->open_command(cmd->quoted_name);
   // From here on the message is the command's fields.
   msg.erase(name);
   if (auto refused = commands_.send(c, seq, *cmd, msg, origin)) answer_refusal(c, seq, *refused);

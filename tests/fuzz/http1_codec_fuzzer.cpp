@@ -1,9 +1,11 @@
-// The HTTP/1.1 codec: arbitrary bytes through the request parser (fed in
-// pieces the input sizes), each request it delivers given a slot in
-// Http1Answers and answered in an order the input chooses (early, late,
-// streamed in pieces, cut short), written out through the OutputQueue. The
-// answers must leave in request order, each once, and none may follow one
-// that closed the connection; nothing may crash, leak or read out of bounds.
+// The HTTP/1.1 codec: arbitrary bytes through Http1Reader (fed in two
+// pieces the input sizes; a request may pause reading, whose held input is
+// resumed later; an upgrade is declined), each request it delivers given
+// a slot in Http1Answers and answered in an order the input chooses
+// (early, late, streamed in pieces, cut short), written out through the
+// OutputQueue. The answers must leave in request order, each once; no
+// request may be delivered after the one that closed the connection;
+// nothing may crash, leak or read out of bounds.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "http/request_parser.hpp"
+#include "http/http1_reader.hpp"
 #include "listener/client_socket.hpp"
 #include "listener/http1_answers.hpp"
 
@@ -124,15 +126,42 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Codec codec;
   http::ParserLimits limits;
   limits.max_body_bytes = 4096;
-  http::RequestParser parser(limits, [&](http::HttpRequest&) {
-    if (codec.events.closing) return;
-    SlotInfo info;
-    codec.open.push_back(codec.answers.open(info));
-    codec.act(script.next());
-  });
+  http::Http1Reader reader(limits,
+                           [&](http::HttpRequest&) {
+                             require(!reader.stopped());  // nothing is read after the last request
+                             SlotInfo info;
+                             codec.open.push_back(codec.answers.open(info));
+                             const auto how = script.next();
+                             codec.act(how);
+                             if (codec.events.closing)
+                               reader.stop();
+                             else if (how & 0x20)
+                               reader.pause();
+                           },
+                           {}, {});
+  using Kind = http::Http1Reader::Outcome::Kind;
+  const auto now = http::Http1Reader::Clock::time_point{};
+  // Feeds `bytes` as a connection would: held input resumed once answers
+  // were given, an upgrade declined (the rest is the next request).
+  const auto feed = [&](std::string_view bytes) {
+    auto out = reader.feed(bytes, now);
+    for (std::size_t turn = 0; turn <= input_size; ++turn) {
+      if (out.kind == Kind::Held) {
+        codec.act(script.next());
+        out = reader.resume(now);
+      } else if (out.kind == Kind::Upgrade) {
+        reader.decline_upgrade();
+        out = reader.feed(out.rest, now);
+      } else {
+        break;
+      }
+    }
+    if (out.kind == Kind::Refused) require(reader.stopped() && out.status >= 400);
+    return out.kind;
+  };
   const std::size_t split = script.next() % (input_size + 1);
-  const auto first = parser.feed(input, split);
-  if (first.ok && !first.paused) (void)parser.feed(input + split, input_size - split);
+  const auto first = feed({input, split});
+  if (first != Kind::Refused && first != Kind::Ended) (void)feed({input + split, input_size - split});
   for (int i = 0; i < 8; ++i) codec.act(script.next());
   codec.finish();
 
