@@ -32,6 +32,8 @@ class Http1Reader final {
       Refused,  // the input broke the protocol or a limit: answer `status`, then close
       Upgrade,  // the request just delivered asked for an upgrade: `rest` follows it
     };
+    // Upgrade: the bytes after the upgrade request, within the bytes fed
+    // (or, from resume(), held by the reader).
     Kind kind = Kind::More;
     int status = 0;
     const char* reason = "";

@@ -103,17 +103,20 @@ TEST_CASE("http1 reader: bad input is refused with its status, after the request
 
 TEST_CASE("http1 reader: an upgrade hands over what follows, or reads it as the next request", "[http1_reader]") {
   const std::string upgrade = "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  // `rest` points into the bytes fed: they must outlive it.
+  const std::string with_frame = upgrade +
+                                 "\x81\x05"
+                                 "frame";
   Reading taken;
-  auto out = taken.feed(upgrade +
-                        "\x81\x05"
-                        "frame");
+  auto out = taken.feed(with_frame);
   REQUIRE(out.kind == Kind::Upgrade);
   CHECK(out.rest ==
         "\x81\x05"
         "frame");
 
+  const std::string with_request = upgrade + kGetB;
   Reading declined;
-  out = declined.feed(upgrade + kGetB);
+  out = declined.feed(with_request);
   REQUIRE(out.kind == Kind::Upgrade);
   declined.reader.decline_upgrade();
   CHECK(declined.reader.feed(out.rest, declined.t0).kind == Kind::More);
