@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "children_cpu_time.hpp"
+#include "loop_breakdown.hpp"
 #include "report.hpp"
 #include "scenario_support.hpp"
 #include "scenarios.hpp"
@@ -38,10 +39,12 @@ int listener_processes(const StartedServer& server) {
 
 // Starts `who` once and measures it at every concurrency, appending one row
 // per concurrency (unavailable rows too, so every table has the same shape).
-// `listeners`, when given, learns how many listener processes edri runs.
+// `listeners`, when given, learns how many listener processes edri runs;
+// `loops`, when given, gets edri's loops per request at each concurrency.
 ServerRunOutcome measure_server(const ScenarioContext& context, const Contender& who,
                                 const std::vector<int>& concurrencies, std::vector<Row>& rows,
-                                std::vector<std::string>& notes, int* listeners = nullptr) {
+                                std::vector<std::string>& notes, int* listeners = nullptr,
+                                std::vector<LoopRow>* loops = nullptr) {
   const std::string name = who.name();
   ServerSettings settings = server_settings(context);
   settings.workers = who.workers;
@@ -54,8 +57,11 @@ ServerRunOutcome measure_server(const ScenarioContext& context, const Contender&
   }
 
   for (int c : concurrencies) {
+    const auto before = loops ? sample_loops(server.port) : std::nullopt;
     const LoadResult result = run_reported_load(context, name, load_options(context, server.port, c));
     if (result.interrupted) return ServerRunOutcome::kInterrupted;
+    if (const auto after = before ? sample_loops(server.port) : std::nullopt)
+      for (auto& r : loop_rows(c, *before, *after)) loops->push_back(std::move(r));
     rows.push_back(Row{name, c, summarize(result), {}});
     note_if_exited(server, name, c, notes);
   }
@@ -85,12 +91,15 @@ ScenarioOutcome run_noop_scenario(const ScenarioContext& context) {
   const std::vector<int>& concurrencies = context.options.concurrencies_or(kDefaultConcurrencies);
   std::vector<Row> rows;
   std::vector<std::string> notes;
-  const ScenarioOutcome outcome = measure_servers(context, {{ServerKind::kEdri}}, concurrencies, rows, notes);
-  if (outcome == ScenarioOutcome::kInterrupted) return outcome;
+  std::vector<LoopRow> loops;
+  const ServerRunOutcome edri =
+      measure_server(context, {ServerKind::kEdri}, concurrencies, rows, notes, nullptr, &loops);
+  if (edri == ServerRunOutcome::kInterrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
   print_report_header(context, "keep-alive GET /noop");
   print_noop_table(rows);
+  if (!loops.empty()) print_loop_table(loops);
   print_notes(notes);
-  return outcome;
+  return edri == ServerRunOutcome::kFailed ? ScenarioOutcome::kServerFailed : ScenarioOutcome::kDone;
 }
 
 ScenarioOutcome run_compare_scenario(const ScenarioContext& context) {

@@ -31,20 +31,6 @@ bool pid_stopped(std::uint32_t pid) {
          (stat[close + 2] == 'T' || stat[close + 2] == 't');
 }
 
-// Prometheus label values escape backslash, quote and newline.
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 // The switch's list of instances (a JSON array), read under its sequence
 // lock; an empty array when it is being written twice over.
 nlohmann::json cluster_instances(const transport::ClusterState& c) {
@@ -63,6 +49,20 @@ nlohmann::json cluster_instances(const transport::ClusterState& c) {
 }
 
 }  // namespace
+
+// Prometheus label values escape backslash, quote and newline.
+std::string BuiltinEndpoints::label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
                                    const transport::Topology& topology, const plugin::PluginSet& plugins,
@@ -246,6 +246,7 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
       << "edri_blob_bytes{state=\"used\"} " << blobs_->used_bytes() << '\n'
       << "edri_blob_bytes{state=\"capacity\"} " << blobs_->capacity() << '\n';
   }
+  loop_metrics(o);
   if (topology_.has_switch()) cluster_metrics(o);
   return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
 }

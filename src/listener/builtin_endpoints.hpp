@@ -46,6 +46,8 @@ class BuiltinEndpoints {
   static bool serves_publicly(const Config& config, std::string_view path);
 
  private:
+  // Prometheus label values escape backslash, quote and newline.
+  static std::string label(std::string_view v);
   struct ProcessView {
     std::string name;
     std::uint32_t pid;
@@ -66,6 +68,8 @@ class BuiltinEndpoints {
   Answer metrics() const;
   // The switch's counters (docs/cluster.md), where the instance has one.
   void cluster_metrics(std::ostringstream& o) const;
+  // What each process's loop did, and its CPU (builtin_loop_metrics.cpp).
+  void loop_metrics(std::ostringstream& o) const;
 
   const Config& config_;
   const transport::Segment& segment_;

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 
@@ -151,11 +152,13 @@ void ProcessLoop::run() {
   while (!stopped_) {
     turn.store(transport::turn_clock_ms(), std::memory_order_relaxed);
     if (on_peer_death_) check_deaths();
-    std::size_t work = drain_inbound();
+    const std::size_t records = drain_inbound();
+    std::size_t work = records;
     if (after_drain_ && after_drain_()) ++work;
     flush_outboxes();
     if (stopped_) break;
     if (work) {
+      counted_turn(records);
       // Descriptors are looked at every 16th busy turn too, so that a
       // stream of channel records cannot starve sockets and signals.
       if ((++busy & 15) == 0) events_.poll(0);
@@ -165,6 +168,7 @@ void ProcessLoop::run() {
     if (idle < spin_.polls()) {
       // Spinning only pays where the processes have cores of their own:
       // it watches the rings, and descriptors every 64th turn.
+      bump(own_.state()->loop.spins);
       if ((++idle & 63) == 0 && events_.poll(0)) idle = 0;
       __builtin_ia32_pause();
       continue;
@@ -175,18 +179,35 @@ void ProcessLoop::run() {
       sleeping.store(0, std::memory_order_relaxed);
       continue;
     }
-    // One system call: returns at once if a descriptor is ready, else sleeps
-    // until a socket, timer, signal or the doorbell fires.
-    if (spin_.adaptive()) {
-      const auto before = std::chrono::steady_clock::now();
-      events_.poll(-1);
-      spin_.slept(std::chrono::steady_clock::now() - before);
-    } else {
-      events_.poll(-1);
-    }
+    sleep();
     sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
   }
+}
+
+void ProcessLoop::sleep() {
+  // One system call: returns at once if a descriptor is ready, else sleeps
+  // until a socket, timer, signal or the doorbell fires.
+  const std::uint64_t before = transport::loop_clock_ns();
+  events_.poll(-1);
+  const std::uint64_t after = transport::loop_clock_ns();
+  if (spin_.adaptive()) spin_.slept(std::chrono::nanoseconds(after - before));
+  auto& stats = own_.state()->loop;
+  bump(stats.sleeps);
+  bump(stats.slept_us, (after - before) / 1000);
+  // A ring made before this sleep ended: the time from it to this turn.
+  // (One made while this process ran and had not slept is taken here too,
+  // as an upper bound: it could not have woken it sooner.)
+  const std::uint64_t rang = own_.state()->rang_ns.exchange(0, std::memory_order_relaxed);
+  if (rang == 0 || rang > after) return;
+  bump(stats.woken);
+  bump(stats.wake_us, (after - std::max(rang, before)) / 1000);
+}
+
+void ProcessLoop::counted_turn(std::size_t records) {
+  auto& stats = own_.state()->loop;
+  bump(stats.turns);
+  bump(stats.records, records);
 }
 
 }  // namespace edri

@@ -99,6 +99,16 @@ class ProcessLoop {
   void check_deaths();
   bool inbound_empty() const;
   void flush_outboxes();
+  // Blocks in epoll_wait, and counts the sleep (LoopStats): how long, and
+  // whether a ring ended it and how long after it this turn began.
+  void sleep();
+  // A turn found work: `records` of it from the rings.
+  void counted_turn(std::size_t records);
+  // Adds to a counter only this process writes: a plain load and store,
+  // no locked instruction on the loop's path.
+  static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
 
   EventLoop events_;
   const transport::Segment& segment_;

@@ -26,6 +26,7 @@ class Doorbell {
 
   // Wakes the owner whatever it said (rare paths: backpressure, control).
   void ring() const {
+    state_->rang_ns.store(loop_clock_ns(), std::memory_order_relaxed);
     const std::uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
     state_->rings.fetch_add(1, std::memory_order_relaxed);

@@ -4,7 +4,7 @@
 // named `edri.<supervisor pid>.<nonce>`), mapped by every child:
 //
 //   SegmentHeader                      (one page)
-//   DoorbellState  x kMaxProcesses     (one cache line each)
+//   DoorbellState  x kMaxProcesses     (two cache lines each)
 //   ChannelControl x channel_count     (three cache lines each)
 //   ring data      x channel_count     (ring_bytes each, page aligned)
 //   ListenerMetrics x listener_count   (page aligned; written by its listener only)
@@ -63,6 +63,21 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 // process is in a crash loop: logged so, and flagged by /health.
 inline constexpr std::uint32_t kCrashLoopFailures = 3;
 
+// What a process's loop did, counted as it goes: turns that found work
+// and the records they took, turns spent spinning, sleeps and how long
+// they lasted, and the sleeps a ring ended with the time from the ring to
+// the turn it started. Per request, these say how many times a request
+// woke each process and what each wake-up cost.
+struct alignas(kCacheLine) LoopStats {
+  std::atomic<std::uint64_t> turns;     // turns that found work
+  std::atomic<std::uint64_t> records;   // records taken from inbound rings
+  std::atomic<std::uint64_t> spins;     // turns spent spinning, found nothing
+  std::atomic<std::uint64_t> sleeps;    // blocks in epoll_wait
+  std::atomic<std::uint64_t> slept_us;  // time blocked
+  std::atomic<std::uint64_t> woken;     // sleeps a ring ended (rang_ns was set)
+  std::atomic<std::uint64_t> wake_us;   // their time from the ring to the turn
+};
+
 // One per process slot: the process's eventfd doorbell state, and what the
 // supervisor and /health need to know of it.
 struct alignas(kCacheLine) DoorbellState {
@@ -80,6 +95,12 @@ struct alignas(kCacheLine) DoorbellState {
   // that is not `sleeping` and began no turn for long is stuck in one (a
   // handler that never returns): /health says so (EDRI_HEALTH_STALL).
   std::atomic<std::uint64_t> turn_ms;
+  // When a producer last rang this doorbell (loop_clock_ns()); the owner
+  // takes it when it wakes, to count the time from the ring to its turn.
+  std::atomic<std::uint64_t> rang_ns;
+  // Loop statistics (issue 39: where a request waits), written by the
+  // owner only, on a line of their own, and read by /metrics.
+  LoopStats loop;
 };
 
 // Control block of one ring. Producer-written and consumer-written fields
@@ -140,11 +161,20 @@ struct alignas(kPage) SegmentHeader {
 
 static_assert(sizeof(SegmentHeader) == kPage);
 static_assert(offsetof(SegmentHeader, cluster) + sizeof(ClusterState) <= kPage);
-static_assert(sizeof(DoorbellState) == kCacheLine);
+static_assert(sizeof(LoopStats) == kCacheLine);
+static_assert(offsetof(DoorbellState, loop) == kCacheLine);  // producers write the first line, the owner this one
+static_assert(sizeof(DoorbellState) == 2 * kCacheLine);
 
 // DoorbellState::turn_ms's clock, the same in every process: monotonic
 // milliseconds, coarse (a tick of a few ms, read in a few ns, once per
 // loop turn).
+// DoorbellState::rang_ns's clock, the same in every process: monotonic
+// nanoseconds (read only when a ring is made, and after a sleep).
+inline std::uint64_t loop_clock_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
+}
 inline std::uint64_t turn_clock_ms() {
   timespec t{};
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);

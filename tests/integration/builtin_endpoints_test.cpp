@@ -121,3 +121,39 @@ TEST_CASE("a process stuck in one loop turn past EDRI_HEALTH_STALL is not health
   std::this_thread::sleep_for(1500ms);
   CHECK(http_get(server.port(), "/health").status == 200);
 }
+
+TEST_CASE("each process's loop counts its turns, records, sleeps and wake-ups in /metrics", "[builtin]") {
+  ServerProcess server({test_plugin_path("test_app")}, {{"EDRI_SPIN", "0"}});
+  HttpClient c(server.port());
+  REQUIRE(c.get("/hello/x").status == 200);
+  const std::string manager = "{process=\"manager test\"}";
+  const auto before = c.get("/metrics").body;
+  for (int i = 0; i < 50; ++i) REQUIRE(c.get("/hello/x").status == 200);
+  const auto after = c.get("/metrics").body;
+  const auto delta = [&](const std::string& name) { return metric(after, name) - metric(before, name); };
+  // Each request is one record for the manager, taken in a turn of its own:
+  // the client waits for each answer, and the manager sleeps between them.
+  const double records = delta("edri_loop_records_total" + manager);
+  const double turns = delta("edri_loop_turns_total" + manager);
+  CHECK(records >= 50);
+  CHECK(turns >= 50);
+  const double sleeps = delta("edri_loop_sleeps_total" + manager);
+  const double woken = delta("edri_loop_rung_wakeups_total" + manager);
+  CHECK(sleeps >= 50);
+  CHECK(woken >= 50);
+  CHECK(woken <= sleeps);
+  CHECK(delta("edri_loop_doorbell_rings_total" + manager) >= 50);
+  // A wake-up is micro- to milliseconds, never seconds, and not spinning.
+  const double delay = delta("edri_loop_wakeup_delay_seconds_total" + manager);
+  CHECK(delay > 0);
+  CHECK(delay / woken < 0.05);
+  CHECK(delta("edri_loop_spin_turns_total" + manager) == 0);
+  CHECK(delta("edri_loop_sleep_seconds_total" + manager) > 0);
+  CHECK(delta("edri_loop_turns_total{process=\"listener\"}") >= 50);
+  // The CPU a process used: a handler that makes 16 MB of text takes the
+  // manager tens of milliseconds (the kernel counts in 10 ms ticks).
+  const auto cpu = "edri_process_cpu_seconds_total" + manager;
+  REQUIRE(c.get("/text/16000000").status == 200);
+  CHECK(metric(c.get("/metrics").body, cpu) - metric(after, cpu) >= 0.01);
+  CHECK(metric(after, "edri_process_cpu_seconds_total{process=\"listener\"}") >= 0);
+}

@@ -1,0 +1,77 @@
+// BuiltinEndpoints, the loops' part of /metrics: what each process's loop
+// did (LoopStats in shm_layout.hpp) and the CPU it used, so that a request
+// can be followed by the wake-ups it caused (issue 39; docs/performance.md
+// "Where a request waits").
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "listener/builtin_endpoints.hpp"
+
+namespace edri::listener {
+
+namespace {
+
+// utime + stime of `pid`, every thread, in seconds; nullopt when it is gone.
+std::optional<double> cpu_seconds(std::uint32_t pid) {
+  if (pid == 0) return std::nullopt;
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  std::FILE* f = std::fopen(path, "re");
+  if (!f) return std::nullopt;
+  char buf[1024];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The fields after the command's closing parenthesis: state is the 3rd
+  // field of the line, utime and stime the 14th and 15th.
+  const char* p = std::strrchr(buf, ')');
+  unsigned long utime = 0, stime = 0;
+  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    return std::nullopt;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+void BuiltinEndpoints::loop_metrics(std::ostringstream& o) const {
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::atomic<std::uint64_t> transport::LoopStats::*field;
+    double scale = 1;
+  };
+  static constexpr Counter kCounters[] = {
+      {"edri_loop_turns_total", "Loop turns that found work.", &transport::LoopStats::turns},
+      {"edri_loop_records_total", "Records the loop took from its inbound channels.", &transport::LoopStats::records},
+      {"edri_loop_spin_turns_total", "Loop turns spent spinning (EDRI_SPIN) that found nothing.",
+       &transport::LoopStats::spins},
+      {"edri_loop_sleeps_total", "Times the loop blocked in epoll_wait.", &transport::LoopStats::sleeps},
+      {"edri_loop_sleep_seconds_total", "Time the loop spent blocked.", &transport::LoopStats::slept_us, 1e-6},
+      {"edri_loop_rung_wakeups_total", "Sleeps a doorbell ring ended.", &transport::LoopStats::woken},
+      {"edri_loop_wakeup_delay_seconds_total", "Time from those rings to the turn they started.",
+       &transport::LoopStats::wake_us, 1e-6},
+  };
+  for (const auto& c : kCounters) {
+    o << "# HELP " << c.name << ' ' << c.help << "\n# TYPE " << c.name << " counter\n";
+    for (std::uint32_t s = 1; s < topology_.process_slots(); ++s) {
+      const auto v = (segment_.doorbell(s).loop.*c.field).load(std::memory_order_relaxed);
+      o << c.name << "{process=\"" << label(slot_names_[s]) << "\"} " << static_cast<double>(v) * c.scale << '\n';
+    }
+  }
+  o << "# HELP edri_loop_doorbell_rings_total Doorbell rings (eventfd writes) made to the process.\n"
+       "# TYPE edri_loop_doorbell_rings_total counter\n";
+  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
+    o << "edri_loop_doorbell_rings_total{process=\"" << label(slot_names_[s]) << "\"} "
+      << segment_.doorbell(s).rings.load(std::memory_order_relaxed) << '\n';
+  o << "# HELP edri_process_cpu_seconds_total CPU time the process used (user and system, every thread).\n"
+       "# TYPE edri_process_cpu_seconds_total counter\n";
+  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
+    if (const auto cpu = cpu_seconds(segment_.doorbell(s).pid.load(std::memory_order_relaxed)))
+      o << "edri_process_cpu_seconds_total{process=\"" << label(slot_names_[s]) << "\"} " << *cpu << '\n';
+}
+
+}  // namespace edri::listener
