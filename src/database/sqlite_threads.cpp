@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -139,19 +140,24 @@ void SqliteThreads::serve(SqliteConnectionOptions connection, std::deque<SqliteJ
                           std::condition_variable& ready) {
   // Opened here, not on the loop: opening reads the file (and may recover
   // its journal).
-  SqliteConnection c(std::move(connection));
-  if (!c.usable()) spdlog::warn("database: {}", c.error());
+  std::optional<SqliteConnection> c(std::in_place, std::move(connection));
+  if (!c->usable()) spdlog::warn("database: {}", c->error());
   for (;;) {
     SqliteJob job;
     {
       std::unique_lock lock(mutex_);
       ready.wait(lock, [&] { return closing_ || !jobs.empty(); });
-      if (closing_) return;
+      if (closing_) break;
       job = std::move(jobs.front());
       jobs.pop_front();
     }
-    answer(perform(c, job));
+    answer(perform(*c, job));
   }
+  // Closed one at a time: SQLite removes the WAL file only when the last
+  // connection closes alone. Two closing at once each see the other open
+  // and both leave it.
+  std::lock_guard one_at_a_time(close_mutex_);
+  c.reset();
 }
 
 void SqliteThreads::answer(SqliteAnswer a) {

@@ -87,6 +87,7 @@ class SqliteThreads {
   UniqueFd wake_fd_;
   std::atomic<bool> closing_{false};
   std::mutex mutex_;
+  std::mutex close_mutex_;  // connections close one at a time (serve())
   std::condition_variable writer_ready_;
   std::condition_variable readers_ready_;
   std::deque<SqliteJob> writer_jobs_;
