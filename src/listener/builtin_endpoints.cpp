@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "listener/proc_stat.hpp"
+
 namespace edri::listener {
 
 namespace {
@@ -15,20 +17,10 @@ namespace {
 bool pid_alive(std::uint32_t pid) { return pid != 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
 
 // Whether `pid` is stopped (SIGSTOP, a debugger): alive, yet it serves
-// nothing, so /health must not say it is well. The state is the field
-// after the command's closing parenthesis in /proc/<pid>/stat.
+// nothing, so /health must not say it is well.
 bool pid_stopped(std::uint32_t pid) {
-  char path[32];
-  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
-  std::FILE* f = std::fopen(path, "re");
-  if (!f) return false;
-  char buf[512];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  const std::string_view stat(buf, n);
-  const auto close = stat.rfind(')');
-  return close != std::string_view::npos && close + 2 < stat.size() &&
-         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+  const auto fields = proc_stat_fields(pid);
+  return fields && (fields->front() == 'T' || fields->front() == 't');
 }
 
 // The switch's list of instances (a JSON array), read under its sequence

@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <optional>
 #include <string_view>
 
 #include "listener/builtin_endpoints.hpp"
+#include "listener/proc_stat.hpp"
 
 namespace edri::listener {
 
@@ -17,20 +17,11 @@ namespace {
 
 // utime + stime of `pid`, every thread, in seconds; nullopt when it is gone.
 std::optional<double> cpu_seconds(std::uint32_t pid) {
-  if (pid == 0) return std::nullopt;
-  char path[32];
-  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
-  std::FILE* f = std::fopen(path, "re");
-  if (!f) return std::nullopt;
-  char buf[1024];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  // The fields after the command's closing parenthesis: state is the 3rd
-  // field of the line, utime and stime the 14th and 15th.
-  const char* p = std::strrchr(buf, ')');
+  const auto fields = proc_stat_fields(pid);
   unsigned long utime = 0, stime = 0;
-  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+  // utime and stime are the 12th and 13th fields from the state on.
+  if (!fields ||
+      std::sscanf(fields->c_str(), "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
     return std::nullopt;
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
