@@ -107,7 +107,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     report_answered();
     return ran;
   });
-  if (home_cpu) placement_ = std::make_unique<LoopPlacement>(loop.events(), *home_cpu, worker_cpus_);
+  if (home_cpu)
+    placement_ =
+        std::make_unique<LoopPlacement>(loop.events(), *home_cpu, worker_cpus_, loop.segment().header().cpu_holders,
+                                        static_cast<std::uint16_t>(loop.slot()));
 }
 
 transport::Outbox& Manager::answer_channel(const env::EnvelopeHeader& request) {

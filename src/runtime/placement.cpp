@@ -76,4 +76,43 @@ std::vector<int> allowed_cpus() {
   return out;
 }
 
+CpuHolds::CpuHolds(std::span<std::atomic<std::uint16_t>> holders, std::size_t home, std::uint16_t slot)
+    : holders_(holders), home_(home), slot_(slot) {
+  for (auto& h : holders_) {
+    auto mine = slot_;
+    h.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
+  }
+}
+
+bool CpuHolds::try_take(std::size_t position) {
+  std::uint16_t none = 0;
+  if (!holders_[position].compare_exchange_strong(none, slot_, std::memory_order_acq_rel)) return false;
+  held_ = position;
+  return true;
+}
+
+std::optional<std::size_t> CpuHolds::take() {
+  if (held_) return held_;
+  for (std::size_t p = 0; p < holders_.size(); ++p)
+    if (p != home_ && try_take(p)) return held_;
+  if (home_ < holders_.size() && try_take(home_)) return held_;
+  return std::nullopt;
+}
+
+std::optional<std::size_t> CpuHolds::take_better() {
+  if (held_ != home_) return std::nullopt;
+  for (std::size_t p = 0; p < holders_.size(); ++p)
+    if (p != home_ && try_take(p)) {
+      holders_[home_].store(0, std::memory_order_release);
+      return held_;
+    }
+  return std::nullopt;
+}
+
+void CpuHolds::give_back() {
+  if (!held_) return;
+  holders_[*held_].store(0, std::memory_order_release);
+  held_.reset();
+}
+
 }  // namespace edri

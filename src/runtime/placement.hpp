@@ -4,8 +4,12 @@
 // server may use and how many processes it runs; no I/O here.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -118,6 +122,39 @@ class BusyFloat {
     return static_cast<double>(part.count()) / static_cast<double>(wall.count());
   }
   bool floating_ = false;
+};
+
+// The CPUs busy managers' loops hold, each for itself, in a table all
+// processes share (SegmentHeader::cpu_holders, one entry per allowed CPU by
+// position, the slot holding it or 0). Left to the scheduler, two busy
+// managers floating over two vCPUs ran on one of them, ~50 % each, in two
+// of four runs on a 2-vCPU VM (issue 39); held, each gets its own
+// (docs/decisions/0036). No I/O here: the table is plain atomics.
+class CpuHolds {
+ public:
+  // `home`: the pipeline's position, taken last; `slot`: the caller's
+  // (never 0). Clears what the slot held before (a crashed start's).
+  CpuHolds(std::span<std::atomic<std::uint16_t>> holders, std::size_t home, std::uint16_t slot);
+  ~CpuHolds() { give_back(); }
+  CpuHolds(const CpuHolds&) = delete;
+  CpuHolds& operator=(const CpuHolds&) = delete;
+
+  // Takes a CPU nobody holds, the pipeline's last (its CPU is shared);
+  // nullopt when all are held (the loop floats over all then).
+  std::optional<std::size_t> take();
+  // Holding the pipeline's CPU, moves to one nobody holds if any now is;
+  // the new position, or nullopt where nothing changed.
+  std::optional<std::size_t> take_better();
+  void give_back();
+  std::optional<std::size_t> held() const { return held_; }
+
+ private:
+  bool try_take(std::size_t position);
+
+  std::span<std::atomic<std::uint16_t>> holders_;
+  std::size_t home_;
+  std::uint16_t slot_;
+  std::optional<std::size_t> held_;
 };
 
 }  // namespace edri

@@ -37,7 +37,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 6;
+inline constexpr std::uint32_t kLayoutVersion = 7;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -58,10 +58,16 @@ inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n 
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint16_t>::is_always_lock_free);
 
 // Quick deaths in a row (each within 10 s of its start) from which a
 // process is in a crash loop: logged so, and flagged by /health.
 inline constexpr std::uint32_t kCrashLoopFailures = 3;
+
+// CPUs a busy manager may hold for itself: placement keeps the pipeline
+// together only on machines of few CPUs (runtime/placement.hpp), where
+// loops float; past this many allowed CPUs, the rest are never held.
+inline constexpr std::size_t kHeldCpusMax = 64;
 
 // What a process's loop did, counted as it goes: turns that found work
 // and the records they took, turns spent spinning, sleeps and how long
@@ -156,6 +162,12 @@ struct alignas(kPage) SegmentHeader {
   // `restarts` with what it saw before to learn who died (and answers for
   // the requests that died with it).
   std::atomic<std::uint32_t> deaths;
+  // The CPUs busy managers' loops hold, each for itself (EDRI_CPUS=auto on
+  // few cores, docs/decisions/0036): entry i is the slot of the manager
+  // holding the i-th CPU the server may use, 0 while none does. Taken by
+  // compare-exchange from 0, given back by the holder when it is quiet, and
+  // cleared by a manager's next start in its slot (a crash leaves it).
+  std::atomic<std::uint16_t> cpu_holders[kHeldCpusMax];
   ClusterState cluster;
 };
 

@@ -3,6 +3,9 @@
 // the traffic and falls to nothing on an idle server.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <atomic>
+
 #include "runtime/placement.hpp"
 
 using namespace edri;
@@ -132,4 +135,34 @@ TEST_CASE("a manager's loop floats while it needs a core of its own and comes ho
   CHECK(b.sample(125ms, 125ms, 250ms) == M::Float);
   CHECK(b.sample(1ms, 1ms, 250ms) == M::Pin);
   CHECK(b.sample(1ms, 1ms, 0ms) == M::Stay);  // no time passed: no decision
+}
+
+TEST_CASE("busy managers hold a CPU each, the pipeline's last, and float when all are held", "[placement]") {
+  std::array<std::atomic<std::uint16_t>, 2> table{};  // two CPUs; the pipeline on the last
+  CpuHolds a(table, 1, 7), b(table, 1, 8), c(table, 1, 9);
+  CHECK(a.take() == 0u);  // the CPU without the pipeline first
+  CHECK(a.take() == 0u);  // what it holds, again
+  CHECK(b.take() == 1u);
+  CHECK_FALSE(c.take());  // both held: c floats
+  CHECK(table[0].load() == 7);
+  CHECK(table[1].load() == 8);
+  a.give_back();
+  CHECK(table[0].load() == 0);
+  CHECK(b.take_better() == 0u);  // off the pipeline's CPU, once one is free
+  CHECK(table[1].load() == 0);
+  CHECK(c.take() == 1u);
+  CHECK_FALSE(c.take_better());  // nothing better: the other is held
+}
+
+TEST_CASE("a manager's next start clears what its crashed start held", "[placement]") {
+  std::array<std::atomic<std::uint16_t>, 3> table{};
+  table[1] = 5;  // left by slot 5, which died holding it
+  table[2] = 6;
+  {
+    CpuHolds restarted(table, 2, 5);
+    CHECK(table[1].load() == 0);
+    CHECK(table[2].load() == 6);  // another slot's hold stays
+    CHECK(restarted.take() == 0u);
+  }
+  CHECK(table[0].load() == 0);  // given back when it goes
 }
