@@ -1,6 +1,7 @@
 // fanout: live streams pushed to many WebSocket subscribers (streams.md),
 // edri beside a Node.js `ws` server with the same wire protocol and no
-// coalescing (reference/streams_node), the shapes of the published
+// coalescing (reference/streams_node) and any server `--reference-command`
+// starts (the same protocol), the shapes of the published
 // benchmark the issue quotes:
 //
 //   clients x streams   every client subscribes to every stream; the
@@ -364,14 +365,27 @@ bool connect_fleet(Fleet& fleet, const StartedServer& server, int clients, const
   return fleet.run_until(0, Clock::now() + std::chrono::seconds(30));
 }
 
-// Both servers answer GET /stream/{name}; the Node one has no /noop.
+// Every server answers GET /stream/{name}; the Node one has no /noop.
 ServerSettings fanout_settings(const ScenarioContext& context, bool deflate = false) {
   auto settings = server_settings(context, deflate ? kDeflateEnv : EnvironmentVariables{});
   settings.ready_path = "/stream/ready";
+  settings.command = context.options.reference_command;
   return settings;
 }
 
-constexpr ServerKind kServers[] = {ServerKind::kEdri, ServerKind::kNodeStreams};
+// The servers measured side by side, by their names in the tables: edri,
+// the Node one, and the user's (--reference-command) where given.
+struct FanoutServer {
+  ServerKind kind;
+  std::string name;
+};
+std::vector<FanoutServer> fanout_servers(const ScenarioContext& context) {
+  std::vector<FanoutServer> servers{{ServerKind::kEdri, std::string(display_name(ServerKind::kEdri))},
+                                    {ServerKind::kNodeStreams, std::string(display_name(ServerKind::kNodeStreams))}};
+  if (!context.options.reference_command.empty())
+    servers.push_back({ServerKind::kCommand, context.options.reference_name});
+  return servers;
+}
 
 std::string cell(double v, const char* format = "%.1f") {
   char buf[32];
@@ -397,8 +411,7 @@ void shapes_table(const ScenarioContext& context, std::vector<std::string>& note
       "p99 / max ms | server CPU %% | RSS MB | revisions as frames %% |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
       runs);
   for (const auto& shape : shapes) {
-    for (ServerKind kind : kServers) {
-      const std::string name(display_name(kind));
+    for (const auto& [kind, name] : fanout_servers(context)) {
       const std::string label =
           std::to_string(shape.clients) + " x " + std::to_string(shape.streams) + (shape.deflate ? ", deflate" : "");
       std::vector<BurstResult> results;
@@ -442,8 +455,9 @@ void budgets_table(const ScenarioContext& context, std::vector<std::string>& not
       "threads before / after |\n|---|---|---:|---:|---:|---:|\n",
       clients);
   for (const bool deflate : {false, true})
-    for (ServerKind kind : kServers) {
-      const std::string name = std::string(display_name(kind)) + (deflate ? ", deflate" : "");
+    for (const auto& server_named : fanout_servers(context)) {
+      const ServerKind kind = server_named.kind;
+      const std::string name = server_named.name + (deflate ? ", deflate" : "");
       StartedServer server = start_server_reporting(kind, name, fanout_settings(context, deflate), notes);
       if (server.outcome != StartedServer::Outcome::kRunning) {
         std::printf("| %s | | %s | | | |\n", name.c_str(), unavailable_cell(server).c_str());
@@ -484,8 +498,7 @@ void tenants_table(const ScenarioContext& context, std::vector<std::string>& not
       "| server | burst on | streams | fleet completion ms | delivery p50 / p95 / p99 / max ms | server CPU %% | RSS "
       "MB "
       "| revisions as frames %% |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
-  for (ServerKind kind : kServers) {
-    const std::string name(display_name(kind));
+  for (const auto& [kind, name] : fanout_servers(context)) {
     StartedServer server = start_server_reporting(kind, name, fanout_settings(context), notes);
     if (server.outcome != StartedServer::Outcome::kRunning) {
       std::printf("| %s | | | %s | | | | |\n", name.c_str(), unavailable_cell(server).c_str());
@@ -533,11 +546,15 @@ void tenants_table(const ScenarioContext& context, std::vector<std::string>& not
 
 ScenarioOutcome run_fanout_scenario(const ScenarioContext& context) {
   std::vector<std::string> notes;
-  print_report_header(context,
-                      "live streams: WebSocket clients subscribe, the server publishes 50 rounds of one patch per "
-                      "stream 2 ms apart (POST /stream-burst); edri beside a Node.js ws server with the same wire "
-                      "protocol and no coalescing",
-                      false);
+  print_report_header(
+      context,
+      "live streams: WebSocket clients subscribe, the server publishes 50 rounds of one patch per "
+      "stream 2 ms apart (POST /stream-burst); edri beside a Node.js ws server with the same wire "
+      "protocol and no coalescing" +
+          (context.options.reference_command.empty()
+               ? std::string()
+               : ", and " + context.options.reference_name + ": `" + context.options.reference_command + "`"),
+      false);
   shapes_table(context, notes);
   if (context.interrupted()) return ScenarioOutcome::kInterrupted;
   budgets_table(context, notes);

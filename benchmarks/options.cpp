@@ -76,6 +76,12 @@ void print_options_help(std::FILE* to) {
                "                       connections, each request's latency counted from its\n"
                "                       scheduled send (no coordinated omission); default: closed\n"
                "                       loop, each connection sends when its answer is in\n"
+               "  --reference-command CMD\n"
+               "                       fanout: also measure the server CMD starts (sh -c), which\n"
+               "                       speaks docs/streams.md's protocol and POST /stream-burst on\n"
+               "                       the port in $PORT (and in place of {port}); stopped by\n"
+               "                       SIGTERM to its process group\n"
+               "  --reference-name N   its name in the tables (default: reference)\n"
                "  --record             also append the report to BENCHMARKS.md and draw\n"
                "                       docs/charts/<scenario>.svg (gnuplot); every run but --quick\n"
                "                       ones writes benchmarks/results/<date>-<scenario>.json\n");
@@ -158,6 +164,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
       const auto n = parse_int(*v);
       if (!n || *n < 1 || *n > 100) return invalid(*v);
       options.runs = *n;
+    } else if (arg == "--reference-command" || arg == "--reference-name") {
+      const auto v = value();
+      if (!v) return std::nullopt;
+      if (v->empty() || v->find_first_not_of(" \t") == std::string_view::npos) return invalid(*v);
+      (arg == "--reference-command" ? options.reference_command : options.reference_name) = std::string(*v);
     } else if (!arg.starts_with("-") && options.scenario.empty()) {
       options.scenario = std::string(arg);
     } else {
@@ -166,6 +177,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
     }
   }
 
+  if (!options.reference_command.empty() && options.scenario != "fanout") {
+    std::fprintf(stderr, "bench: --reference-command applies to the fanout scenario only\n");
+    return std::nullopt;
+  }
   if (!options.middleware_counts.empty() && options.scenario != "middleware") {
     std::fprintf(stderr, "bench: --middlewares applies to the middleware scenario only\n");
     return std::nullopt;

@@ -26,6 +26,11 @@ struct Options {
   int runs = 1;         // --runs N: repeated, reported as ranges
   double rate = 0;      // --rate R: open-loop load at R req/s per run; 0 closed loop
   bool record = false;  // --record: appended to BENCHMARKS.md
+  // --reference-command CMD: a server of the scenario's protocol to measure
+  // beside edri (fanout), started with `sh -c`, told its port as $PORT and
+  // in place of every `{port}`; --reference-name names it in the tables.
+  std::string reference_command;
+  std::string reference_name = "reference";
 
   const std::vector<int>& concurrencies_or(const std::vector<int>& scenario_default) const {
     return concurrencies.empty() ? scenario_default : concurrencies;

@@ -259,6 +259,27 @@ StartedServer start_node_streams(const ServerSettings& settings) {
   return start_on_port(std::move(spec), *port, settings);
 }
 
+// A server of the user's, through the shell (`exec`, so that the server is
+// the process bench stops, where the command is one), in bench's working
+// directory.
+StartedServer start_command(const ServerSettings& settings) {
+  if (settings.command.empty()) return not_running(StartedServer::Outcome::kFailed, "no command given");
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+  std::string command = settings.command;
+  const std::string port_text = std::to_string(*port);
+  for (auto at = command.find("{port}"); at != std::string::npos; at = command.find("{port}", at + port_text.size()))
+    command.replace(at, 6, port_text);
+  ProcessSpec spec{.program = "/bin/sh",
+                   .args = {"-c", "exec " + command},
+                   .env = {{"PORT", port_text}},
+                   .working_dir = {},
+                   .cpus = settings.server_cpu_list,
+                   .stdout_to = server_output(settings),
+                   .stderr_to = server_output(settings)};
+  return start_on_port(std::move(spec), *port, settings);
+}
+
 std::optional<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -403,6 +424,7 @@ std::string_view display_name(ServerKind kind) {
     case ServerKind::kNginxHttp2: return "nginx h2";
     case ServerKind::kGrpcio: return "grpcio";
     case ServerKind::kTechEmpowerFastApi: return "FastAPI";
+    case ServerKind::kCommand: return "reference";
   }
   return "?";
 }
@@ -434,6 +456,7 @@ StartedServer start_server(ServerKind kind, const ServerSettings& settings) {
     case ServerKind::kNodeStreams: return start_node_streams(settings);
     case ServerKind::kNginxHttp2: return start_nginx(settings, true);
     case ServerKind::kGrpcio: return start_grpcio(settings);
+    case ServerKind::kCommand: return start_command(settings);
   }
   return not_running(StartedServer::Outcome::kFailed, "unknown server");
 }

@@ -24,7 +24,9 @@ inline constexpr std::size_t kPayloadSizes[] = {1024, 102400, 1048576, 16777216}
 // kNginxHttp2: nginx with `listen ... http2` (cleartext, prior knowledge
 // only), for REST over HTTP/2. kGrpcio: a no-op servicer of edri's gRPC
 // service on Python's grpcio (reference/grpc_noop_server.py).
-enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams, kNginxHttp2, kGrpcio, kTechEmpowerFastApi };
+// kCommand: whatever ServerSettings::command starts (`bench fanout
+// --reference-command`), told its port in $PORT and in place of `{port}`.
+enum class ServerKind { kEdri, kFastApi, kNginx, kNodeStreams, kNginxHttp2, kGrpcio, kTechEmpowerFastApi, kCommand };
 
 std::string_view display_name(ServerKind kind);
 
@@ -43,6 +45,7 @@ struct ServerSettings {
   // What start_server waits for: this path answering 200 (edri also has
   // /ready, for the startup scenario).
   std::string ready_path = "/noop";
+  std::string command = {};  // kCommand's shell command
 };
 
 // A directory under /tmp removed, with its contents, on destruction.

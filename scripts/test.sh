@@ -57,6 +57,10 @@ BENCH_RESULTS_DIR="$results" build/bin/bench startup --runs 2 >"$results/report.
 grep -q "ranges over 2 runs" "$results/report.md"
 python3 -c 'import json,sys,glob; r=json.load(open(glob.glob(sys.argv[1]+"/*-startup.json")[0])); assert len(r["runs"])==2 and r["runs"][0]["tables"][0]["rows"] and r["machine"]["cores"]>0' "$results"
 rm -rf "$results"
+# A reference server by command (the Node one, started by its command):
+# its rows carry figures under the name given.
+build/bin/bench fanout --quick --reference-command 'node benchmarks/reference/streams_node/server.js' \
+  --reference-name 'by command' 2>/dev/null | grep -E "^\| by command \| private only \| [0-9]+ \| [0-9]+ \|" >/dev/null
 # An open-loop run: the rate is named in the report and kept.
 build/bin/bench noop --quick --rate 2000 --concurrency 4 | grep "open loop at 2000 req/s" >/dev/null
 # The wrk matrix (edri beside nginx under wrk, the 16-CPU figures' script):
