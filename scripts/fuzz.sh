@@ -12,7 +12,8 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(http_request_fuzzer envelope_fuzzer websocket_message_fuzzer json_binding_fuzzer cluster_frame_fuzzer
-    http2_frame_fuzzer json_members_fuzzer cluster_inbound_fuzzer proxy_header_fuzzer http1_codec_fuzzer)
+    http2_frame_fuzzer json_members_fuzzer cluster_inbound_fuzzer proxy_header_fuzzer http1_codec_fuzzer
+    message_ends_fuzzer)
 fi
 parallel="${FUZZ_JOBS:-$(nproc)}"
 scratch="$(mktemp -d)"

@@ -12,6 +12,8 @@
 
 #include "runtime/asio.hpp"
 
+#include "listener/message_ends.hpp"
+
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket/teardown.hpp>
 
@@ -33,6 +35,7 @@ struct Pipe {
 
   std::string in;  // read from the client, not yet taken by Beast
   std::size_t in_off = 0;
+  MessageEnds handed;   // what was taken, message by message
   bool eof = false;     // the client is gone: reads fail
   bool broken = false;  // the connection is gone: writes fail
   std::function<void(std::string_view)> write;
@@ -115,6 +118,7 @@ class LoopStream {
       std::size_t n = 0;
       if (pipe.has_input()) {
         n = asio::buffer_copy(buffers, asio::const_buffer(pipe.in.data() + pipe.in_off, pipe.in.size() - pipe.in_off));
+        pipe.handed.feed(std::string_view(pipe.in).substr(pipe.in_off, n));
         pipe.in_off += n;
         if (pipe.in_off == pipe.in.size()) {
           pipe.in.clear();

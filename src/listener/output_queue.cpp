@@ -18,6 +18,11 @@ constexpr std::size_t kCopySharedBelow = 4096;
 constexpr std::uint64_t kTlsFileChunk = 64 * 1024;
 // One sendfile() call sends at most this.
 constexpr std::uint64_t kSendFileMax = 1u << 30;
+// A tail written out keeps its buffer up to this (its first allocation:
+// an answer's head and a small body fit), and gives a larger one back: an
+// idle WebSocket session kept the ~1 KB its subscriptions' snapshots grew
+// it to.
+constexpr std::size_t kKeptTailBytes = 512;
 }  // namespace
 
 std::string_view OutputQueue::Piece::data() const {
@@ -30,7 +35,7 @@ std::string_view OutputQueue::Piece::data() const {
 void OutputQueue::append(Piece p) {
   const auto* bytes = std::get_if<std::string>(&p.body);
   if (bytes && p.credit == 0) {
-    tail_ += *bytes;
+    grown_tail() += *bytes;
     return;
   }
   if (tail_off_ < tail_.size()) {
@@ -46,7 +51,7 @@ void OutputQueue::append(Piece p) {
 
 void OutputQueue::append_shared(const SharedFrame& frame) {
   if (frame->size() >= kCopySharedBelow) return append(Piece{frame});
-  tail_ += *frame;
+  grown_tail() += *frame;
   seal();
 }
 
@@ -78,6 +83,7 @@ void OutputQueue::drop_unsent() {
 
 void OutputQueue::clear() {
   queue_.clear();
+  queue_.shrink_to_fit();
   queued_bytes_ = 0;
   queued_blob_bytes_ = 0;
   tail_.clear();
@@ -92,7 +98,10 @@ OutputQueue::Written OutputQueue::write_tail(ClientSocket& socket, bool& progres
     tail_off_ += static_cast<std::size_t>(n);
     progress = true;
   }
-  tail_.clear();
+  if (tail_.capacity() > kKeptTailBytes)
+    std::string().swap(tail_);
+  else
+    tail_.clear();
   tail_off_ = 0;
   return Written::All;
 }

@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +22,8 @@
 #include "listener/shared_frame.hpp"
 #include "listener/stream_ref.hpp"
 #include "transport/blob_arena.hpp"
+
+#include <boost/container/deque.hpp>
 
 namespace edri::listener {
 
@@ -41,8 +42,8 @@ class OutputQueue {
 
   // Plain bytes at the end. tail() is for writers that serialize straight
   // into it (call seal() after a large one).
-  void append(std::string_view bytes) { tail_ += bytes; }
-  std::string& tail() { return tail_; }
+  void append(std::string_view bytes) { grown_tail() += bytes; }
+  std::string& tail() { return grown_tail(); }
   void append(Piece p);
   // A frame shared with other connections: a small one is copied next to
   // the others, a large one queued as the shared buffer itself.
@@ -74,8 +75,20 @@ class OutputQueue {
   Written write_file_tls(ClientSocket& socket, FileBody& f, bool& progress);
   Written write_tail(ClientSocket& socket, bool& progress);
   void count_out(const Piece& p, std::size_t n);
+  // The tail, given its first 512 bytes at once after write_tail gave its
+  // buffer back: several small frames then cost one allocation, not one
+  // per doubling.
+  std::string& grown_tail() {
+    if (tail_.capacity() < kFirstTailBytes) tail_.reserve(kFirstTailBytes);
+    return tail_;
+  }
+  static constexpr std::size_t kFirstTailBytes = 512;
 
-  std::deque<Piece> queue_;            // written before tail_
+  // Written before tail_. Boost's deque allocates nothing until a piece
+  // comes and gives its block back once empty (shrink_to_fit), where
+  // std::deque holds ~0.5 KB from its construction: most connections
+  // never queue a piece, and an idle one should hold nothing here.
+  boost::container::deque<Piece> queue_;
   std::size_t queued_bytes_ = 0;       // unsent bytes in queue_
   std::size_t queued_blob_bytes_ = 0;  // of which in the blob area
   std::string tail_;
@@ -91,6 +104,7 @@ OutputQueue::Written OutputQueue::write(ClientSocket& socket, bool& progress, Cr
     // The client took a piece of a stream: its producer may make more.
     if (queue_.front().credit) credit(queue_.front().stream, queue_.front().credit);
     queue_.pop_front();
+    if (queue_.empty()) queue_.shrink_to_fit();
   }
   return write_tail(socket, progress);
 }

@@ -13,6 +13,12 @@ namespace edri::listener {
 namespace websocket = beast::websocket;
 namespace bhttp = beast::http;
 
+namespace {
+// An idle session keeps the buffer of the client's bytes up to this (a
+// command or two) and gives a larger one back.
+constexpr std::size_t kKeptInputBytes = 256;
+}  // namespace
+
 WebSocketSession::WebSocketSession(asio::io_context& io, Owner& owner, std::size_t max_message, bool deflate)
     : ws_(io, pipe_), owner_(&owner) {
   if (deflate) {
@@ -78,6 +84,15 @@ void WebSocketSession::accept(const http::HttpRequest& req, std::string_view hea
 
 void WebSocketSession::read() {
   if (reading_ || paused_ || ended_ || !opened_ || !owner_ || close_sent_) return;
+  if (!pipe_.has_input() && !pipe_.eof && !pipe_.handed.holds()) {
+    // Idle: no read waits and the message buffer goes (Beast's read takes
+    // 1.5 KB as it starts, an idle session's largest part); feed() starts
+    // the read when bytes come. What a waiting read would tell the owner:
+    buffer_.shrink_to_fit();
+    if (pipe_.in.capacity() > kKeptInputBytes) std::string().swap(pipe_.in);
+    owner_->ws_starved();
+    return;
+  }
   reading_ = true;
   ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
 }
@@ -93,6 +108,7 @@ void WebSocketSession::on_read(beast::error_code ec) {
       spdlog::debug("websocket read ended: {}", ec.message());
     return end();
   }
+  pipe_.handed.message_taken();
   if (!ws_.got_text()) {
     buffer_.consume(buffer_.size());
     return close(1003, "binary messages are not supported");

@@ -24,6 +24,7 @@
 #include <boost/beast/websocket/stream.hpp>
 
 #include "http/request_parser.hpp"
+#include "listener/recycled_blocks.hpp"
 
 namespace edri::listener {
 
@@ -52,8 +53,12 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   // `Connection: close`, and an end). `headers`: extra response header
   // lines ("Name: value\r\n"...).
   void accept(const http::HttpRequest& req, std::string_view headers);
-  // Bytes read from the client after the upgrade request.
-  void feed(const char* data, std::size_t n) { pipe_.push(data, n); }
+  // Bytes read from the client after the upgrade request; a session
+  // without a read waiting starts one.
+  void feed(const char* data, std::size_t n) {
+    pipe_.push(data, n);
+    if (n > 0 && !reading_) read();
+  }
   // Whether a data frame may go out now: open, and no close sent or asked.
   bool can_send() const { return opened_ && !closing_ && !ended_ && owner_ && ws_.is_open(); }
   // Sends a close frame with `code` after what was written so far.
@@ -86,7 +91,9 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   // deflateSupported: permessage-deflate can be offered (EDRI_WEBSOCKET_DEFLATE).
   beast::websocket::stream<LoopStream, true> ws_;
   Owner* owner_;
-  beast::flat_buffer buffer_;
+  // The message being read; its block goes back to the thread's free list
+  // when the session is idle.
+  beast::basic_flat_buffer<RecycledBlocks<char>> buffer_;
   beast::websocket::close_reason close_reason_;
   bool opened_ = false;
   bool reading_ = false;

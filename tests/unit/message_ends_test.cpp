@@ -1,0 +1,89 @@
+// MessageEnds: whether Beast holds bytes past the messages it completed,
+// from the frame headers of what it was handed, in any split.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "listener/message_ends.hpp"
+
+using edri::listener::MessageEnds;
+
+namespace {
+
+// A client frame (masked, as clients must): FIN and opcode in `first`.
+std::string client_frame(unsigned first, std::size_t length) {
+  std::string f;
+  f += static_cast<char>(first);
+  if (length < 126) {
+    f += static_cast<char>(0x80 | length);
+  } else if (length < 65536) {
+    f += static_cast<char>(0x80 | 126);
+    f += static_cast<char>(length >> 8);
+    f += static_cast<char>(length & 0xff);
+  } else {
+    f += static_cast<char>(0x80 | 127);
+    for (int shift = 56; shift >= 0; shift -= 8) f += static_cast<char>((length >> shift) & 0xff);
+  }
+  f += std::string("\x01\x02\x03\x04", 4);  // the mask
+  return f + std::string(length, 'x');
+}
+constexpr unsigned kText = 0x81, kTextFirst = 0x01, kLast = 0x80, kPing = 0x89;
+
+}  // namespace
+
+TEST_CASE("nothing handed over: nothing held", "[message_ends]") {
+  MessageEnds ends;
+  CHECK_FALSE(ends.holds());
+}
+
+TEST_CASE("one message handed over whole, then taken: nothing held", "[message_ends]") {
+  MessageEnds ends;
+  ends.feed(client_frame(kText, 20));
+  CHECK(ends.holds());
+  ends.message_taken();
+  CHECK_FALSE(ends.holds());
+}
+
+TEST_CASE("three messages in one read: held until the third is taken", "[message_ends]") {
+  MessageEnds ends;
+  ends.feed(client_frame(kText, 5) + client_frame(kText, 300) + client_frame(kText, 70000));
+  ends.message_taken();
+  CHECK(ends.holds());
+  ends.message_taken();
+  CHECK(ends.holds());
+  ends.message_taken();
+  CHECK_FALSE(ends.holds());
+}
+
+TEST_CASE("a message and the start of the next: the start is held", "[message_ends]") {
+  MessageEnds ends;
+  const auto next = client_frame(kText, 10);
+  ends.feed(client_frame(kText, 10) + next.substr(0, 1));  // half a header
+  ends.message_taken();
+  CHECK(ends.holds());
+  ends.feed(next.substr(1));
+  ends.message_taken();
+  CHECK_FALSE(ends.holds());
+}
+
+TEST_CASE("headers and payloads split anywhere, byte by byte", "[message_ends]") {
+  const auto bytes = client_frame(kTextFirst, 3) + client_frame(kPing, 4) + client_frame(kLast, 200) +
+                     client_frame(kText, 126) + client_frame(kText, 0);
+  MessageEnds ends;
+  int ended = 0;
+  for (char c : bytes) ends.feed(std::string(1, c));
+  // Two frames then a ping between them make one message; three in all.
+  while (ends.holds() && ended < 10) {
+    ends.message_taken();
+    ++ended;
+  }
+  CHECK(ended == 3);
+}
+
+TEST_CASE("a control frame after a message is held: Beast must read it", "[message_ends]") {
+  MessageEnds ends;
+  ends.feed(client_frame(kText, 10));
+  ends.message_taken();
+  ends.feed(client_frame(kPing, 0));
+  CHECK(ends.holds());
+}
