@@ -259,27 +259,6 @@ StartedServer start_node_streams(const ServerSettings& settings) {
   return start_on_port(std::move(spec), *port, settings);
 }
 
-// A server of the user's, through the shell (`exec`, so that the server is
-// the process bench stops, where the command is one), in bench's working
-// directory.
-StartedServer start_command(const ServerSettings& settings) {
-  if (settings.command.empty()) return not_running(StartedServer::Outcome::kFailed, "no command given");
-  const auto port = pick_free_port();
-  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
-  std::string command = settings.command;
-  const std::string port_text = std::to_string(*port);
-  for (auto at = command.find("{port}"); at != std::string::npos; at = command.find("{port}", at + port_text.size()))
-    command.replace(at, 6, port_text);
-  ProcessSpec spec{.program = "/bin/sh",
-                   .args = {"-c", "exec " + command},
-                   .env = {{"PORT", port_text}},
-                   .working_dir = {},
-                   .cpus = settings.server_cpu_list,
-                   .stdout_to = server_output(settings),
-                   .stderr_to = server_output(settings)};
-  return start_on_port(std::move(spec), *port, settings);
-}
-
 std::optional<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
@@ -292,6 +271,26 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
   for (std::size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
     text.replace(pos, from.size(), to);
   }
+}
+
+// A server of the user's, through the shell (`exec`, so that the server is
+// the process bench stops, where the command is one), in bench's working
+// directory.
+StartedServer start_command(const ServerSettings& settings) {
+  if (settings.command.empty()) return not_running(StartedServer::Outcome::kFailed, "no command given");
+  const auto port = pick_free_port();
+  if (!port) return not_running(StartedServer::Outcome::kFailed, "no free port on 127.0.0.1");
+  std::string command = settings.command;
+  const std::string port_text = std::to_string(*port);
+  replace_all(command, "{port}", port_text);
+  ProcessSpec spec{.program = "/bin/sh",
+                   .args = {"-c", "exec " + command},
+                   .env = {{"PORT", port_text}},
+                   .working_dir = {},
+                   .cpus = settings.server_cpu_list,
+                   .stdout_to = server_output(settings),
+                   .stderr_to = server_output(settings)};
+  return start_on_port(std::move(spec), *port, settings);
 }
 
 std::string last_line_of(const fs::path& path) {

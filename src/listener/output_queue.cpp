@@ -18,11 +18,6 @@ constexpr std::size_t kCopySharedBelow = 4096;
 constexpr std::uint64_t kTlsFileChunk = 64 * 1024;
 // One sendfile() call sends at most this.
 constexpr std::uint64_t kSendFileMax = 1u << 30;
-// A tail written out keeps its buffer up to this (its first allocation:
-// an answer's head and a small body fit), and gives a larger one back: an
-// idle WebSocket session kept the ~1 KB its subscriptions' snapshots grew
-// it to.
-constexpr std::size_t kKeptTailBytes = 512;
 }  // namespace
 
 std::string_view OutputQueue::Piece::data() const {
@@ -98,7 +93,9 @@ OutputQueue::Written OutputQueue::write_tail(ClientSocket& socket, bool& progres
     tail_off_ += static_cast<std::size_t>(n);
     progress = true;
   }
-  if (tail_.capacity() > kKeptTailBytes)
+  // Kept up to its first allocation; a larger one goes back: an idle
+  // WebSocket session kept the ~1 KB its subscriptions' snapshots grew it to.
+  if (tail_.capacity() > kFirstTailBytes)
     std::string().swap(tail_);
   else
     tail_.clear();

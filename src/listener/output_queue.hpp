@@ -75,9 +75,10 @@ class OutputQueue {
   Written write_file_tls(ClientSocket& socket, FileBody& f, bool& progress);
   Written write_tail(ClientSocket& socket, bool& progress);
   void count_out(const Piece& p, std::size_t n);
-  // The tail, given its first 512 bytes at once after write_tail gave its
-  // buffer back: several small frames then cost one allocation, not one
-  // per doubling.
+  // The tail, given its first 512 bytes at once (an answer's head and a
+  // small body fit; write_tail keeps that much and gives a larger buffer
+  // back): several small frames then cost one allocation, not one per
+  // doubling.
   std::string& grown_tail() {
     if (tail_.capacity() < kFirstTailBytes) tail_.reserve(kFirstTailBytes);
     return tail_;
