@@ -21,7 +21,10 @@ enum class ServerRunOutcome { kDone, kUnavailable, kFailed, kInterrupted };
 struct Contender {
   ServerKind kind;
   int workers = 1;
+  std::string label = {};  // its name in the tables, where not the kind's
+  EnvironmentVariables env = {};
   std::string name() const {
+    if (!label.empty()) return label;
     std::string n(display_name(kind));
     if (workers > 1) n.append(" ").append(std::to_string(workers)).append(" workers");
     return n;
@@ -46,7 +49,7 @@ ServerRunOutcome measure_server(const ScenarioContext& context, const Contender&
                                 std::vector<std::string>& notes, int* listeners = nullptr,
                                 std::vector<LoopRow>* loops = nullptr) {
   const std::string name = who.name();
-  ServerSettings settings = server_settings(context);
+  ServerSettings settings = server_settings(context, who.env);
   settings.workers = who.workers;
   StartedServer server = start_server_reporting(who.kind, name, settings, notes);
   if (server.outcome == StartedServer::Outcome::kInterrupted) return ServerRunOutcome::kInterrupted;
@@ -113,7 +116,12 @@ ScenarioOutcome run_compare_scenario(const ScenarioContext& context) {
   int listeners = 1;
   const ServerRunOutcome edri = measure_server(context, {ServerKind::kEdri}, concurrencies, rows, notes, &listeners);
   if (edri == ServerRunOutcome::kInterrupted || context.interrupted()) return ScenarioOutcome::kInterrupted;
-  std::vector<Contender> others{{ServerKind::kFastApi, 1}, {ServerKind::kFastApi, 4}, {ServerKind::kNginx, 1}};
+  // The same app with its domain run inside the listener (opt-in,
+  // docs/decisions/0038): what the hops between processes cost.
+  std::vector<Contender> others{{ServerKind::kEdri, 1, "edri, bench in listener", {{"EDRI_LISTENER_DOMAINS", "bench"}}},
+                                {ServerKind::kFastApi, 1},
+                                {ServerKind::kFastApi, 4},
+                                {ServerKind::kNginx, 1}};
   if (listeners > 1) {
     others.push_back({ServerKind::kNginx, listeners});
     notes.push_back("edri ran " + std::to_string(listeners) + " listener processes; \"nginx " +

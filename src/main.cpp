@@ -7,11 +7,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "broker/broker.hpp"
 #include "cluster/switch.hpp"
@@ -93,6 +96,48 @@ void apply_placement(const Config& config, std::optional<int> home, bool floats_
   }
 }
 
+// The managers a listener runs on its own loop (EDRI_LISTENER_DOMAINS):
+// each a guest of the listener's ProcessLoop with its own slot and
+// channels, as a manager process would have.
+class GuestManagers {
+ public:
+  GuestManagers(ProcessLoop& host, const Config& config, const plugin::PluginSet& plugins,
+                const std::vector<std::uint32_t>& managers, const std::vector<int>& worker_cpus) {
+    const auto& topology = host.topology();
+    const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
+    const auto titles = plugin::manager_titles(domains);
+    for (const auto j : managers) {
+      auto& g = guests_.emplace_back();
+      g.loop = std::make_unique<ProcessLoop>(host, topology.manager_slot(j), config);
+      // No home CPU: the loop is the listener's, placed as the listener.
+      g.manager =
+          std::make_unique<manager::Manager>(*g.loop, config, plugins, domains.at(j), titles.at(j), worker_cpus);
+    }
+  }
+  // Runs each domain's start hooks; false (logged) when one failed.
+  bool start() {
+    for (auto& g : guests_) {
+      try {
+        g.manager->start();
+      } catch (const manager::Manager::StartFailed& e) {
+        spdlog::critical("{}", e.what());
+        return false;
+      }
+    }
+    return true;
+  }
+  void stop() {
+    for (auto& g : guests_) g.manager->stop();
+  }
+
+ private:
+  struct Guest {
+    std::unique_ptr<ProcessLoop> loop;
+    std::unique_ptr<manager::Manager> manager;  // after its loop: gone before it
+  };
+  std::vector<Guest> guests_;
+};
+
 int run_child(std::uint32_t slot) {
   Config config = Config::from_env();
   const auto topo_text = required_env("EDRI_INTERNAL_TOPOLOGY");
@@ -113,13 +158,18 @@ int run_child(std::uint32_t slot) {
   std::optional<plugin::PluginSet> plugins;
   std::string domain;  // a manager's
   std::string manager_title;
+  std::vector<std::uint32_t> guests;  // a listener's: the managers it runs (EDRI_LISTENER_DOMAINS)
   if (role == transport::Role::Listener || role == transport::Role::Manager || role == transport::Role::Switch) {
     plugins = plugin::PluginSet::load(config.plugins);
+    const auto domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
     if (role == transport::Role::Manager) {
-      const auto domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
       domain = domains.at(index);
       manager_title = plugin::manager_titles(domains).at(index);
       name += " " + manager_title;
+    }
+    if (role == transport::Role::Listener) {
+      guests = plugin::listener_hosted_managers(domains, config.listener_domains);
+      for (const auto j : guests) name += " + " + plugin::manager_titles(domains).at(j);
     }
   }
   init_logging(name, config.log_level);
@@ -130,7 +180,7 @@ int run_child(std::uint32_t slot) {
   // supervisor may use, and decides alike.
   const std::vector<int> allowed_cpus = edri::allowed_cpus();
   const PlacementChoice placement =
-      choose_placement(config, static_cast<std::uint32_t>(allowed_cpus.size()), topology.process_slots() - 1);
+      choose_placement(config, static_cast<std::uint32_t>(allowed_cpus.size()), child_processes(topology, config));
   const auto home = home_cpu(config, placement, allowed_cpus);
   // Under auto a manager places its own loop (LoopPlacement).
   const bool manager_floats = role == transport::Role::Manager && config.placement == Config::Placement::Auto;
@@ -148,6 +198,8 @@ int run_child(std::uint32_t slot) {
 
   switch (role) {
     case transport::Role::Listener: {
+      GuestManagers hosted(loop, config, *plugins, guests, allowed_cpus);
+      if (!hosted.start()) return kExitStartFailed;
       const char* unix_fd = std::getenv("EDRI_INTERNAL_UNIX_FD");
       const char* admin_fd = std::getenv("EDRI_INTERNAL_ADMIN_FD");
       listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
@@ -156,6 +208,7 @@ int run_child(std::uint32_t slot) {
       l.set_placement(placement.describe(config), placement.spread, placement.spin);
       l.start();
       loop.run();
+      hosted.stop();
       break;
     }
     case transport::Role::Broker: {
@@ -211,6 +264,28 @@ void settle_listener_workers(Config& config, const plugin::PluginSet& plugins) {
       auto_listener_workers(config, static_cast<std::uint32_t>(edri::allowed_cpus().size()), others);
 }
 
+// EDRI_LISTENER_DOMAINS: each a domain this instance runs once, and one
+// listener to run them (auto chooses one).
+void check_listener_domains(Config& config, const plugin::PluginSet& plugins) {
+  if (config.listener_domains.empty()) return;
+  const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
+  for (const auto& d : config.listener_domains) {
+    if (plugins.domain_index(d) < 0)
+      throw ConfigError("EDRI_LISTENER_DOMAINS names '" + d +
+                        "', which no plugin has (domains: " + join_domains(plugins) + ")");
+    const auto replicas = std::count(domains.begin(), domains.end(), d);
+    if (replicas == 0) throw ConfigError("EDRI_LISTENER_DOMAINS names '" + d + "', which EDRI_DOMAINS leaves out");
+    if (replicas > 1)
+      throw ConfigError("EDRI_LISTENER_DOMAINS names '" + d + "', which has " + std::to_string(replicas) +
+                        " replicas: a domain inside the listener runs once (see EDRI_DOMAIN_REPLICAS, "
+                        "EDRI_MANAGER_REPLICAS and the plugin's replicas())");
+  }
+  if (config.listener_workers_auto) config.listener_workers = 1;
+  if (config.listener_workers != 1)
+    throw ConfigError("EDRI_LISTENER_DOMAINS needs one listener, and EDRI_LISTENER_WORKERS is " +
+                      std::to_string(config.listener_workers));
+}
+
 int run_supervisor() {
   Config config = Config::from_env();
   init_logging("supervisor", config.log_level);
@@ -250,6 +325,7 @@ int run_supervisor() {
     }
   }
   settle_listener_workers(config, plugins);
+  check_listener_domains(config, plugins);
   ::prctl(PR_SET_NAME, "edri-supervisor");
   ::signal(SIGPIPE, SIG_IGN);
   supervisor::Supervisor sup(config, plugins);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -115,9 +116,13 @@ std::vector<BuiltinEndpoints::ProcessView> BuiltinEndpoints::processes() const {
 BuiltinEndpoints::Answer BuiltinEndpoints::health(bool pids) const {
   bool all = true;
   auto list = nlohmann::json::array();
-  for (const auto& p : processes()) {
+  const auto views = processes();
+  for (const auto& p : views) {
     all = all && p.serving();
     nlohmann::json entry{{"name", p.name}, {"alive", p.alive}, {"restarts", p.restarts}};
+    // A domain run inside the listener (EDRI_LISTENER_DOMAINS) has its pid.
+    const auto host = std::find_if(views.begin(), views.end(), [&](const ProcessView& v) { return v.pid == p.pid; });
+    if (p.pid != 0 && host != views.end() && &*host != &p) entry["inside"] = host->name;
     if (p.stopped) entry["stopped"] = true;
     if (p.stalled_ms) entry["stalled_ms"] = p.stalled_ms;
     if (pids) entry["pid"] = p.pid;  // the admin socket's alone: a pid helps whoever would signal it

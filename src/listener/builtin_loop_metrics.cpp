@@ -4,9 +4,11 @@
 // "Where a request waits").
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "listener/builtin_endpoints.hpp"
 #include "listener/proc_stat.hpp"
@@ -60,9 +62,16 @@ void BuiltinEndpoints::loop_metrics(std::ostringstream& o) const {
       << segment_.doorbell(s).rings.load(std::memory_order_relaxed) << '\n';
   o << "# HELP edri_process_cpu_seconds_total CPU time the process used (user and system, every thread).\n"
        "# TYPE edri_process_cpu_seconds_total counter\n";
-  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
-    if (const auto cpu = cpu_seconds(segment_.doorbell(s).pid.load(std::memory_order_relaxed)))
+  // Once per process, under its first slot: a domain run inside the
+  // listener (EDRI_LISTENER_DOMAINS) shares the listener's pid.
+  std::vector<std::uint32_t> counted;
+  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s) {
+    const auto pid = segment_.doorbell(s).pid.load(std::memory_order_relaxed);
+    if (std::find(counted.begin(), counted.end(), pid) != counted.end()) continue;
+    counted.push_back(pid);
+    if (const auto cpu = cpu_seconds(pid))
       o << "edri_process_cpu_seconds_total{process=\"" << label(slot_names_[s]) << "\"} " << *cpu << '\n';
+  }
 }
 
 }  // namespace edri::listener

@@ -48,6 +48,15 @@ std::vector<std::string> manager_titles(const std::vector<std::string>& manager_
   return out;
 }
 
+std::vector<std::uint32_t> listener_hosted_managers(const std::vector<std::string>& manager_domains,
+                                                    const std::vector<std::string>& listener_domains) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t j = 0; j < manager_domains.size(); ++j)
+    if (std::find(listener_domains.begin(), listener_domains.end(), manager_domains[j]) != listener_domains.end())
+      out.push_back(j);
+  return out;
+}
+
 std::vector<const LifecycleDecl*> PluginSet::lifecycle(const std::string& domain) const {
   std::vector<const LifecycleDecl*> out;
   for (const auto& l : lifecycle_)

@@ -141,5 +141,9 @@ class PluginSet {
 // How a manager is named (ps, logs, /health): its domain, then the replica
 // number from the second replica on ("notes", "notes 2", ...).
 std::vector<std::string> manager_titles(const std::vector<std::string>& manager_domains);
+// The managers, as indices into `manager_domains`, whose domain is one of
+// `listener_domains` (EDRI_LISTENER_DOMAINS): run inside the listener.
+std::vector<std::uint32_t> listener_hosted_managers(const std::vector<std::string>& manager_domains,
+                                                    const std::vector<std::string>& listener_domains);
 
 }  // namespace edri::plugin

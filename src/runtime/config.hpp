@@ -148,6 +148,7 @@ struct Config {
       32u << 10;                       // EDRI_STREAM_SEND_BUFFER: SO_SNDBUF of a stream subscriber (0: the kernel's)
   std::uint32_t manager_replicas = 0;  // EDRI_MANAGER_REPLICAS: processes of a domain that declared none (0: 1)
   std::vector<std::pair<std::string, std::uint32_t>> domain_replicas;  // EDRI_DOMAIN_REPLICAS: "name=n,..."
+  std::vector<std::string> listener_domains;  // EDRI_LISTENER_DOMAINS: run inside the listener process
   bool least_loaded = true;  // EDRI_ROUTING=least_loaded (default) or round_robin: how replicas share requests (0007)
   std::string admin_socket;  // EDRI_ADMIN_SOCKET: the built-in endpoints here alone
   std::string health_path = "/health";    // EDRI_HEALTH_PATH (empty: not served)

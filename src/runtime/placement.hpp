@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/config.hpp"
+#include "transport/topology.hpp"
 
 namespace edri {
 
@@ -45,6 +46,11 @@ struct PlacementChoice {
 };
 
 PlacementChoice choose_placement(const Config& config, std::uint32_t cpus_allowed, std::uint32_t processes);
+// The supervisor's children: a slot each but the supervisor's, less the
+// domains run inside the listener (EDRI_LISTENER_DOMAINS, one slot each).
+inline std::uint32_t child_processes(const transport::Topology& topology, const Config& config) {
+  return topology.process_slots() - 1 - static_cast<std::uint32_t>(config.listener_domains.size());
+}
 
 // EDRI_LISTENER_WORKERS=auto, from the CPUs allowed and the processes
 // besides the listeners (broker, router, managers, switch): 1 unless

@@ -16,16 +16,15 @@ using transport::Doorbell;
 
 ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Topology& topology, std::uint32_t slot,
                          const std::vector<int>& doorbell_fds, const Config& config, std::uint32_t spin_polls)
-    : segment_(segment),
+    : owned_events_(std::make_unique<EventLoop>()),
+      events_(owned_events_.get()),
+      segment_(segment),
       topology_(topology),
       slot_(slot),
       doorbell_fds_(doorbell_fds),
       spin_(spin_polls),
       own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
-  // The doorbell is never read: edge-triggered epoll reports every write
-  // to an eventfd, and its 64-bit counter cannot overflow in practice. A
-  // wake-up thus costs the sleeper nothing beyond its epoll_wait.
-  events_.watch(own_.fd(), EPOLLIN, [](std::uint32_t) {});
+  watch_doorbell();
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -34,7 +33,7 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
   ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   signal_fd_.reset(::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) throw std::system_error(errno, std::generic_category(), "signalfd");
-  events_.watch(signal_fd_.get(), EPOLLIN, [this](std::uint32_t) {
+  events_->watch(signal_fd_.get(), EPOLLIN, [this](std::uint32_t) {
     signalfd_siginfo info;
     while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
       spdlog::info("signal {}: stopping", info.ssi_signo);
@@ -45,20 +44,52 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
     }
   });
 
-  outboxes_.resize(topology.process_slots());
-  const auto& specs = topology.channels();
+  open_outboxes(config);
+}
+
+ProcessLoop::ProcessLoop(ProcessLoop& host, std::uint32_t slot, const Config& config)
+    : events_(host.events_),
+      host_(&host),
+      segment_(host.segment_),
+      topology_(host.topology_),
+      slot_(slot),
+      doorbell_fds_(host.doorbell_fds_),
+      spin_(0),
+      own_(&segment_.doorbell(slot), doorbell_fds_.at(slot)) {
+  watch_doorbell();
+  open_outboxes(config);
+  host.guests_.push_back(this);
+}
+
+void ProcessLoop::watch_doorbell() {
+  // The doorbell is never read: edge-triggered epoll reports every write
+  // to an eventfd, and its 64-bit counter cannot overflow in practice. A
+  // wake-up thus costs the sleeper nothing beyond its epoll_wait.
+  events_->watch(own_.fd(), EPOLLIN, [](std::uint32_t) {});
+}
+
+void ProcessLoop::open_outboxes(const Config& config) {
+  outboxes_.resize(topology_.process_slots());
+  const auto& specs = topology_.channels();
   for (std::uint32_t c = 0; c < specs.size(); ++c) {
-    if (specs[c].producer != slot) continue;
+    if (specs[c].producer != slot_) continue;
     const auto to = specs[c].consumer;
     outboxes_[to] = std::make_unique<transport::Outbox>(
-        segment.producer(c), Doorbell(&segment.doorbell(to), doorbell_fds.at(to)), config.outbox_limit);
+        segment_.producer(c), Doorbell(&segment_.doorbell(to), doorbell_fds_.at(to)), config.outbox_limit);
     active_outboxes_.push_back(outboxes_[to].get());
   }
 }
 
 ProcessLoop::~ProcessLoop() {
-  events_.unwatch(signal_fd_.get());
-  events_.unwatch(own_.fd());
+  if (host_) std::erase(host_->guests_, this);
+  if (signal_fd_) events_->unwatch(signal_fd_.get());
+  events_->unwatch(own_.fd());
+}
+
+std::vector<std::uint32_t> ProcessLoop::hosted_slots() const {
+  std::vector<std::uint32_t> out{slot_};
+  for (const auto* g : guests_) out.push_back(g->slot_);
+  return out;
 }
 
 void ProcessLoop::on_records_from(std::uint32_t producer_slot, RecordHandler handler) {
@@ -141,27 +172,52 @@ void ProcessLoop::flush_outboxes() {
   }
 }
 
-void ProcessLoop::run() {
-  // Tells the supervisor this process is set up and serving.
+void ProcessLoop::mark_serving() {
   own_.state()->turn_ms.store(transport::turn_clock_ms(), std::memory_order_relaxed);
   own_.state()->pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_release);
-  auto& sleeping = own_.state()->sleeping;
-  auto& turn = own_.state()->turn_ms;
+}
+
+std::size_t ProcessLoop::turn() {
+  own_.state()->turn_ms.store(transport::turn_clock_ms(), std::memory_order_relaxed);
+  if (on_peer_death_) check_deaths();
+  const std::size_t records = drain_inbound();
+  std::size_t work = records;
+  if (after_drain_ && after_drain_()) ++work;
+  flush_outboxes();
+  if (work) counted_turn(records);
+  return work;
+}
+
+bool ProcessLoop::announce_sleep() {
+  own_.state()->sleeping.store(1, std::memory_order_relaxed);
+  for (auto* g : guests_) g->own_.state()->sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool empty = inbound_empty();
+  for (const auto* g : guests_) empty = empty && g->inbound_empty();
+  if (!empty) end_sleep();
+  return empty;
+}
+
+void ProcessLoop::end_sleep() {
+  own_.state()->sleeping.store(0, std::memory_order_relaxed);
+  for (auto* g : guests_) g->own_.state()->sleeping.store(0, std::memory_order_relaxed);
+}
+
+void ProcessLoop::run() {
+  mark_serving();
+  for (auto* g : guests_) g->mark_serving();
   std::uint32_t idle = 0;
   std::uint32_t busy = 0;
   while (!stopped_) {
-    turn.store(transport::turn_clock_ms(), std::memory_order_relaxed);
-    if (on_peer_death_) check_deaths();
-    const std::size_t records = drain_inbound();
-    std::size_t work = records;
-    if (after_drain_ && after_drain_()) ++work;
-    flush_outboxes();
+    // The host first: what a guest answers in its turn is taken by the
+    // host's next one, before any sleep.
+    std::size_t work = turn();
+    for (auto* g : guests_) work += g->turn();
     if (stopped_) break;
     if (work) {
-      counted_turn(records);
       // Descriptors are looked at every 16th busy turn too, so that a
       // stream of channel records cannot starve sockets and signals.
-      if ((++busy & 15) == 0) events_.poll(0);
+      if ((++busy & 15) == 0) events_->poll(0);
       idle = 0;
       continue;
     }
@@ -169,18 +225,13 @@ void ProcessLoop::run() {
       // Spinning only pays where the processes have cores of their own:
       // it watches the rings, and descriptors every 64th turn.
       bump(own_.state()->loop.spins);
-      if ((++idle & 63) == 0 && events_.poll(0)) idle = 0;
+      if ((++idle & 63) == 0 && events_->poll(0)) idle = 0;
       __builtin_ia32_pause();
       continue;
     }
-    sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!inbound_empty()) {
-      sleeping.store(0, std::memory_order_relaxed);
-      continue;
-    }
+    if (!announce_sleep()) continue;
     sleep();
-    sleeping.store(0, std::memory_order_relaxed);
+    end_sleep();
     idle = 0;
   }
 }
@@ -189,7 +240,7 @@ void ProcessLoop::sleep() {
   // One system call: returns at once if a descriptor is ready, else sleeps
   // until a socket, timer, signal or the doorbell fires.
   const std::uint64_t before = transport::loop_clock_ns();
-  events_.poll(-1);
+  events_->poll(-1);
   const std::uint64_t after = transport::loop_clock_ns();
   if (spin_.adaptive()) spin_.slept(std::chrono::nanoseconds(after - before));
   auto& stats = own_.state()->loop;
@@ -198,7 +249,11 @@ void ProcessLoop::sleep() {
   // A ring made before this sleep ended: the time from it to this turn.
   // (One made while this process ran and had not slept is taken here too,
   // as an upper bound: it could not have woken it sooner.)
-  const std::uint64_t rang = own_.state()->rang_ns.exchange(0, std::memory_order_relaxed);
+  // A guest's doorbell wakes this thread as the host's does: the first.
+  std::uint64_t rang = own_.state()->rang_ns.exchange(0, std::memory_order_relaxed);
+  for (auto* g : guests_)
+    if (const auto r = g->own_.state()->rang_ns.exchange(0, std::memory_order_relaxed); r && (!rang || r < rang))
+      rang = r;
   if (rang == 0 || rang > after) return;
   bump(stats.woken);
   bump(stats.wake_us, (after - std::max(rang, before)) / 1000);

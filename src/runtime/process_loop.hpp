@@ -7,6 +7,12 @@
 // own), tells its producers it is going to sleep and blocks in epoll_wait
 // (protocol: shm_layout.hpp). While the pipeline is busy no process makes a system call
 // per message.
+//
+// A loop may host guests: the loops of other slots run by the same thread
+// (a domain run inside the listener, EDRI_LISTENER_DOMAINS). Each keeps
+// its slot, channels and doorbell; they share the host's EventLoop, take
+// their turns after the host's and sleep only when every one of them found
+// nothing, so a record between host and guest makes no wake-up.
 #pragma once
 
 #include <atomic>
@@ -39,9 +45,14 @@ class ProcessLoop {
 
   ProcessLoop(const transport::Segment& segment, const transport::Topology& topology, std::uint32_t slot,
               const std::vector<int>& doorbell_fds, const Config& config, std::uint32_t spin_polls);
+  // A guest of `host` for `slot`: run by host.run(), stopped with it (the
+  // host alone takes the stop signals). The host outlives its guests.
+  ProcessLoop(ProcessLoop& host, std::uint32_t slot, const Config& config);
   ~ProcessLoop();
+  ProcessLoop(const ProcessLoop&) = delete;
+  ProcessLoop& operator=(const ProcessLoop&) = delete;
 
-  EventLoop& events() { return events_; }
+  EventLoop& events() { return *events_; }
   const transport::Segment& segment() const { return segment_; }
   std::uint32_t slot() const { return slot_; }
   const transport::Topology& topology() const { return topology_; }
@@ -75,8 +86,11 @@ class ProcessLoop {
     return producer;
   }
 
+  // Runs this loop and its guests until stop(); never called on a guest.
   void run();
   void stop() { stopped_ = true; }
+  // The slots run by this loop's thread: its own, then its guests'.
+  std::vector<std::uint32_t> hosted_slots() const;
 
   // The instance's blob area, if it has one (set by main before run()).
   void set_blobs(transport::BlobArena* blobs) { blobs_ = blobs; }
@@ -94,6 +108,17 @@ class ProcessLoop {
   // At most this many records from one channel per turn, so that one busy
   // producer cannot starve the others.
   static constexpr std::size_t kBatchRecords = 1024;
+  void open_outboxes(const Config& config);
+  void watch_doorbell();
+  // Tells the supervisor the slot is set up and serving.
+  void mark_serving();
+  // One turn of this slot's: its rings drained, its after-drain hook, its
+  // outboxes flushed. Returns the work it found.
+  std::size_t turn();
+  // Raises the sleeping flag of this slot and its guests; false (flags
+  // lowered again) when a record came meanwhile.
+  bool announce_sleep();
+  void end_sleep();
   std::size_t drain_batch(Inbound& in);
   std::size_t drain_inbound();
   void check_deaths();
@@ -110,7 +135,10 @@ class ProcessLoop {
     counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 
-  EventLoop events_;
+  std::unique_ptr<EventLoop> owned_events_;  // none in a guest
+  EventLoop* events_;
+  ProcessLoop* host_ = nullptr;  // a guest's
+  std::vector<ProcessLoop*> guests_;
   const transport::Segment& segment_;
   const transport::Topology& topology_;
   std::uint32_t slot_;

@@ -265,6 +265,15 @@ std::vector<Setting> make_settings() {
       {"EDRI_DOMAIN_REPLICAS", "unset", parse::counts_by_name(&Config::domain_replicas, 1, 64),
        "manager processes of the named domains, `name=count,...` (1..64 each), over what the plugins declared and "
        "`EDRI_MANAGER_REPLICAS`; an unknown domain stops start-up"},
+      {"EDRI_LISTENER_DOMAINS", "unset", parse::subject_token_list(&Config::listener_domains),
+       "comma-separated domains whose handlers run inside the listener process, on its loop, instead of in a manager "
+       "process of their own: a request to them crosses no process, no wake-up between processes (on few cores the "
+       "gain is largest at moderate load: docs/decisions/0038). The price is the isolation: a handler that crashes "
+       "takes "
+       "the listener and every client connection with it (all restarted), and one that blocks stalls every "
+       "connection. Only for trusted handlers that keep no state the listener's restarts would lose; needs one "
+       "listener (`EDRI_LISTENER_WORKERS=1`, which `auto` then chooses) and one replica of each named domain. Unset: "
+       "every domain has its own process"},
       {"EDRI_ROUTING", "`least_loaded`",
        parse::choice(&Config::least_loaded, {{"round_robin", false}, {"least_loaded", true}}),
        "how the router shares a domain's requests among its replicas: `least_loaded` (the replica with the fewest "

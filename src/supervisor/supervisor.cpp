@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -101,16 +102,33 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
     c.restart_timer = std::make_unique<asio::steady_timer>(io_);
     children_.push_back(std::move(c));
   };
-  const auto titles =
-      plugin::manager_titles(plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas));
-  for (std::uint32_t j = 0; j < topology_.managers(); ++j)
-    add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
+  const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
+  const auto titles = plugin::manager_titles(domains);
+  const auto hosted = plugin::listener_hosted_managers(domains, config.listener_domains);
+  std::vector<std::uint32_t> guests;
+  std::string guest_titles;  // what ps shows after "listener"
+  for (std::uint32_t j = 0; j < topology_.managers(); ++j) {
+    if (std::find(hosted.begin(), hosted.end(), j) == hosted.end()) {
+      add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
+      continue;
+    }
+    guests.push_back(topology_.manager_slot(j));
+    guest_titles += " + " + titles[j];
+  }
   if (topology_.has_switch()) add(topology_.switch_slot(), "edri-server: switch");
   add(Topology::kRouter, "edri-server: router");
   add(Topology::kBroker, "edri-server: broker");
   for (std::uint32_t i = 0; i < topology_.listeners(); ++i)
-    add(topology_.listener_slot(i),
-        topology_.listeners() == 1 ? "edri-server: listener" : "edri-server: listener " + std::to_string(i));
+    add(topology_.listener_slot(i), topology_.listeners() == 1 ? "edri-server: listener" + guest_titles
+                                                               : "edri-server: listener " + std::to_string(i));
+  // One listener when there are guests (checked at start-up).
+  if (!guests.empty()) children_.back().guests = std::move(guests);
+}
+
+std::vector<std::uint32_t> Supervisor::slots_of(const Child& c) {
+  std::vector<std::uint32_t> out{c.slot};
+  out.insert(out.end(), c.guests.begin(), c.guests.end());
+  return out;
 }
 
 Supervisor::~Supervisor() { remove_unix_sockets(); }
@@ -189,7 +207,7 @@ void Supervisor::bind_listen_socket() {
 void Supervisor::spawn(Child& c) {
   const pid_t parent = ::getpid();
   // Readiness is the child's to announce (ProcessLoop::run).
-  segment_->doorbell(c.slot).pid.store(0, std::memory_order_relaxed);
+  for (const auto slot : slots_of(c)) segment_->doorbell(slot).pid.store(0, std::memory_order_relaxed);
   const pid_t pid = ::fork();
   if (pid < 0) {
     spdlog::error("fork for {} failed: {}", c.title, std::strerror(errno));
@@ -226,7 +244,8 @@ void Supervisor::spawn(Child& c) {
     // /health stops calling it a crash loop once this start lasts.
     c.restart_timer->expires_after(kStableAfter);
     c.restart_timer->async_wait([this, &c, pid](const boost::system::error_code& ec) {
-      if (!ec && c.pid == pid) segment_->doorbell(c.slot).failures.store(0, std::memory_order_relaxed);
+      if (ec || c.pid != pid) return;
+      for (const auto slot : slots_of(c)) segment_->doorbell(slot).failures.store(0, std::memory_order_relaxed);
     });
   }
 }
@@ -249,9 +268,10 @@ void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_
   // A child marks its doorbell slot with its pid when it enters its loop.
   bool ready = true;
   for (const auto& c : children_)
-    if (c.pid <= 0 ||
-        segment_->doorbell(c.slot).pid.load(std::memory_order_acquire) != static_cast<std::uint32_t>(c.pid))
-      ready = false;
+    for (const auto slot : slots_of(c))
+      if (c.pid <= 0 ||
+          segment_->doorbell(slot).pid.load(std::memory_order_acquire) != static_cast<std::uint32_t>(c.pid))
+        ready = false;
   if (!ready && std::chrono::steady_clock::now() < give_up && !stopping_) {
     ready_timer_.expires_after(std::chrono::milliseconds(2));
     ready_timer_.async_wait([this, give_up](const boost::system::error_code& ec) {
@@ -267,7 +287,7 @@ void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_
   std::fflush(stdout);
   spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
   spdlog::info("placement: {}", choose_placement(config_, static_cast<std::uint32_t>(allowed_cpus().size()),
-                                                 topology_.process_slots() - 1)
+                                                 child_processes(topology_, config_))
                                     .describe(config_));
 }
 
@@ -412,15 +432,19 @@ void Supervisor::reap() {
       else
         spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms{}", c.title, pid, WEXITSTATUS(status),
                       delay.count(), loop);
-      auto& d = segment_->doorbell(c.slot);
-      d.failures.store(c.failures, std::memory_order_relaxed);
-      d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
-      d.restarts.fetch_add(1, std::memory_order_relaxed);
+      // Its guests died with it: each is a death of its own to the others.
+      for (const auto slot : slots_of(c)) {
+        auto& d = segment_->doorbell(slot);
+        d.failures.store(c.failures, std::memory_order_relaxed);
+        d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
+        d.restarts.fetch_add(1, std::memory_order_relaxed);
+      }
       announce_death();
       c.restart_timer->expires_after(delay);
       c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
         if (ec || stopping_) return;
-        segment_->doorbell(c.slot).restart_delay_ms.store(0, std::memory_order_relaxed);
+        for (const auto slot : slots_of(c))
+          segment_->doorbell(slot).restart_delay_ms.store(0, std::memory_order_relaxed);
         spawn(c);
       });
       break;

@@ -36,6 +36,9 @@ class Supervisor {
  private:
   struct Child {
     std::uint32_t slot;
+    // Slots its process runs besides its own: the managers inside the
+    // listener (EDRI_LISTENER_DOMAINS). They start, serve and die with it.
+    std::vector<std::uint32_t> guests;
     std::string title;  // argv[0], what ps shows
     pid_t pid = -1;
     unsigned failures = 0;  // consecutive quick deaths, for backoff
@@ -50,6 +53,8 @@ class Supervisor {
   static UniqueFd bind_unix_socket(const std::string& path, const char* setting);
   void remove_unix_sockets();
   void spawn(Child& c);
+  // Its own slot and its guests'.
+  static std::vector<std::uint32_t> slots_of(const Child& c);
   void on_signal(int sig);
   void reap();
   // Counts a death in the segment and wakes every child to look at it.
