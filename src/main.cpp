@@ -26,6 +26,7 @@
 #include "router/router.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
+#include "runtime/loop_placement.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/settings.hpp"
@@ -67,8 +68,9 @@ std::vector<int> parse_fds(const std::string& s) {
 // Where this process's loop stays (EDRI_CPUS=auto on few cores, one): the
 // last CPU allowed, which keeps the pipeline together: a hop between
 // processes on one core costs ~1.4 us, between cores ~37 us here
-// (docs/decisions/0003). A manager under auto starts there and floats
-// while busy (LoopPlacement, docs/decisions/0006 and 0017).
+// (docs/decisions/0003). A manager or the broker under auto starts there
+// and holds a CPU of its own while busy (LoopPlacement, docs/decisions
+// 0006, 0017, 0036 and 0039).
 std::optional<int> home_cpu(const Config& config, const PlacementChoice& choice, const std::vector<int>& allowed) {
   const bool together =
       config.placement == Config::Placement::One || (config.placement == Config::Placement::Auto && !choice.spread);
@@ -182,9 +184,12 @@ int run_child(std::uint32_t slot) {
   const PlacementChoice placement =
       choose_placement(config, static_cast<std::uint32_t>(allowed_cpus.size()), child_processes(topology, config));
   const auto home = home_cpu(config, placement, allowed_cpus);
-  // Under auto a manager places its own loop (LoopPlacement).
-  const bool manager_floats = role == transport::Role::Manager && config.placement == Config::Placement::Auto;
-  apply_placement(config, home, manager_floats);
+  // Under auto a manager and the broker place their own loops
+  // (LoopPlacement): busy, each holds a CPU (decisions 0036, 0039).
+  const bool auto_placed = config.placement == Config::Placement::Auto;
+  const bool manager_floats = role == transport::Role::Manager && auto_placed;
+  const bool broker_floats = role == transport::Role::Broker && auto_placed;
+  apply_placement(config, home, manager_floats || broker_floats);
 
   const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
@@ -212,6 +217,10 @@ int run_child(std::uint32_t slot) {
       break;
     }
     case transport::Role::Broker: {
+      std::optional<LoopPlacement> placed;
+      if (broker_floats && home)
+        placed.emplace(loop.events(), *home, allowed_cpus, loop.segment().header().cpu_holders,
+                       static_cast<std::uint16_t>(slot));
       broker::Broker b(loop, config);
       loop.run();
       break;

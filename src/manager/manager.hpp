@@ -27,13 +27,13 @@
 #include "http/multipart.hpp"
 #include "manager/coroutines.hpp"
 #include "manager/http_client.hpp"
-#include "manager/loop_placement.hpp"
 #include "manager/template_cache.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
 #include "plugin/direct_routes.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
+#include "runtime/loop_placement.hpp"
 #include "runtime/process_loop.hpp"
 
 namespace edri::manager {

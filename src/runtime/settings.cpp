@@ -169,9 +169,10 @@ std::vector<Setting> make_settings() {
       {"EDRI_CPUS", "`auto`", parse::cpu_placement(),
        "where the processes run: `auto` decides by the CPUs allowed: with at least 6, and 1 more than the server has "
        "processes, or at least 6 and several listeners, wherever the scheduler puts them; else listeners, broker and "
-       "router on one CPU (the last one allowed), a manager there while quiet and, while busy, on a CPU it holds "
-       "for itself, the pipeline's last, or wherever the scheduler puts it once every CPU is held "
-       "(docs/decisions/0006, 0017, 0036); `one` every process on that CPU; `all` wherever the scheduler puts them; or "
+       "router on one CPU (the last one allowed), a manager there too while quiet and, a manager or the broker while "
+       "busy, on a CPU it holds for itself, the pipeline's last, or wherever the scheduler puts it once every CPU is "
+       "held (docs/decisions/0006, 0017, 0036, 0039); `one` every process on that CPU; `all` wherever the scheduler "
+       "puts them; or "
        "a CPU list (`1`, `0-3`, `0,2`) every child is pinned to, "
        "each one the server may use (its affinity: the machine's CPUs, less what `taskset` or a container's cpuset "
        "leaves out): a list naming another stops start-up with the CPUs it may use"},

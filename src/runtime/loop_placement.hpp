@@ -1,7 +1,7 @@
-// LoopPlacement: a manager's loop on the pipeline's CPU while quiet, on a
-// CPU it holds for itself while busy, or on every CPU allowed when other
-// busy loops hold them all (BusyFloat, CpuHolds; EDRI_CPUS=auto on few
-// cores).
+// LoopPlacement: a manager's or the broker's loop on the pipeline's CPU
+// while quiet, on a CPU it holds for itself while busy, or on every CPU
+// allowed when other busy loops hold them all (BusyFloat, CpuHolds;
+// EDRI_CPUS=auto on few cores; docs/decisions/0036, 0039).
 #pragma once
 
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "runtime/event_loop.hpp"
 #include "runtime/placement.hpp"
 
-namespace edri::manager {
+namespace edri {
 
 class LoopPlacement {
  public:
@@ -21,7 +21,7 @@ class LoopPlacement {
 
   // `home`: the pipeline's CPU; `allowed`: every CPU the process may use;
   // `holders`: the shared table of held CPUs (one entry per allowed CPU,
-  // at most); `slot`: this manager's.
+  // at most); `slot`: the process's.
   LoopPlacement(EventLoop& events, int home, std::vector<int> allowed, std::span<std::atomic<std::uint16_t>> holders,
                 std::uint16_t slot);
   bool floating() const { return busy_.floating(); }
@@ -46,4 +46,4 @@ class LoopPlacement {
   std::chrono::steady_clock::time_point last_wall_;
 };
 
-}  // namespace edri::manager
+}  // namespace edri

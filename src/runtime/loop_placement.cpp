@@ -1,4 +1,4 @@
-#include "manager/loop_placement.hpp"
+#include "runtime/loop_placement.hpp"
 
 #include <sched.h>
 #include <time.h>
@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstring>
 
-namespace edri::manager {
+namespace edri {
 
-// What the calling thread (the manager's loop; worker threads have their
-// own placement) asked of a CPU so far: the time it ran and the time it
+// What the calling thread (the process's loop; a manager's worker threads
+// have their own placement) asked of a CPU so far: the time it ran and the time it
 // waited to run (/proc/thread-self/schedstat). Two CPU-bound managers
 // sharing a CPU each run half the time and wait the other half.
 // Without schedstat (a kernel built without it), the time it ran alone.
@@ -64,7 +64,7 @@ void LoopPlacement::sample() {
     case BusyFloat::Move::Float: go_busy(); break;
     case BusyFloat::Move::Pin:
       holds_.give_back();
-      spdlog::info("quiet again: the manager's loop back on CPU {}", home_.front());
+      spdlog::info("quiet again: the loop back on CPU {}", home_.front());
       move_to(home_);
       break;
     case BusyFloat::Move::Stay:
@@ -80,7 +80,7 @@ void LoopPlacement::sample() {
 // finds room among all of them (the loop tries again each window).
 void LoopPlacement::go_busy() {
   if (const auto held = holds_.take()) {
-    spdlog::info("busy: the manager's loop holds CPU {} now", allowed_[*held]);
+    spdlog::info("busy: the loop holds CPU {} now", allowed_[*held]);
     move_to({allowed_[*held]});
     return;
   }
@@ -93,7 +93,7 @@ void LoopPlacement::go_busy() {
 void LoopPlacement::hold_better() {
   const bool held = holds_.held().has_value();
   if (const auto better = held ? holds_.take_better() : holds_.take()) {
-    spdlog::info("busy: the manager's loop holds CPU {} now", allowed_[*better]);
+    spdlog::info("busy: the loop holds CPU {} now", allowed_[*better]);
     move_to({allowed_[*better]});
   }
 }
@@ -106,4 +106,4 @@ void LoopPlacement::move_to(const std::vector<int>& cpus) {
     spdlog::warn("EDRI_CPUS: cannot set CPU affinity: {}", std::strerror(errno));
 }
 
-}  // namespace edri::manager
+}  // namespace edri
