@@ -4,6 +4,7 @@
 // the listener, and a setting it cannot honour stops start-up.
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
@@ -94,6 +95,32 @@ TEST_CASE("a handler inside the listener asks a manager process, uses worker thr
   // A handler's exception is a 500, and the listener serves on.
   CHECK(c.get("/throw").status == 500);
   CHECK(c.get("/hello/again").status == 200);
+}
+
+TEST_CASE("a domain inside the listener runs its tasks in worker processes of the listener's", "[listener_domains]") {
+  ServerProcess server({test_plugin_path("task_app")}, {{"EDRI_LISTENER_DOMAINS", "jobs"}});
+  const pid_t listener = server.child("listener + jobs");
+  REQUIRE(listener > 0);
+  auto worker_pid = [&]() -> pid_t {
+    const auto r = json::parse(http_get(server.port(), "/task/pid").body);
+    if (!r.contains("output")) return -1;  // a 503 while a worker is replaced
+    CHECK(r.at("manager") == listener);
+    return std::stoi(r.at("output").get<std::string>());
+  };
+  const pid_t worker = worker_pid();
+  const auto workers = children_of(listener);
+  bool under_listener = false;
+  for (const auto& k : workers) under_listener = under_listener || k.pid == worker;
+  CHECK(under_listener);
+  // One that dies is replaced, and the listener serves on.
+  REQUIRE(::kill(worker, SIGKILL) == 0);
+  CHECK(eventually([&] {
+    const auto now = children_of(listener);
+    return now.size() == workers.size() &&
+           std::none_of(now.begin(), now.end(), [&](const ProcessInfo& k) { return k.pid == worker; });
+  }));
+  CHECK(worker_pid() > 0);
+  CHECK(server.child("listener + jobs") == listener);
 }
 
 TEST_CASE("the listener's death is its domains' too: both restart, and they serve again", "[listener_domains]") {
