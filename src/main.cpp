@@ -103,11 +103,12 @@ void apply_placement(const Config& config, std::optional<int> home, bool floats_
 // channels, as a manager process would have.
 class GuestManagers {
  public:
+  // `managers`: indices into `domains` and `titles` (the managers' of the
+  // instance, as run_child has them).
   GuestManagers(ProcessLoop& host, const Config& config, const plugin::PluginSet& plugins,
-                const std::vector<std::uint32_t>& managers, const std::vector<int>& worker_cpus) {
+                const std::vector<std::uint32_t>& managers, const std::vector<std::string>& domains,
+                const std::vector<std::string>& titles, const std::vector<int>& worker_cpus) {
     const auto& topology = host.topology();
-    const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
-    const auto titles = plugin::manager_titles(domains);
     for (const auto j : managers) {
       auto& g = guests_.emplace_back();
       g.loop = std::make_unique<ProcessLoop>(host, topology.manager_slot(j), config);
@@ -160,18 +161,20 @@ int run_child(std::uint32_t slot) {
   std::optional<plugin::PluginSet> plugins;
   std::string domain;  // a manager's
   std::string manager_title;
-  std::vector<std::uint32_t> guests;  // a listener's: the managers it runs (EDRI_LISTENER_DOMAINS)
+  std::vector<std::string> domains, titles;  // the instance's managers', where plugins are loaded
+  std::vector<std::uint32_t> guests;         // a listener's: the managers it runs (EDRI_LISTENER_DOMAINS)
   if (role == transport::Role::Listener || role == transport::Role::Manager || role == transport::Role::Switch) {
     plugins = plugin::PluginSet::load(config.plugins);
-    const auto domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
+    domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
+    titles = plugin::manager_titles(domains);
     if (role == transport::Role::Manager) {
       domain = domains.at(index);
-      manager_title = plugin::manager_titles(domains).at(index);
+      manager_title = titles.at(index);
       name += " " + manager_title;
     }
     if (role == transport::Role::Listener) {
       guests = plugin::listener_hosted_managers(domains, config.listener_domains);
-      for (const auto j : guests) name += " + " + plugin::manager_titles(domains).at(j);
+      for (const auto j : guests) name += " + " + titles.at(j);
     }
   }
   init_logging(name, config.log_level);
@@ -203,7 +206,7 @@ int run_child(std::uint32_t slot) {
 
   switch (role) {
     case transport::Role::Listener: {
-      GuestManagers hosted(loop, config, *plugins, guests, allowed_cpus);
+      GuestManagers hosted(loop, config, *plugins, guests, domains, titles, allowed_cpus);
       if (!hosted.start()) return kExitStartFailed;
       const char* unix_fd = std::getenv("EDRI_INTERNAL_UNIX_FD");
       const char* admin_fd = std::getenv("EDRI_INTERNAL_ADMIN_FD");

@@ -5,27 +5,16 @@
 #include <string>
 
 #include "listener/message_ends.hpp"
+#include "support/ws_frames.hpp"
 
 using edri::listener::MessageEnds;
 
 namespace {
 
-// A client frame (masked, as clients must): FIN and opcode in `first`.
+// A client frame of `length` bytes: FIN and opcode in `first`.
 std::string client_frame(unsigned first, std::size_t length) {
-  std::string f;
-  f += static_cast<char>(first);
-  if (length < 126) {
-    f += static_cast<char>(0x80 | length);
-  } else if (length < 65536) {
-    f += static_cast<char>(0x80 | 126);
-    f += static_cast<char>(length >> 8);
-    f += static_cast<char>(length & 0xff);
-  } else {
-    f += static_cast<char>(0x80 | 127);
-    for (int shift = 56; shift >= 0; shift -= 8) f += static_cast<char>((length >> shift) & 0xff);
-  }
-  f += std::string("\x01\x02\x03\x04", 4);  // the mask
-  return f + std::string(length, 'x');
+  return edri::test::ws_client_frame(static_cast<std::uint8_t>(first & 0x0f), std::string(length, 'x'),
+                                     (first & 0x80) != 0);
 }
 constexpr unsigned kText = 0x81, kTextFirst = 0x01, kLast = 0x80, kPing = 0x89;
 
