@@ -107,7 +107,10 @@ std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq
   Gate::write_identity(w, call_, admission_, claims_text_);
   if (budget_ns != 0) w.raw(env::SectionType::Deadline, std::as_bytes(std::span<const std::uint64_t>(&budget_ns, 1)));
   w.text(env::SectionType::Body, body_text_);
-  if (!sender_.send(w)) return Refusal{503, problem_json(503, "the server is overloaded; retry later")};
+  // Straight to its manager, as an HTTP request goes, unless the
+  // connection's subscriptions must reach the broker first.
+  const bool sent = c.ordered_with_pushes ? sender_.send(w) : sender_.send_request(w);
+  if (!sent) return Refusal{503, problem_json(503, "the server is overloaded; retry later")};
   return std::nullopt;
 }
 
@@ -162,6 +165,7 @@ void Commands::check_path_params(const Command& cmd, const nlohmann::json& field
 std::optional<Commands::Refusal> Commands::subscription(Connection& c, std::uint32_t seq, const Command& cmd,
                                                         const nlohmann::json& fields) {
   auto& subs = c.subscriptions;
+  c.ordered_with_pushes = true;
   const bool had = std::find(subs.begin(), subs.end(), cmd.type) != subs.end();
   std::string payload(sizeof cmd.type, '\0');
   std::memcpy(payload.data(), &cmd.type, sizeof cmd.type);
@@ -185,6 +189,7 @@ std::optional<Commands::Refusal> Commands::subscription(Connection& c, std::uint
 }
 
 void Commands::unsubscribe(Connection& c, std::uint64_t type) {
+  c.ordered_with_pushes = true;
   std::erase(c.subscriptions, type);
   sender_.send_control(c, env::kControlPushUnsubscribe, env::kNoAnswer,
                        std::as_bytes(std::span<const std::uint64_t>(&type, 1)));

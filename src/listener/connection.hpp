@@ -130,6 +130,10 @@ class Connection final : private CodecHost {
   }
   // Notification types this connection subscribed to.
   std::vector<std::uint64_t> subscriptions;
+  // Whether it ever (un)subscribed to pushes: from then on its commands
+  // cross the broker behind its subscriptions, so that a push its own
+  // command causes finds them there (decision 0040).
+  bool ordered_with_pushes = false;
 
   // Writes whatever is ready, then resumes reading if the client may send
   // again; called once per loop turn for dirty connections.

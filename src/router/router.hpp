@@ -59,6 +59,9 @@ class Router {
   // A notification of `type` that WebSocket clients want did not reach the
   // broker: it closes their connections (kControlPushesLost).
   void pushes_lost(std::uint64_t type);
+  // Whether WebSocket clients subscribe to notification `type`, as the
+  // broker announced it (its ring read first where it is not yet known).
+  bool pushed(std::uint64_t type);
   // A notification to the broker, where WebSocket clients may subscribe to it.
   void push_to_broker(const envelope::EnvelopeHeader& h, std::span<const std::byte> record);
   transport::Outbox& reply_channel(const envelope::EnvelopeHeader& h);

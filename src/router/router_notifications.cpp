@@ -23,10 +23,18 @@ void Router::pushes_lost(std::uint64_t type) {
   if (!env::send(to_broker_, w, transport::Admission::Answer)) spdlog::error("cannot tell the broker a push was lost");
 }
 
+bool Router::pushed(std::uint64_t type) {
+  auto announced = [&] { return std::find(push_events_.begin(), push_events_.end(), type) != push_events_.end(); };
+  if (announced()) return true;
+  // A subscription the broker confirmed to its client before this
+  // notification was caused is announced on the broker's ring, maybe not
+  // read yet: read it first, or the push would be lost.
+  loop_.drain_from(transport::Topology::kBroker);
+  return announced();
+}
+
 void Router::push_to_broker(const env::EnvelopeHeader& h, std::span<const std::byte> record) {
-  if (std::find(push_events_.begin(), push_events_.end(), h.event_type) != push_events_.end() &&
-      !to_broker_.push(record))
-    pushes_lost(h.event_type);
+  if (pushed(h.event_type) && !to_broker_.push(record)) pushes_lost(h.event_type);
 }
 
 void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const std::byte> record) {

@@ -352,6 +352,18 @@ def scenario_gate_admin():
                 "whoami": outcome(call, Event(type="whoami"))}
 
 
+def scenario_one_by_one():
+    """300 unary calls, each after the last one's answer; "warm" is printed
+    once the channel is up, for the test to start counting there."""
+    with channel() as ch:
+        call = unary(ch)
+        first = outcome(call, Event(type="hello", body=b'{"name":"warm"}'))
+        print("warm", flush=True)
+        statuses = [outcome(call, Event(type="hello", body=json.dumps({"name": f"n{i}"}).encode()))["status"]
+                    for i in range(300)]
+        return {"first": first["status"], "statuses": sorted(set(statuses)), "count": len(statuses)}
+
+
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "envelope/control.hpp"
 #include "grpc/service_catalog.hpp"
 #include "listener/commands.hpp"
 #include "listener/connection_table.hpp"
@@ -59,9 +60,10 @@ inline std::vector<std::shared_ptr<const listener::RequestValidator>> validators
   return out;
 }
 
-// Over a segment of 1 listener and test_app's 2 managers. Requests go to
-// the router (no manager takes them straight: DirectRoutes is empty);
-// commands, and what tells the broker of a request, to the broker.
+// Over a segment of 1 listener and test_app's 2 managers. Requests and
+// commands go to the router (no manager takes them straight: DirectRoutes
+// is empty); what tells the broker of a request, subscriptions, and the
+// commands of a connection that subscribed, to the broker.
 struct FrontFixture {
   using Topology = transport::Topology;
 
@@ -127,6 +129,14 @@ struct FrontFixture {
     segment.segment.consumer(segment.topology.channel(listener_slot, slot))
         .drain([&](std::span<const std::byte> r, std::uint32_t) { records.emplace_back(r.begin(), r.end()); });
     return records;
+  }
+  // Whether the broker's records are one notice of a request sent without
+  // it (kControlSent), as it hears of every request that goes straight.
+  bool broker_told_of_one() {
+    const auto told = sent_to(Topology::kBroker);
+    envelope::EnvelopeView notice;
+    return told.size() == 1 && envelope::decode(told[0], notice) == envelope::DecodeError::None &&
+           notice.header.event_type == envelope::kControlSent;
   }
   // Whether nothing left for the broker or the router.
   bool nothing_sent() { return sent_to(Topology::kBroker).empty() && sent_to(Topology::kRouter).empty(); }

@@ -2,8 +2,10 @@
 // client speaking HTTP/2 over the connection's socket pair: a health check
 // and a method no service has are answered by the front itself, with
 // nothing sent; a Call's Event becomes one request envelope of its
-// command's event to the broker, its fields the path parameters of the
-// event's route; an unknown command ends the Call UNIMPLEMENTED.
+// command's event, sent as an HTTP request's is, its fields the path
+// parameters of the event's route (behind its subscriptions, to the
+// broker, on a connection that subscribed); an unknown command ends the
+// Call UNIMPLEMENTED.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -69,15 +71,31 @@ TEST_CASE("grpc front ends a call of a method no service has UNIMPLEMENTED", "[l
   CHECK(f.nothing_sent());
 }
 
-TEST_CASE("grpc front sends a Call's event to the broker with its command's fields", "[listener][grpc_front]") {
+TEST_CASE("grpc front sends a Call's event as an HTTP request's, with its command's fields", "[listener][grpc_front]") {
   Fixture f;
   const auto& a = f.call("/edri.v1.Edri/Call", test::event_message("hello", R"({"name":"grpc"})", 7));
   CHECK_FALSE(a.closed);  // the handler's answer is awaited
-  CHECK(f.sent_to(Topology::kRouter).empty());
-  const auto v = f.one_request_to(Topology::kBroker);
+  CHECK(f.broker_told_of_one());
+  const auto v = f.one_request_to(Topology::kRouter);
   CHECK(v.header.event_type == env::event_type_id("test.hello"));
   CHECK(key_values(v, env::SectionType::PathParams) ==
         std::vector<std::pair<std::string, std::string>>{{"name", "grpc"}});
+}
+
+TEST_CASE("grpc front sends the events of a Connect that subscribed behind its subscription, to the broker",
+          "[listener][grpc_front]") {
+  Fixture f;
+  f.call("/edri.v1.Edri/Connect",
+         test::event_message("watch", "", 1) + test::event_message("hello", R"({"name":"after"})", 2));
+  CHECK(f.sent_to(Topology::kRouter).empty());
+  const auto told = f.sent_to(Topology::kBroker);
+  REQUIRE(told.size() == 2);
+  env::EnvelopeView subscribe, hello;
+  REQUIRE(env::decode(told[0], subscribe) == env::DecodeError::None);
+  REQUIRE(env::decode(told[1], hello) == env::DecodeError::None);
+  CHECK(subscribe.header.event_type == env::kControlPushSubscribe);
+  CHECK(hello.header.kind == static_cast<std::uint8_t>(env::Kind::Request));
+  CHECK(hello.header.event_type == env::event_type_id("test.hello"));
 }
 
 TEST_CASE("grpc front ends a Call of an unknown command UNIMPLEMENTED, sending nothing", "[listener][grpc_front]") {

@@ -41,11 +41,7 @@ TEST_CASE("http front sends a routed request as one envelope with its params, qu
     CHECK((v.header.flags & codings) == (env::kFlagCodingAsked | coding));
 
     // The broker was told of it (to answer it should the router die).
-    const auto told = f.sent_to(Topology::kBroker);
-    REQUIRE(told.size() == 1);
-    env::EnvelopeView notice;
-    REQUIRE(env::decode(told[0], notice) == env::DecodeError::None);
-    CHECK(notice.header.event_type == env::kControlSent);
+    CHECK(f.broker_told_of_one());
   }
 }
 
