@@ -23,8 +23,6 @@ std::int64_t now_us() {
       .count();
 }
 
-const nlohmann::json kNoState = nlohmann::json::object();
-
 }  // namespace
 
 StreamBook::StreamBook(const Config& config, transport::Outbox& to_router, std::vector<transport::Outbox*> to_listener)
@@ -38,7 +36,7 @@ StreamBook::StreamBook(const Config& config, transport::Outbox& to_router, std::
 StreamBook::Stream& StreamBook::stream(std::string_view name) {
   auto it = streams_.find(std::string(name));
   if (it == streams_.end()) {
-    it = streams_.emplace(std::string(name), Stream{}).first;
+    it = streams_.try_emplace(std::string(name)).first;
     it->second.followers.assign(to_listener_.size(), false);
   }
   return it->second;
@@ -55,21 +53,21 @@ void StreamBook::on_manager_control(const env::EnvelopeHeader& h, const env::Str
 
 void StreamBook::publish(const env::EnvelopeHeader& h, const env::StreamRecord& r) {
   const auto known = streams_.find(std::string(r.name));
-  const nlohmann::json& before = known == streams_.end() ? kNoState : known->second.state;
-  auto merged = env::merge_stream_patch(r.name, before, r.json, max_bytes_);
-  if (const auto* refused = std::get_if<env::PatchRefused>(&merged))
+  env::StreamState fresh;
+  env::StreamState& state = known == streams_.end() ? fresh : known->second.state;
+  auto applied = env::apply_stream_patch(r.name, state, r.json, max_bytes_);
+  if (const auto* refused = std::get_if<env::PatchRefused>(&applied))
     return answer(h, refused->status, {{"detail", refused->detail}});
   Stream& s = known == streams_.end() ? stream(r.name) : known->second;
-  auto& [patch, state] = std::get<env::PatchMerged>(merged);
-  const std::string text = patch.dump();
-  advance(r.name, s, s.revision + 1, now_us(), std::move(patch), std::move(state), text);
+  if (known == streams_.end()) s.state = std::move(fresh);
+  auto& [patch, text] = std::get<env::PatchApplied>(applied);
+  advance(r.name, s, s.revision + 1, now_us(), std::move(patch), text);
   answer(h, 200, {{"stream", r.name}, {"revision", s.revision}});
 }
 
 void StreamBook::advance(std::string_view name, Stream& s, std::uint64_t revision, std::int64_t ts,
-                         nlohmann::json patch, nlohmann::json state, const std::string& text) {
+                         nlohmann::json patch, const std::string& text) {
   const std::uint64_t from = s.revision;
-  s.state = std::move(state);
   s.revision = revision;
   s.ts = ts;
   if (log_size_ > 0) {
@@ -93,10 +91,10 @@ void StreamBook::apply(const env::StreamRecord& r) {
   if (r.from == s.revision && patches.is_array() && patches.size() == r.revision - r.from) {
     // Contiguous: each patch is a revision of its own for the followers.
     for (auto& patch : patches) {
-      nlohmann::json next = s.state;
-      next.merge_patch(patch);
+      s.state.value.merge_patch(patch);
       const std::string text = patch.dump();
-      advance(r.name, s, s.revision + 1, r.ts, std::move(patch), std::move(next), text);
+      s.state.bound += text.size();  // see apply_stream_patch
+      advance(r.name, s, s.revision + 1, r.ts, std::move(patch), text);
     }
     return;
   }
@@ -105,7 +103,7 @@ void StreamBook::apply(const env::StreamRecord& r) {
   // state, as after a broker restart.
   spdlog::info("stream {}: revisions {} to {} came as one state (a gap after {}): followers get a snapshot", r.name,
                r.from + 1, r.revision, s.revision);
-  s.state = std::move(value["state"]);
+  s.state.replace(std::move(value["state"]));
   s.revision = r.revision;
   s.ts = r.ts;
   s.log.clear();
@@ -117,7 +115,7 @@ void StreamBook::read(const env::EnvelopeHeader& h, std::string_view name) {
   auto it = streams_.find(std::string(name));
   if (it == streams_.end())
     return answer(h, 200, {{"stream", name}, {"revision", 0}, {"state", nlohmann::json::object()}});
-  answer(h, 200, {{"stream", name}, {"revision", it->second.revision}, {"state", it->second.state}});
+  answer(h, 200, {{"stream", name}, {"revision", it->second.revision}, {"state", it->second.state.value}});
 }
 
 void StreamBook::on_listener_control(std::uint16_t listener, const env::EnvelopeHeader& h, const env::StreamRecord& r) {
@@ -164,7 +162,7 @@ void StreamBook::resume(std::uint16_t listener, const env::EnvelopeHeader& h, co
 
 void StreamBook::send_state(std::uint16_t listener, std::string_view name, const Stream& s,
                             const env::EnvelopeHeader* h) {
-  const std::string text = s.state.dump();
+  const std::string text = s.state.value.dump();
   send_record(listener, env::kControlStreamState, env::StreamRecord{s.revision, s.revision, s.ts, name, text}, h);
 }
 
@@ -224,7 +222,7 @@ void StreamBook::recover(std::uint16_t listener, const env::StreamRecord& r) {
   s.followers[listener] = true;
   reported_.push_back(Reported{listener, std::string(r.name), r.revision});
   if (r.revision <= s.revision) return;
-  s.state = std::move(state);
+  s.state.replace(std::move(state));
   s.revision = r.revision;
   s.ts = r.ts;
   s.log.clear();

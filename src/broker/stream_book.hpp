@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envelope/envelope.hpp"
+#include "envelope/stream_patch.hpp"
 #include "envelope/stream_record.hpp"
 #include "runtime/config.hpp"
 #include "transport/outbox.hpp"
@@ -52,7 +53,7 @@ class StreamBook {
     nlohmann::json patch;
   };
   struct Stream {
-    nlohmann::json state = nlohmann::json::object();
+    envelope::StreamState state;
     std::uint64_t revision = 0;
     std::int64_t ts = 0;
     std::deque<Revision> log;     // the newest EDRI_STREAM_LOG patches, oldest first
@@ -60,10 +61,10 @@ class StreamBook {
   };
 
   void publish(const envelope::EnvelopeHeader& h, const envelope::StreamRecord& r);
-  // `name` is at `revision` by `patch` (whose JSON is `text`): kept, and
-  // sent to its followers.
+  // `name` is at `revision` by `patch` (whose JSON is `text`), already
+  // merged into its state: kept, and sent to its followers.
   void advance(std::string_view name, Stream& s, std::uint64_t revision, std::int64_t ts, nlohmann::json patch,
-               nlohmann::json state, const std::string& text);
+               const std::string& text);
   // A revision ordered elsewhere (kControlStreamApply, from the switch).
   void apply(const envelope::StreamRecord& r);
   void read(const envelope::EnvelopeHeader& h, std::string_view name);

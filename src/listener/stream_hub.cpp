@@ -219,9 +219,11 @@ void StreamHub::on_patch(const env::EnvelopeView&, const env::StreamRecord& r) {
     s.dirty = true;
     s.batch_exact = true;
     s.batch = std::move(patch);
+    s.batch_text.assign(r.json);
     dirty_.push_back(it->first);
   } else if (s.batch_exact) {
     s.batch_exact = compose_merge_patch(s.batch, patch);
+    s.batch_text.clear();
   }
 }
 
@@ -280,7 +282,8 @@ void StreamHub::emit(const std::string& name, Stream& s) {
   s.emitted = to;
   Frame shared[2];  // WebSocket, SSE: made when a subscriber needs it
   std::string patch_text;
-  if (s.batch_exact) patch_text = s.batch.dump();
+  if (s.batch_exact) patch_text = s.batch_text.empty() ? s.batch.dump() : std::move(s.batch_text);
+  s.batch_text.clear();
   for (auto& sub : s.subscribers) {
     if (sub.awaiting || sub.revision == to) continue;
     const bool current = !sub.owes_snapshot && !sub.has_pending && sub.revision == from;

@@ -89,6 +89,9 @@ class StreamHub {
     bool dirty = false;
     bool batch_exact = true;
     nlohmann::json batch;
+    // The batch's JSON while it is one patch: the broker's text, sent as
+    // it came rather than serialized again.
+    std::string batch_text;
     std::vector<Subscriber> subscribers;
     // The snapshot frames of `snapshot_revision`, encoded once.
     std::uint64_t snapshot_revision = UINT64_MAX;

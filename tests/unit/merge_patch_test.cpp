@@ -1,13 +1,19 @@
 // Composing JSON Merge Patches (edri/live_stream.hpp): where
 // compose_merge_patch says it can, one composed patch does exactly what
 // the two did in turn; where it says it cannot, it is a case that no
-// single merge patch can express.
+// single merge patch can express. A publish applied in place
+// (envelope/stream_patch.hpp) ends where merging a copy would, and its
+// bound of the state's size is never under the size.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <edri/live_stream.hpp>
 
 #include <random>
+#include <string>
+#include <variant>
+
+#include "envelope/stream_patch.hpp"
 
 using nlohmann::json;
 
@@ -73,6 +79,40 @@ TEST_CASE("composing refuses only what no single merge patch can say", "[streams
   json q = {{"a", nullptr}, {"b", {{"x", 1}}}};
   REQUIRE(edri::compose_merge_patch(q, {{"a", 3}, {"b", {{"x", nullptr}, {"y", 2}}}}));
   CHECK(q == json{{"a", 3}, {"b", {{"x", nullptr}, {"y", 2}}}});
+}
+
+TEST_CASE("a publish applied in place ends as one merged into a copy, its size bound never short",
+          "[streams][merge-patch]") {
+  namespace env = edri::envelope;
+  std::mt19937 rng(7);
+  for (const std::size_t max_bytes : {40, 80, 4096}) {
+    env::StreamState in_place;
+    json copied = json::object();
+    std::size_t refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+      json patch = random_value(rng, 3);
+      if (!patch.is_object()) patch = json{{"v", patch}};
+      std::string text = patch.dump();
+      // A text shorter than its own dump (1e15 is 1000000000000000.0).
+      if (i % 7 == 0) text = R"({ "n" : 1e15, "s": "\u00e9\/", "a": [1, 2] })";
+      INFO("max " << max_bytes << ", patch " << i << ": " << text);
+      const auto merged = env::merge_stream_patch("s", copied, text, max_bytes);
+      const auto applied = env::apply_stream_patch("s", in_place, text, max_bytes);
+      REQUIRE(merged.index() == applied.index());
+      if (const auto* m = std::get_if<env::PatchMerged>(&merged)) {
+        copied = m->state;
+        CHECK(std::get<env::PatchApplied>(applied).text == m->patch.dump());
+      } else {
+        ++refused;
+        CHECK(std::get<env::PatchRefused>(merged).status == std::get<env::PatchRefused>(applied).status);
+      }
+      REQUIRE(in_place.value == copied);
+      REQUIRE(in_place.bound >= in_place.value.dump().size());
+    }
+    // The smallest limit was met, the largest never.
+    if (max_bytes == 40) CHECK(refused > 0);
+    if (max_bytes == 4096) CHECK(refused == 0);
+  }
 }
 
 TEST_CASE("stream names", "[streams]") {
