@@ -121,7 +121,12 @@ std::size_t ProcessLoop::drain_batch(Inbound& in) {
 
 std::size_t ProcessLoop::drain_inbound() {
   std::size_t total = 0;
-  for (auto& in : inbound_) total += drain_batch(in);
+  behind_ = false;
+  for (auto& in : inbound_) {
+    const std::size_t n = drain_batch(in);
+    behind_ = behind_ || n == kBatchRecords;
+    total += n;
+  }
   return total;
 }
 

@@ -65,6 +65,9 @@ class ProcessLoop {
   // outboxes are flushed (listeners write their sockets here). True: it
   // left work for the next turn, which then comes before any sleep.
   void after_drain(std::function<bool()> hook) { after_drain_ = std::move(hook); }
+  // Whether this turn read a full batch from some channel: more records
+  // wait there, and the next turn comes before any sleep.
+  bool behind() const { return behind_; }
   // Called on SIGTERM/SIGINT; the default stops the loop.
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
   // Called with the slot of another process that died (the supervisor
@@ -155,6 +158,7 @@ class ProcessLoop {
   std::uint32_t deaths_seen_ = 0;
   std::vector<std::uint32_t> restarts_seen_;  // by slot
   bool stopped_ = false;
+  bool behind_ = false;
   transport::BlobArena* blobs_ = nullptr;
 };
 

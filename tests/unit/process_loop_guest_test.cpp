@@ -1,7 +1,8 @@
 // ProcessLoop guests (EDRI_LISTENER_DOMAINS): a loop run on its host's
 // thread takes its turn after the host's, so records between the two make
 // no wake-up; the thread sleeps only when both found nothing, and a record
-// for the guest from a third process wakes it.
+// for the guest from a third process wakes it. A loop says it is behind
+// after a turn that read a channel's full batch, until it caught up.
 #include <sys/eventfd.h>
 
 #include <atomic>
@@ -123,4 +124,23 @@ TEST_CASE("a guest's record from another process wakes the host's sleeping threa
   CHECK(got == 42);
   CHECK(segment.doorbell(manager).rings.load() == 1);
   CHECK(segment.doorbell(t.listener).loop.sleeps.load() >= 1);
+}
+
+TEST_CASE("a loop is behind after a turn that read a full batch, until it has caught up", "[process_loop]") {
+  HostAndGuest t;
+  auto& host = t.host;
+  auto& to_host = t.guest.outbox_to(t.listener);
+  constexpr std::uint32_t kRecords = 2500;  // two batches of 1,024 and part of a third
+  for (std::uint32_t i = 0; i < kRecords; ++i) REQUIRE(put(to_host, i));
+  std::uint32_t got = 0;
+  host.on_records_from(t.manager, [&](std::span<const std::byte>) { ++got; });
+  std::vector<bool> behind;
+  host.after_drain([&] {
+    behind.push_back(host.behind());
+    if (got == kRecords) host.stop();
+    return false;
+  });
+  host.run();
+  CHECK(got == kRecords);
+  CHECK(behind == std::vector<bool>{true, true, false});
 }
