@@ -305,7 +305,8 @@ bool StreamLedger::refresh(const std::string& name) {
 
 StreamLedger::Merged StreamLedger::merge(const std::vector<Job>& batch, nlohmann::json state, std::uint64_t from) {
   Merged m;
-  m.state = std::move(state);
+  env::StreamState merged;  // one copy of the state for the batch, at most
+  merged.replace(std::move(state));
   m.patches = nlohmann::json::array();
   std::size_t bytes = 0;
   for (const auto& job : batch) {
@@ -318,17 +319,16 @@ StreamLedger::Merged StreamLedger::merge(const std::vector<Job>& batch, nlohmann
       m.answers.push_back(Answer{job.h, 422, {{"detail", kTooDeep}}});
       continue;
     }
-    auto merged = env::merge_stream_patch(job.name, m.state, *job.patch, max_bytes_);
-    if (const auto* refused = std::get_if<env::PatchRefused>(&merged)) {
+    auto applied = env::apply_stream_patch(job.name, merged, *job.patch, max_bytes_);
+    if (const auto* refused = std::get_if<env::PatchRefused>(&applied)) {
       m.answers.push_back(Answer{job.h, refused->status, {{"detail", refused->detail}}});
       continue;
     }
-    auto& [patch, next] = std::get<env::PatchMerged>(merged);
     bytes += job.patch->size();
-    m.patches.push_back(std::move(patch));
-    m.state = std::move(next);
+    m.patches.push_back(std::move(std::get<env::PatchApplied>(applied).patch));
     m.answers.push_back(Answer{job.h, 200, {{"stream", job.name}, {"revision", from + m.patches.size()}}});
   }
+  m.state = std::move(merged.value);
   return m;
 }
 

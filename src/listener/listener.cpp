@@ -200,14 +200,8 @@ bool Listener::after_drain() {
   }
   // The turn's stream revisions, then WebSocket work: both may add output
   // to the connections flushed next, and a flush may let a session take
-  // its next message. Behind the broker (a full batch read, more
-  // waiting), the revisions wait a few turns and go out composed, one
-  // frame per stream rather than one per revision: how the listener
-  // catches up (decision 0043).
-  if (!loop_.behind() || ++stream_held_turns_ >= kStreamHoldTurns) {
-    streams_.emit();
-    stream_held_turns_ = 0;
-  }
+  // its next message.
+  streams_.end_turn(loop_.behind());
   for (int round = 0; round < 4; ++round) {
     websocket_.poll();
     table_.flush_dirty();

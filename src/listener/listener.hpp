@@ -158,10 +158,6 @@ class Listener final : public ConnectionOwner,
   EventLoop::Timer drain_deadline_;
   SuccessorWatch lost_watch_;
   bool draining_ = false;
-  // Turns in a row whose stream revisions waited, composed, for a later
-  // turn's while behind (decision 0043): at most kStreamHoldTurns.
-  static constexpr int kStreamHoldTurns = 32;
-  int stream_held_turns_ = 0;
   // (connection, generation, seq) of requests the dead broker never took.
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;
 };

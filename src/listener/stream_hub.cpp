@@ -266,6 +266,12 @@ void StreamHub::recover_all() {
   send_to_broker(env::kControlStreamRecover, env::StreamRecord{});
 }
 
+void StreamHub::end_turn(bool behind) {
+  if (behind && ++held_turns_ < kHoldTurns) return;
+  held_turns_ = 0;
+  emit();
+}
+
 void StreamHub::emit() {
   Busy busy(*this);
   if (dirty_.empty()) return;

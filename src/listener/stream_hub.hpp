@@ -61,8 +61,12 @@ class StreamHub {
   void drained(Connection& c);
   // kControlStream* from the broker.
   void on_control(const envelope::EnvelopeView& v);
-  // End of the loop turn: each stream's patches of the turn go out.
-  void emit();
+  // End of the loop turn: each stream's patches of the turn go out. While
+  // the listener is `behind` the broker (a full batch read, more waiting)
+  // they wait, composed, for a later turn's, kHoldTurns in a row at most:
+  // one frame per stream rather than one per revision is how the listener
+  // catches up (decision 0043).
+  void end_turn(bool behind);
 
  private:
   struct Subscriber {
@@ -129,6 +133,8 @@ class StreamHub {
   // A targeted answer to a resume: for one subscriber only.
   void on_answer(const envelope::EnvelopeHeader& h, const envelope::StreamRecord& r, bool state);
   void recover_all();
+  // Every stream's patches since the last emission go out.
+  void emit();
   void emit(const std::string& name, Stream& s);
   // Queues one subscriber's missed patch for when its output drains.
   void owe(Subscriber& sub, const nlohmann::json& patch, bool exact, std::uint64_t from, std::uint64_t to);
@@ -145,6 +151,8 @@ class StreamHub {
   std::unordered_map<Connection*, std::vector<Held>> by_connection_;
   std::vector<std::string> dirty_;
   std::uint64_t pass_ = 0;  // emit() passes: a connection's backlog is read once per pass
+  static constexpr int kHoldTurns = 32;
+  int held_turns_ = 0;  // turns in a row whose patches waited (end_turn)
   // A frame sent may close its connection at once (too far behind), and
   // closed() would then change what is being walked: while busy, closes
   // wait in closing_ until the walk is over.
