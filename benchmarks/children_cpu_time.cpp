@@ -127,4 +127,21 @@ std::string process_title(pid_t pid) {
   return title;
 }
 
+std::optional<double> cpu_us_per_request(const std::optional<ChildrenCpuTime>& at_start,
+                                         const std::optional<ChildrenCpuTime>& at_end, std::uint64_t requests,
+                                         std::string& why_not) {
+  if (!at_start || !at_end) {
+    why_not = "/proc could not be read";
+  } else if (at_start->pids.empty()) {
+    why_not = "no child processes of edri-server found";
+  } else if (at_start->pids != at_end->pids) {
+    why_not = "edri's processes changed during the measured window";
+  } else if (requests == 0) {
+    why_not = "no request completed";
+  } else {
+    return (at_end->seconds - at_start->seconds) / static_cast<double>(requests) * 1e6;
+  }
+  return std::nullopt;
+}
+
 }  // namespace edri::bench

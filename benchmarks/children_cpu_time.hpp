@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +25,14 @@ std::optional<ChildrenCpuTime> children_cpu_time(pid_t parent);
 
 // The length of that tick, in seconds.
 double cpu_tick_seconds();
+
+// The CPU edri used per request (µs) over one measured window, from samples
+// of its children taken as the window opened and closed (the supervisor
+// only watches them). nullopt with `why_not` set when the samples do not
+// allow it.
+std::optional<double> cpu_us_per_request(const std::optional<ChildrenCpuTime>& at_start,
+                                         const std::optional<ChildrenCpuTime>& at_end, std::uint64_t requests,
+                                         std::string& why_not);
 
 // Resident memory of `pid` (VmRSS, kB: private and the shared pages it
 // touched), or nullopt when it is gone.

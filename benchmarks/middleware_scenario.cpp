@@ -22,26 +22,6 @@ const std::vector<int> kDefaultMiddlewareCounts{0, 1, 4, 8};
 // server busy without measuring only queueing.
 const std::vector<int> kDefaultMiddlewareConcurrencies{32};
 
-// The CPU edri used per request over one measured window, from samples of
-// its children taken as the window opened and closed (the supervisor only
-// watches them). nullopt with `why_not` set when the samples do not allow it.
-std::optional<double> cpu_us_per_request(const std::optional<ChildrenCpuTime>& at_start,
-                                         const std::optional<ChildrenCpuTime>& at_end, std::uint64_t requests,
-                                         std::string& why_not) {
-  if (!at_start || !at_end) {
-    why_not = "/proc could not be read";
-  } else if (at_start->pids.empty()) {
-    why_not = "no child processes of edri-server found";
-  } else if (at_start->pids != at_end->pids) {
-    why_not = "edri's processes changed during the measured window";
-  } else if (requests == 0) {
-    why_not = "no request completed";
-  } else {
-    return (at_end->seconds - at_start->seconds) / static_cast<double>(requests) * 1e6;
-  }
-  return std::nullopt;
-}
-
 // Starts edri with `middlewares` and measures it at every concurrency.
 ScenarioOutcome measure_middlewares(const ScenarioContext& context, int middlewares,
                                     const std::vector<int>& concurrencies, std::vector<MiddlewareRow>& rows,
@@ -59,23 +39,9 @@ ScenarioOutcome measure_middlewares(const ScenarioContext& context, int middlewa
 
   const pid_t supervisor = server.process->pid();
   for (int c : concurrencies) {
-    std::optional<ChildrenCpuTime> at_start;
-    std::optional<ChildrenCpuTime> at_end;
-    LoadOptions load = load_options(context, server.port, c);
-    load.on_window_start = [&] { at_start = children_cpu_time(supervisor); };
-    load.on_window_end = [&] { at_end = children_cpu_time(supervisor); };
-    const LoadResult result = run_reported_load(context, name, load);
+    const auto [result, cpu] =
+        run_load_with_cpu(context, name, load_options(context, server.port, c), supervisor, notes);
     if (result.interrupted) return ScenarioOutcome::kInterrupted;
-
-    std::string why_not;
-    const std::optional<double> cpu = cpu_us_per_request(at_start, at_end, result.completed, why_not);
-    if (cpu) {
-      std::fprintf(stderr, "  server CPU: %.3f s in %zu processes, %.2f us/request\n",
-                   at_end->seconds - at_start->seconds, at_end->pids.size(), *cpu);
-    } else {
-      std::fprintf(stderr, "  server CPU not measured: %s\n", why_not.c_str());
-      notes.push_back(name + " c=" + std::to_string(c) + ": CPU not measured: " + why_not);
-    }
     rows.push_back(MiddlewareRow{middlewares, Row{name, c, summarize(result), {}}, cpu});
     note_if_exited(server, name, c, notes);
   }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "children_cpu_time.hpp"
 #include "report.hpp"
 
 namespace edri::bench {
@@ -97,6 +98,26 @@ LoadResult run_reported_load(const ScenarioContext& context, const std::string& 
   std::fprintf(stderr, "%s\n", progress_line(label, load.concurrency, summarize(result)).c_str());
   if (!result.first_error.empty()) std::fprintf(stderr, "  first error: %s\n", result.first_error.c_str());
   return result;
+}
+
+LoadWithCpu run_load_with_cpu(const ScenarioContext& context, const std::string& label, LoadOptions load,
+                              pid_t supervisor, std::vector<std::string>& notes) {
+  std::optional<ChildrenCpuTime> at_start;
+  std::optional<ChildrenCpuTime> at_end;
+  load.on_window_start = [&] { at_start = children_cpu_time(supervisor); };
+  load.on_window_end = [&] { at_end = children_cpu_time(supervisor); };
+  LoadWithCpu out{run_reported_load(context, label, load), std::nullopt};
+  if (out.result.interrupted) return out;
+  std::string why_not;
+  out.cpu_us = cpu_us_per_request(at_start, at_end, out.result.completed, why_not);
+  if (out.cpu_us) {
+    std::fprintf(stderr, "  server CPU: %.3f s in %zu processes, %.2f us/request\n",
+                 at_end->seconds - at_start->seconds, at_end->pids.size(), *out.cpu_us);
+  } else {
+    std::fprintf(stderr, "  server CPU not measured: %s\n", why_not.c_str());
+    notes.push_back(label + " c=" + std::to_string(load.concurrency) + ": CPU not measured: " + why_not);
+  }
+  return out;
 }
 
 void add_measured_row(const std::string& label, int c, const RunSummary& summary, const std::string& first_error,

@@ -47,6 +47,16 @@ LoadOptions load_options(const ScenarioContext& context, std::uint16_t port, int
 // "running <label> c=N ..." and then the figures, on stderr.
 LoadResult run_reported_load(const ScenarioContext& context, const std::string& label, const LoadOptions& load);
 
+// run_reported_load, with the CPU `supervisor`'s children used per request
+// over the measured window (µs): nullopt, said on stderr and in `notes`,
+// when /proc cannot tell it.
+struct LoadWithCpu {
+  LoadResult result;
+  std::optional<double> cpu_us;
+};
+LoadWithCpu run_load_with_cpu(const ScenarioContext& context, const std::string& label, LoadOptions load,
+                              pid_t supervisor, std::vector<std::string>& notes);
+
 // Keeps a run's figures, and says in the notes when it had errors (the
 // tables only count them).
 void add_measured_row(const std::string& label, int c, const RunSummary& summary, const std::string& first_error,

@@ -34,6 +34,7 @@ ScenarioOutcome run_noop_scenario(const ScenarioContext& context);
 ScenarioOutcome run_compare_scenario(const ScenarioContext& context);
 ScenarioOutcome run_echo_scenario(const ScenarioContext& context);
 ScenarioOutcome run_middleware_scenario(const ScenarioContext& context);
+ScenarioOutcome run_access_log_scenario(const ScenarioContext& context);
 ScenarioOutcome run_worker_scenario(const ScenarioContext& context);
 ScenarioOutcome run_managers_scenario(const ScenarioContext& context);
 ScenarioOutcome run_listener_scenario(const ScenarioContext& context);

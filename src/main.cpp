@@ -212,7 +212,7 @@ int run_child(std::uint32_t slot) {
       const char* admin_fd = std::getenv("EDRI_INTERNAL_ADMIN_FD");
       listener::Listener l(loop, config, *plugins, static_cast<std::uint16_t>(index),
                            std::stoi(required_env("EDRI_INTERNAL_LISTEN_FD")), unix_fd ? std::atoi(unix_fd) : -1,
-                           admin_fd ? std::atoi(admin_fd) : -1);
+                           admin_fd ? std::atoi(admin_fd) : -1, allowed_cpus);
       l.set_placement(placement.describe(config), placement.spread, placement.spin);
       l.start();
       loop.run();
@@ -309,6 +309,7 @@ int run_supervisor() {
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
   listener::HttpFront::check_routes(config, plugins);
+  listener::AccessLog::check(config);
   plugins.check_databases(config.databases);
   try {
     // What protobuf checks of a typed gRPC service (its descriptors, its

@@ -142,11 +142,11 @@ void Answers::reply(AnswerSink& sink, std::uint32_t seq, int status, std::string
 
 void Answers::reply_body(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
                          AnswerBody body, std::size_t length, std::string_view headers) {
-  const auto* info = sink.slot(seq);
+  auto* info = sink.slot(seq);
   if (!info) return;
   compose_headers(*info, status, headers);
   const http::ResponseHead h{status, content_type, length, info->keep_alive, info->http10, info->head};
-  record(*info, status);
+  record(*info, status, info->head || http::bodyless_status(status) ? 0 : length);
   sink.respond(seq, h, composed_, std::move(body));
 }
 
@@ -159,10 +159,10 @@ void Answers::reply_static(AnswerSink& sink, std::uint32_t seq, StaticFiles::Ans
 void Answers::reply_stream(AnswerSink& sink, std::uint32_t seq, int status, std::string_view content_type,
                            const env::StreamHead& sh, std::uint64_t id, std::string_view headers) {
   const StreamRef ref{sh.manager_slot, id, false};
-  const auto* info = sink.slot(seq);
+  auto* info = sink.slot(seq);
   if (!info) return sender_.stream_cancel(ref);
   compose_headers(*info, status, headers);
-  record(*info, status);
+  record(*info, status, sh.length > 0 && !info->head ? static_cast<std::uint64_t>(sh.length) : 0);
   http::ResponseHead h{status,           content_type, sh.length >= 0 ? static_cast<std::size_t>(sh.length) : 0,
                        info->keep_alive, info->http10, info->head};
   h.framing = sh.length >= 0 ? http::ResponseHead::Framing::Length : http::ResponseHead::Framing::Chunked;
@@ -177,12 +177,14 @@ void Answers::problem(AnswerSink& sink, std::uint32_t seq, int status, std::stri
 }
 
 void Answers::answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status,
-                             std::string_view detail, std::string_view headers) {
-  const auto seq = c.open_slot(keep_alive, http10, head, {});
+                             std::string_view detail, std::string_view headers, std::unique_ptr<AccessRecord> access) {
+  const auto seq = c.open_slot(keep_alive, http10, head, {}, Connection::kNoRoute, std::move(access));
   problem(c.answers(), seq, status, detail, headers);
 }
 
-void Answers::record(const SlotInfo& info, int status) {
+void Answers::record(SlotInfo& info, int status, std::uint64_t bytes_out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (info.access && access_log_) access_log_->end(std::move(info.access), {status, -1, bytes_out, now});
   // This listener is the only writer of its block: plain load + store.
   auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
     a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
@@ -190,8 +192,8 @@ void Answers::record(const SlotInfo& info, int status) {
   if (info.route == SlotInfo::kUncounted) return;
   const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
   bump(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)], 1);
-  const auto us = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - info.opened).count());
+  const auto us =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - info.opened).count());
   std::size_t b = 0;
   while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
   bump(metrics_.header.latency[b], 1);
@@ -203,7 +205,7 @@ void Answers::count_refusal() {
   SlotInfo info{};
   info.route = SlotInfo::kNoRoute;
   info.opened = std::chrono::steady_clock::now();
-  record(info, 503);
+  record(info, 503, 0);
 }
 
 }  // namespace edri::listener

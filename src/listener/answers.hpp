@@ -16,6 +16,7 @@
 
 #include "envelope/envelope.hpp"
 #include "http/response_writer.hpp"
+#include "listener/access_log.hpp"
 #include "listener/answer_sink.hpp"
 #include "listener/connection.hpp"
 #include "listener/connection_table.hpp"
@@ -41,6 +42,9 @@ class Answers {
 
   // Set once, before any connection: where gRPC events' answers go.
   void set_grpc(GrpcFront& grpc) { grpc_ = &grpc; }
+  // Set once, before any connection, where EDRI_ACCESS_LOG is on.
+  void set_access_log(AccessLog* log) { access_log_ = log; }
+  AccessLog* access_log() const { return access_log_; }
   // A response (or a hop's problem) for a request of this listener.
   void on_response(const envelope::EnvelopeView& v);
   // The answer `v` (not a gRPC call's) for its slot of `sink`; `blob`: its
@@ -60,7 +64,7 @@ class Answers {
   void reply_static(AnswerSink& sink, std::uint32_t seq, StaticFiles::Answer&& a, std::string_view headers);
   // A slot of its own, answered with a problem at once.
   void answer_locally(Connection& c, bool keep_alive, bool http10, bool head, int status, std::string_view detail,
-                      std::string_view headers = {});
+                      std::string_view headers = {}, std::unique_ptr<AccessRecord> access = nullptr);
   // A connection refused past EDRI_MAX_CONNECTIONS, in the metrics.
   void count_refusal();
 
@@ -77,13 +81,15 @@ class Answers {
   // composed_ = `headers`, then the slot's middleware lines, then what
   // response-side middleware adds for `status`.
   void compose_headers(const SlotInfo& info, int status, std::string_view headers);
-  void record(const SlotInfo& info, int status);
+  // Counts the answer (and logs it), whose body is `bytes_out` bytes.
+  void record(SlotInfo& info, int status, std::uint64_t bytes_out);
 
   const Config& config_;
   ConnectionTable& table_;
   EventSender& sender_;
   transport::BlobArena* blobs_;
   GrpcFront* grpc_ = nullptr;
+  AccessLog* access_log_ = nullptr;
   std::vector<MiddlewareDecl> middlewares_;
   bool has_response_middleware_ = false;
   Metrics metrics_;

@@ -218,6 +218,11 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   listeners_counter("edri_proxy_headers_refused_total",
                     "Connections from trusted proxies closed without a valid PROXY protocol header.",
                     &ListenerMetricsHeader::proxy_headers_refused);
+  listeners_counter("edri_access_log_lines_total", "Access log lines queued for writing (EDRI_ACCESS_LOG).",
+                    &ListenerMetricsHeader::access_log_lines);
+  listeners_counter("edri_access_log_dropped_total",
+                    "Access log lines dropped: the writer's buffer was full (a slow disk), or a write failed.",
+                    &ListenerMetricsHeader::access_log_dropped);
 
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";

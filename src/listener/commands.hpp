@@ -60,6 +60,7 @@ class Commands {
            const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender, Gate& gate);
 
   const Command* find(const std::string& name) const;
+  const Gate& gate() const { return gate_; }
   // The event a typed gRPC method sends, as a command, or null when no
   // method sends it.
   const Command* for_event(const std::string& event) const;

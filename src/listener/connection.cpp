@@ -48,9 +48,9 @@ void Connection::start() {
 }
 
 std::uint32_t Connection::open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
-                                    std::uint32_t route) {
-  return answers().open(
-      SlotInfo{keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}});
+                                    std::uint32_t route, std::unique_ptr<AccessRecord> access) {
+  return answers().open(SlotInfo{
+      keep_alive, http10, head, route, std::chrono::steady_clock::now(), std::string(headers), {}, std::move(access)});
 }
 
 bool Connection::upgrade(const http::HttpRequest& req, std::string_view headers) {

@@ -58,7 +58,7 @@ class Connection final : private CodecHost {
   // `headers`: response header lines middleware added for this request;
   // `route`: the route's row in the metrics, or kNoRoute.
   std::uint32_t open_slot(bool keep_alive, bool http10, bool head, std::string_view headers,
-                          std::uint32_t route = kNoRoute);
+                          std::uint32_t route = kNoRoute, std::unique_ptr<AccessRecord> access = nullptr);
   // True when a streamed answer waits on its producer, with all its output
   // taken, since before `cutoff`.
   bool stream_stalled_since(std::chrono::steady_clock::time_point cutoff) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include <edri/plugin.hpp>
@@ -26,12 +27,17 @@ class Exchange {
   void add_middleware_lines(const ResponseHeaders& added) { added_ = &added; }
   // The request reached route `row` (its metrics row).
   void set_route(std::uint32_t row) { route_ = row; }
+  // The access log's record of the request (EDRI_ACCESS_LOG), handed to
+  // its slot when it opens.
+  void set_access(std::unique_ptr<AccessRecord> r) { access_ = std::move(r); }
+  AccessRecord* access() const { return access_.get(); }
+  std::unique_ptr<AccessRecord> take_access() { return std::move(access_); }
 
   // The request's slot, for the answer that will come back.
-  std::uint32_t open() { return c_.open_slot(keep_alive_, http10_, head_, lines(), route_); }
+  std::uint32_t open() { return c_.open_slot(keep_alive_, http10_, head_, lines(), route_, std::move(access_)); }
   // The same, keeping the connection whatever the request asked: its
   // answer is a stream that lasts as long as the connection.
-  std::uint32_t open_kept() { return c_.open_slot(true, http10_, head_, lines(), route_); }
+  std::uint32_t open_kept() { return c_.open_slot(true, http10_, head_, lines(), route_, std::move(access_)); }
   void answer(int status, std::string_view content_type, std::string_view body, std::string_view headers = {}) {
     const auto seq = open();
     answers_.reply(c_.answers(), seq, status, content_type, body, headers);
@@ -43,7 +49,7 @@ class Exchange {
   // A refusal: its answer closes the connection, and nothing sent after
   // the request is read (RFC 9112 9.6).
   void refuse(int status, std::string_view detail) {
-    answers_.answer_locally(c_, false, http10_, head_, status, detail);
+    answers_.answer_locally(c_, false, http10_, head_, status, detail, {}, std::move(access_));
   }
 
  private:
@@ -56,6 +62,7 @@ class Exchange {
   bool head_;
   const ResponseHeaders* added_ = nullptr;
   std::uint32_t route_ = Connection::kNoRoute;
+  std::unique_ptr<AccessRecord> access_;
 };
 
 }  // namespace edri::listener

@@ -20,6 +20,8 @@ void GrpcCall::clear() {
   stalled = false;
   starved = false;
   failure.reset();
+  access.reset();
+  bytes_out = 0;
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "grpc/service_catalog.hpp"
 #include "grpc/status.hpp"
 #include "http/request_parser.hpp"
+#include "listener/access_line.hpp"
 #include "listener/queued_body.hpp"
 
 namespace edri::listener {
@@ -77,6 +79,10 @@ struct GrpcCall {
   // A message it could not take ends it once the answers to the events
   // before that message went (GrpcFront::fail): its status and message.
   std::optional<std::pair<grpc::Code, std::string>> failure;
+  // The access log's record (EDRI_ACCESS_LOG), until its line is written;
+  // and the bytes of the messages sent (framed).
+  std::unique_ptr<AccessRecord> access;
+  std::uint64_t bytes_out = 0;
 };
 
 class GrpcCalls {

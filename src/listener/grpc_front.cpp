@@ -93,6 +93,11 @@ void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head
                                                             : Method::Call;
   GrpcCall& call = link.grpc().open(stream, m, config_.max_body_size);
   call.typed = typed;
+  if (access_log_) {
+    call.access = access_log_->begin("grpc", llhttp_method_name(head.method), path,
+                                     commands_.gate().client_address(c.peer(), head), &head);
+    if (typed) call.access->domain = access_log_->domain_of(typed->event);
+  }
   const Where w{link, stream, call};
   if (m == Method::Call && path != "/edri.v1.Edri/Call")
     return finish(w, Code::Unimplemented, "no method " + std::string(path) + " on this server");
@@ -115,6 +120,7 @@ void GrpcFront::body(Connection& c, std::int32_t stream, std::string_view bytes,
   GrpcCall* call = link.grpc().find(stream);
   if (!call) return;
   if (end) call->client_done = true;
+  if (call->access) call->access->bytes_in += bytes.size();
   if (call->finished || call->failure) return link.grpc_consume(stream, bytes.size());  // read and dropped
   call->reader.append(bytes);
   take_messages(c, Where{link, stream, *call});
@@ -270,6 +276,9 @@ void GrpcFront::event(Connection& c, Where w, v1::Event& ev) {
   }
   const Commands::Command* cmd = commands_.find(ev.type());
   if (!cmd) return refuse(404, problem_json(404, "unknown command " + ev.type()));
+  // A Call's line names the domain of its event (a Connect's events may
+  // go to several: its first's).
+  if (w.call.access && w.call.access->domain.empty()) w.call.access->domain = access_log_->domain_of(cmd->event);
   const bool subscription = cmd->kind != Commands::Command::Kind::Event;
   if (subscription && w.call.method != Method::Connect)
     return refuse(400, problem_json(400, "subscriptions are made on Connect, where their pushes arrive"));

@@ -22,6 +22,7 @@
 #include "envelope/envelope.hpp"
 #include "grpc/service_catalog.hpp"
 #include "grpc/status.hpp"
+#include "listener/access_log.hpp"
 #include "listener/commands.hpp"
 #include "listener/connection.hpp"
 #include "listener/connection_table.hpp"
@@ -42,6 +43,8 @@ class GrpcFront {
             EventLoop& events);
   // Set once, before any connection: where deadlines find their calls.
   void set_table(ConnectionTable& table) { table_ = &table; }
+  // Set once, before any connection, where EDRI_ACCESS_LOG is on.
+  void set_access_log(AccessLog* log) { access_log_ = log; }
 
   // From the connection (ConnectionOwner::grpc_*).
   void open(Connection& c, std::int32_t stream, http::HttpRequest& head);
@@ -115,6 +118,8 @@ class GrpcFront {
   // The first message sends the answer's head, with `metadata` lines.
   void send_message(Where w, std::string framed, std::string_view metadata = {});
   void finish(Where w, grpc::Code code, std::string_view message);
+  // The call's access log line, once: it ended with `code`.
+  void log_end(GrpcCall& call, grpc::Code code);
   // finish() for a message the call cannot take: on a call with events
   // still unanswered, once their answers went (no more messages taken).
   void fail(Where w, grpc::Code code, std::string_view message);
@@ -134,6 +139,7 @@ class GrpcFront {
   Commands& commands_;
   StreamHub& streams_;
   ConnectionTable* table_ = nullptr;
+  AccessLog* access_log_ = nullptr;
   Deadlines deadlines_;
   EventLoop::Timer timer_;
   bool draining_ = false;

@@ -40,6 +40,7 @@ void GrpcFront::send_unordered(Connection& c, Where w, const std::string& messag
     spdlog::info("ending gRPC call {} on connection {}: its client is too far behind on pushes", w.stream, c.id());
     call.finished = true;
     forget_deadline(call);
+    log_end(call, Code::Cancelled);
     return w.link.grpc_reset(w.stream);
   }
   send_message(w, message);
@@ -73,6 +74,7 @@ void GrpcFront::want_drain(Connection& c, std::int32_t call_stream) {
 }
 
 void GrpcFront::send_message(Where w, std::string framed_messages, std::string_view metadata) {
+  w.call.bytes_out += framed_messages.size();
   if (w.call.body) {
     w.call.body->add(std::move(framed_messages));
     return w.link.grpc_resume(w.stream);
@@ -107,6 +109,7 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
   if (call.finished) return;
   call.finished = true;
   forget_deadline(call);
+  log_end(call, code);
   std::string trailers = "grpc-status: " + std::to_string(static_cast<int>(code)) + "\r\n";
   if (!message.empty()) trailers.append("grpc-message: ").append(grpc::percent_encode(message)).append("\r\n");
   // What the client still sends is read and dropped from here on.
@@ -119,11 +122,17 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
   w.link.grpc_respond(w.stream, std::string(grpc_accept_line(config_)) + trailers, nullptr);
 }
 
+void GrpcFront::log_end(GrpcCall& call, Code code) {
+  if (!call.access || !access_log_) return;
+  access_log_->end(std::move(call.access), 200, call.bytes_out, static_cast<int>(code));
+}
+
 void GrpcFront::closed(Connection& c, std::int32_t stream) {
   Http2Link& link = *c.http2();
   GrpcCall* call = link.grpc().find(stream);
   if (!call) return;
   forget_deadline(*call);
+  log_end(*call, Code::Cancelled);  // unless it ended before
   drop_subscriptions(c, link, *call);
   streams_.call_closed(c, stream);
 }

@@ -106,6 +106,7 @@ void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
   const bool http10 = req.http_major == 1 && req.http_minor == 0;
   Exchange ex(c, answers_, req.keep_alive, http10, method == Method::Head);
   request_headers_.clear();
+  if (AccessLog* log = answers_.access_log()) begin_access(*log, ex, req, http10);
   if (!method) return ex.problem(501, "method not implemented");
   const std::string_view target = req.target;
   const auto q = target.find('?');
@@ -130,11 +131,19 @@ void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
                      req.body};
   if (!admit(ex)) return;
   ex.add_middleware_lines(request_headers_);
-  if (upgrade) return websocket_.upgrade(c, req, request_headers_.lines(), ex.http10());
+  if (upgrade) return websocket_.upgrade(c, req, request_headers_.lines(), ex.http10(), ex.take_access());
   if (*method == Method::Options && target == "*")  // asterisk-form (RFC 9110 9.3.7): what the server allows
     return ex.answer(204, {}, {}, "Allow: GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS\r\n");
   if (path.empty() || path[0] != '/') return ex.refuse(400, "the request-target must be an absolute path");
   route(ex, req, *method, path, query, m);
+}
+
+void HttpFront::begin_access(AccessLog& log, Exchange& ex, const http::HttpRequest& req, bool http10) {
+  auto r =
+      log.begin(http10 ? std::string_view("http/1.0") : ex.connection().answers().protocol(),
+                llhttp_method_name(req.method), req.target, gate_.client_address(ex.connection().peer(), req), &req);
+  r->bytes_in = req.body_size;
+  ex.set_access(std::move(r));
 }
 
 bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view path) {
@@ -147,7 +156,10 @@ bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view pat
 }
 
 bool HttpFront::run_builtin_middleware(Exchange& ex, const http::HttpRequest& req, Method method) {
-  if (config_.request_id) add_request_id(req);
+  if (config_.request_id) {
+    add_request_id(req);
+    if (ex.access()) ex.access()->request_id = request_id_;
+  }
   if (cors_) {
     const auto verdict = cors_->apply(req, method, request_headers_);
     if (verdict == Cors::Verdict::Preflight || verdict == Cors::Verdict::Refused) {
@@ -219,6 +231,7 @@ void HttpFront::route(Exchange& ex, http::HttpRequest& req, Method method, std::
   if (m.result == Result::MethodNotAllowed) return answer_not_allowed(ex, m, method);
   if (!decode_params(ex, m)) return;
   const Target& target = targets_[m.target];
+  if (ex.access()) answers_.access_log()->set_route(*ex.access(), m.target);
   if (target.stream_events) return answer_stream_events(ex, req, m, head);
   ex.set_route(m.target);
   if (!check_fields(ex, target, req, query)) return;

@@ -52,6 +52,8 @@ class HttpFront {
   std::size_t route_count() const { return routes_.size(); }
 
  private:
+  // The access log's record of `req` (EDRI_ACCESS_LOG), into `ex`.
+  void begin_access(AccessLog& log, Exchange& ex, const http::HttpRequest& req, bool http10);
   struct Target {
     std::uint64_t event_type;
     std::string_view event;                             // its name, as middleware sees it

@@ -59,9 +59,13 @@ plugin::DirectRoutes direct_routes(const ProcessLoop& loop, const plugin::Plugin
 }  // namespace
 
 Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-                   int listen_fd, int unix_fd, int admin_fd)
+                   int listen_fd, int unix_fd, int admin_fd, const std::vector<int>& helper_cpus)
     : loop_(loop),
       config_(config),
+      access_log_(AccessLog::open(config, plugins,
+                                  AccessLog::Counters{loop.segment().listener_metrics(index).access_log_lines,
+                                                      loop.segment().listener_metrics(index).access_log_dropped},
+                                  helper_cpus)),
       sender_(loop.outbox_to(transport::Topology::kBroker), loop.outbox_to(transport::Topology::kRouter),
               manager_outboxes(loop), direct_routes(loop, plugins, config), index),
       tls_(config.ssl_certificate.empty() ? nullptr
@@ -101,6 +105,9 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   websocket_.set_table(table_);
   grpc_.set_table(table_);
   answers_.set_grpc(grpc_);
+  answers_.set_access_log(access_log_.get());
+  grpc_.set_access_log(access_log_.get());
+  if (access_log_) loop_.on_reopen_signal([this] { access_log_->reopen(); });
   loop_.on_records_from(transport::Topology::kBroker,
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });
   const auto& topo = loop.topology();
@@ -152,7 +159,9 @@ void Listener::start() {
 }
 
 void Listener::refuse(Connection& c, int status, std::string_view reason) {
-  answers_.answer_locally(c, false, false, false, status, reason);
+  // A request that could not be read: logged without its request line.
+  auto access = access_log_ ? access_log_->begin(c.answers().protocol(), "-", "-", c.peer(), nullptr) : nullptr;
+  answers_.answer_locally(c, false, false, false, status, reason, {}, std::move(access));
 }
 
 void Listener::closed(Connection& c) {

@@ -64,8 +64,10 @@ class Listener final : public ConnectionOwner,
  public:
   // `unix_fd`: the EDRI_UNIX_SOCKET listening socket, or -1; `admin_fd`:
   // EDRI_ADMIN_SOCKET's, or -1.
+  // `helper_cpus`: where its helper threads (the access log's writer) may
+  // run; none: where the listener runs.
   Listener(ProcessLoop& loop, const Config& config, const plugin::PluginSet& plugins, std::uint16_t index,
-           int listen_fd, int unix_fd = -1, int admin_fd = -1);
+           int listen_fd, int unix_fd = -1, int admin_fd = -1, const std::vector<int>& helper_cpus = {});
   ~Listener() override;
   // What placement this server runs with, for /health.
   void set_placement(std::string summary, bool spread, std::uint32_t spin) {
@@ -134,6 +136,9 @@ class Listener final : public ConnectionOwner,
 
   ProcessLoop& loop_;
   const Config& config_;
+  // Null when EDRI_ACCESS_LOG is off; before what writes to it, so that it
+  // goes last.
+  std::unique_ptr<AccessLog> access_log_;
   EventSender sender_;
   std::vector<std::uint64_t> answered_;  // request ids answered by managers directly, for the broker
   std::unique_ptr<TlsContext> tls_;      // null: plain HTTP

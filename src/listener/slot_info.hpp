@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "listener/access_line.hpp"
 #include "listener/static_files.hpp"
 
 namespace edri::listener {
@@ -27,6 +29,8 @@ struct SlotInfo {
   std::string headers;
   // Of a routed request: what a file answer (Response::file) depends on.
   StaticFiles::Conditions conditions;
+  // The access log's record of its call (EDRI_ACCESS_LOG), else null.
+  std::unique_ptr<AccessRecord> access;
 };
 
 }  // namespace edri::listener

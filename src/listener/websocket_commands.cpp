@@ -6,8 +6,9 @@
 
 namespace edri::listener {
 
-std::uint32_t WebSocketCommands::open_command(std::string command) {
+std::uint32_t WebSocketCommands::open_command(std::string command, std::unique_ptr<AccessRecord> access) {
   Slot& s = slots_.emplace_back();
+  s.info.access = std::move(access);
   s.info.keep_alive = true;
   s.info.route = SlotInfo::kUncounted;
   s.info.opened = std::chrono::steady_clock::now();

@@ -27,8 +27,9 @@ class WebSocketCommands final : public AnswerSink {
 
   explicit WebSocketCommands(Events& events) : events_(events) {}
 
-  // A command's slot: `command` is its name as JSON (quoted), or null.
-  std::uint32_t open_command(std::string command);
+  // A command's slot: `command` is its name as JSON (quoted), or null;
+  // `access`: its access log record, where the log is on.
+  std::uint32_t open_command(std::string command, std::unique_ptr<AccessRecord> access = nullptr);
   std::size_t pending() const { return slots_.size(); }
   void clear() { slots_.clear(); }
   template <class F>

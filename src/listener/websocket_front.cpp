@@ -43,17 +43,20 @@ void WebSocketFront::poll() {
   }
 }
 
-void WebSocketFront::upgrade(Connection& c, const http::HttpRequest& req, std::string_view headers, bool http10) {
+void WebSocketFront::upgrade(Connection& c, const http::HttpRequest& req, std::string_view headers, bool http10,
+                             std::unique_ptr<AccessRecord> access) {
   // Browsers do not apply CORS to WebSocket: with EDRI_CORS_ORIGINS set, a
   // page from another origin must not open one (cross-site WebSocket
   // hijacking).
   if (cors_) {
     const std::string_view origin = req.header("origin");
     if (!origin.empty() && !cors_->allows(origin))
-      return answers_.answer_locally(c, false, http10, false, 403, "origin not allowed");
+      return answers_.answer_locally(c, false, http10, false, 403, "origin not allowed", {}, std::move(access));
   }
   if (!c.upgrade(req, headers))
-    answers_.answer_locally(c, false, http10, false, 400, "a WebSocket upgrade must not follow unanswered requests");
+    return answers_.answer_locally(c, false, http10, false, 400,
+                                   "a WebSocket upgrade must not follow unanswered requests", {}, std::move(access));
+  if (access) answers_.access_log()->end(std::move(access), 101, 0);
 }
 
 void WebSocketFront::message(Connection& c, std::string_view text) {
@@ -61,12 +64,12 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   // serializing recurses once per level (edri/json_depth.hpp). Its command
   // is unknown until it is parsed, so the answer names none.
   if (!RequestValidator::depth_ok(text, config_.max_json_depth, "message", validated_))
-    return answer_invalid(c, c.websocket()->open_command("null"));
+    return answer_invalid(c, open_command(c, "null", "-", {}, text.size()));
   nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
   const bool object = !msg.is_discarded() && msg.is_object();
   auto name = object ? msg.find("command") : msg.end();
   if (!object || name == msg.end() || !name->is_string())
-    return answers_.problem(c.answers(), c.websocket()->open_command("null"), 400,
+    return answers_.problem(c.answers(), open_command(c, "null", "-", {}, text.size()), 400,
                             R"(a message must be a JSON object with a string "command")");
   const std::string& called = name->get_ref<const std::string&>();
   const std::string_view target = c.websocket()->upgrade_request().target;
@@ -74,19 +77,34 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   if (called == "stream.subscribe" || called == "stream.unsubscribe") {
     if (called == "stream.subscribe")
       if (auto refused = commands_.admit(c, origin, called, msg))
-        return answer_refusal(c, c.websocket()->open_command(name->dump()), *refused);
+        return answer_refusal(c, open_command(c, name->dump(), called, {}, text.size()), *refused);
     // Answered by the stream's frames; only a refusal is a message.
     if (auto error = streams_.ws_command(c, called, msg))
-      answers_.problem(c.answers(), c.websocket()->open_command(name->dump()), error->first, error->second);
+      answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size()), error->first,
+                       error->second);
     return;
   }
   const Commands::Command* cmd = commands_.find(called);
   if (!cmd)
-    return answers_.problem(c.answers(), c.websocket()->open_command(name->dump()), 404, "unknown command " + called);
-  const auto seq = c.websocket()->open_command(cmd->quoted_name);
+    return answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size()), 404,
+                            "unknown command " + called);
+  const auto seq = open_command(c, cmd->quoted_name, called, cmd->event, text.size());
   // From here on the message is the command's fields.
   msg.erase(name);
   if (auto refused = commands_.send(c, seq, *cmd, msg, origin)) answer_refusal(c, seq, *refused);
+}
+
+std::uint32_t WebSocketFront::open_command(Connection& c, std::string quoted, std::string_view name,
+                                           std::string_view event, std::size_t bytes_in) {
+  AccessLog* log = answers_.access_log();
+  if (!log) return c.websocket()->open_command(std::move(quoted));
+  const auto& handshake = c.websocket()->upgrade_request();
+  const std::string_view target = handshake.target;
+  auto r = log->begin("websocket", name, target.substr(0, target.find('?')),
+                      commands_.gate().client_address(c.peer(), handshake), &handshake);
+  r->domain = log->domain_of(event);
+  r->bytes_in = bytes_in;
+  return c.websocket()->open_command(std::move(quoted), std::move(r));
 }
 
 void WebSocketFront::answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r) {

@@ -38,7 +38,10 @@ class WebSocketFront {
 
   // The upgrade request at EDRI_WEBSOCKET_PATH; `headers`: the response
   // header lines middleware added.
-  void upgrade(Connection& c, const http::HttpRequest& req, std::string_view headers, bool http10);
+  // `access`: the handshake's access log record (logged 101 once the
+  // upgrade is taken), or null.
+  void upgrade(Connection& c, const http::HttpRequest& req, std::string_view headers, bool http10,
+               std::unique_ptr<AccessRecord> access = nullptr);
   void message(Connection& c, std::string_view text);
   // A notification for some connections of this listener (its Targets):
   // WebSockets, and gRPC Connect calls that subscribed.
@@ -56,6 +59,11 @@ class WebSocketFront {
   void poll();
 
  private:
+  // A command's slot (WebSocketCommands::open_command), with its access
+  // log record where the log is on: `name` the command's, `event` the
+  // event it sends (empty: none), `bytes_in` the message's size.
+  std::uint32_t open_command(Connection& c, std::string quoted, std::string_view name, std::string_view event,
+                             std::size_t bytes_in);
   void answer_invalid(Connection& c, std::uint32_t seq);
   void answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r);
 

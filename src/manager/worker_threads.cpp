@@ -1,7 +1,5 @@
 #include "manager/worker_threads.hpp"
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -9,6 +7,8 @@
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
+
+#include "runtime/placement.hpp"
 
 namespace edri::manager {
 
@@ -48,13 +48,8 @@ void WorkerThreads::start() {
   threads_.reserve(size_);
   for (std::size_t i = 0; i < size_; ++i) {
     threads_.emplace_back([this] { run(); });
-    if (!cpus_.empty()) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      for (int c : cpus_) CPU_SET(c, &set);
-      if (::pthread_setaffinity_np(threads_.back().native_handle(), sizeof set, &set) != 0)
-        spdlog::warn("worker thread affinity not set; it stays where the manager runs");
-    }
+    if (!let_thread_float(threads_.back(), cpus_))
+      spdlog::warn("worker thread affinity not set; it stays where the manager runs");
   }
   spdlog::info("started {} worker threads", size_);
 }

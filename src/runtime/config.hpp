@@ -81,9 +81,15 @@ struct Config {
   // for at most this long in all, and until it pauses this long.
   double lingering_time_s = 30.0;
   double lingering_timeout_s = 5.0;
-  std::uint32_t max_json_depth = 128;    // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
-  double shutdown_timeout_s = 30.0;      // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
-  std::string log_level = "info";        // EDRI_LOG_LEVEL
+  std::uint32_t max_json_depth = 128;  // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
+  double shutdown_timeout_s = 30.0;    // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
+  std::string log_level = "info";      // EDRI_LOG_LEVEL
+  // EDRI_ACCESS_LOG: "off", "combined" or "json"; EDRI_ACCESS_LOG_PATH
+  // (empty: stderr); EDRI_ACCESS_LOG_BUFFER: bytes of lines a listener
+  // holds for its writer thread before it drops lines.
+  std::string access_log = "off";
+  std::string access_log_path;
+  std::size_t access_log_buffer = 4u << 20;
   bool production = false;               // ENVIRONMENT=production
   std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)

@@ -76,6 +76,14 @@ std::vector<int> allowed_cpus() {
   return out;
 }
 
+bool let_thread_float(std::thread& t, const std::vector<int>& cpus) {
+  if (cpus.empty()) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return ::pthread_setaffinity_np(t.native_handle(), sizeof set, &set) == 0;
+}
+
 CpuHolds::CpuHolds(std::span<std::atomic<std::uint16_t>> holders, std::size_t home, std::uint16_t slot)
     : holders_(holders), home_(home), slot_(slot) {
   for (auto& h : holders_) {

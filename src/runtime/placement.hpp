@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/config.hpp"
@@ -61,6 +62,11 @@ std::uint32_t auto_listener_workers(const Config& config, std::uint32_t cpus_all
 
 // The CPUs this process may use now, in order (sched_getaffinity).
 std::vector<int> allowed_cpus();
+// Lets thread `t` run on any of `cpus` (none: left as it is), whatever
+// CPU its process was pinned to: helper threads off the request path
+// (worker threads, the access log's writer) float over the CPUs the
+// server was given. False when the kernel refused.
+bool let_thread_float(std::thread& t, const std::vector<int>& cpus);
 
 // How many idle polls a process makes before it sleeps, adapted to its
 // traffic: the full budget while wake-ups come close together, none once a

@@ -26,16 +26,23 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
       own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
   watch_doorbell();
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal_fd_.reset(::signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC));
+  // SIGUSR1 came blocked from the supervisor's fork, so that one sent
+  // before this loop runs waits for it rather than ending the process.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
+  ::sigprocmask(SIG_BLOCK, &signals, nullptr);
+  signal_fd_.reset(::signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) throw std::system_error(errno, std::generic_category(), "signalfd");
   events_->watch(signal_fd_.get(), EPOLLIN, [this](std::uint32_t) {
     signalfd_siginfo info;
     while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo == SIGUSR1) {
+        if (on_reopen_signal_) on_reopen_signal_();
+        continue;
+      }
       spdlog::info("signal {}: stopping", info.ssi_signo);
       if (on_stop_signal_)
         on_stop_signal_();

@@ -70,6 +70,8 @@ class ProcessLoop {
   bool behind() const { return behind_; }
   // Called on SIGTERM/SIGINT; the default stops the loop.
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
+  // Called on SIGUSR1 (the supervisor passes it on): reopen log files.
+  void on_reopen_signal(std::function<void()> hook) { on_reopen_signal_ = std::move(hook); }
   // Called with the slot of another process that died (the supervisor
   // counted it and rang our doorbell), before anything it handled is
   // answered by its successor: the caller answers for what died with it.
@@ -154,6 +156,7 @@ class ProcessLoop {
   std::vector<transport::Outbox*> active_outboxes_;
   std::function<bool()> after_drain_;
   std::function<void()> on_stop_signal_;
+  std::function<void()> on_reopen_signal_;
   std::function<void(std::uint32_t)> on_peer_death_;
   std::uint32_t deaths_seen_ = 0;
   std::vector<std::uint32_t> restarts_seen_;  // by slot

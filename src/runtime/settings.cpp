@@ -154,6 +154,17 @@ std::vector<Setting> make_settings() {
        "others close after their last answer (which says `Connection: close`), WebSockets close with 1001; what is "
        "still open after this is closed"},
       {"EDRI_LOG_LEVEL", "`info`", log_level(), "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`"},
+      {"EDRI_ACCESS_LOG", "`off`",
+       parse::choice<std::string>(&Config::access_log, {{"off", "off"}, {"combined", "combined"}, {"json", "json"}}),
+       "a line per HTTP request, WebSocket command and gRPC call, written by each listener: `off`, `combined` "
+       "(nginx's combined format, then duration, protocol, route, domain, request id, trace id and gRPC status) or "
+       "`json` (one object per line); docs/operations.md"},
+      {"EDRI_ACCESS_LOG_PATH", "unset (stderr)", parse::text(&Config::access_log_path),
+       "the access log's file, opened for appending (created 0644); SIGUSR1 to the server reopens it, for log "
+       "rotation"},
+      {"EDRI_ACCESS_LOG_BUFFER", "`4194304`", parse::integer(&Config::access_log_buffer, 4 * kKiB, kGiB),
+       "bytes of lines a listener holds for its access log's writer; a slow disk never stalls a listener: past "
+       "this, lines are dropped and counted (`edri_access_log_dropped_total`)"},
       {"ENVIRONMENT", "`development`", parse::named_flag(&Config::production, "production", "development"),
        "`production` hides internal error text (a handler's exception) from clients"},
       {"EDRI_RING_BYTES", "`4194304`", parse::power_of_two(&Config::ring_bytes, 4096, kGiB),

@@ -77,6 +77,7 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       kill_timer_(io_),
       ready_timer_(io_),
       blob_sweep_(io_) {
+  signals_.add(SIGUSR1);  // passed on to the listeners (reopen_logs)
   raise_descriptor_limit();
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
@@ -228,9 +229,13 @@ void Supervisor::spawn(Child& c) {
               (topology_.has_switch() ? "1" : "0"))
                  .c_str(),
              1);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Every signal unblocked but SIGUSR1: a child's loop takes it from a
+    // signalfd once it runs (the access log's reopen); until then, and in
+    // children without a loop, it waits instead of ending the process.
+    sigset_t reopen;
+    sigemptyset(&reopen);
+    sigaddset(&reopen, SIGUSR1);
+    ::sigprocmask(SIG_SETMASK, &reopen, nullptr);
     const std::string child_arg = "--child=" + std::to_string(c.slot);
     char* argv[] = {const_cast<char*>(c.title.c_str()), const_cast<char*>(child_arg.c_str()), nullptr};
     ::execv("/proc/self/exe", argv);
@@ -299,6 +304,7 @@ void Supervisor::on_signal(int sig) {
     reap();
     return;
   }
+  if (sig == SIGUSR1) return reopen_logs();
   if (stopping_) {
     spdlog::warn("second stop signal: killing every child");
     for (auto& c : children_)
@@ -307,6 +313,13 @@ void Supervisor::on_signal(int sig) {
   }
   spdlog::info("signal {}: stopping", sig);
   stop_children();
+}
+
+void Supervisor::reopen_logs() {
+  if (stopping_) return;
+  spdlog::info("signal {}: the listeners reopen their access logs", SIGUSR1);
+  for (const auto& c : children_)
+    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGUSR1);
 }
 
 void Supervisor::stop_children() {

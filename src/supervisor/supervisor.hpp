@@ -67,6 +67,8 @@ class Supervisor {
   // SIGTERM: the port stops accepting, listeners finish what is in flight,
   // then the others stop.
   void stop_children();
+  // SIGUSR1: each listener reopens its access log (log rotation).
+  void reopen_logs();
   bool is_listener(const Child& c) const;
   void all_children_gone_check();
   // Prints the "listening" line once every child runs its loop.

@@ -37,7 +37,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 8;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -224,6 +224,10 @@ struct ListenerMetricsHeader {
   // Trusted proxies' connections closed without a valid PROXY protocol
   // header (EDRI_PROXY_PROTOCOL).
   std::atomic<std::uint64_t> proxy_headers_refused;
+  // Access log lines queued for the writer, and those dropped (its buffer
+  // full, or a write failed): EDRI_ACCESS_LOG.
+  std::atomic<std::uint64_t> access_log_lines;
+  std::atomic<std::uint64_t> access_log_dropped;
   // followed by (route_count + 1) * kStatusColumns counters
 };
 

@@ -364,6 +364,19 @@ def scenario_one_by_one():
         return {"first": first["status"], "statuses": sorted(set(statuses)), "count": len(statuses)}
 
 
+def scenario_access_log():
+    """Three calls for the access log: one answered, one its handler
+    answers 404, and one to a method no service has."""
+    with channel() as ch:
+        other = ch.unary_unary("/edri.v1.Other/Nothing", request_serializer=Event.SerializeToString,
+                               response_deserializer=Event.FromString)
+        call = unary(ch)
+        return {"hello": outcome(call, Event(type="hello", body=b'{"name":"log"}'),
+                                 metadata=[("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")]),
+                "status": outcome(call, Event(type="status", body=b'{"code":404}')),
+                "no_method": outcome(other, Event(type="hello"))}
+
+
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
 
 if __name__ == "__main__":

@@ -87,7 +87,8 @@ TEST_CASE("an invalid setting stops start-up, naming the variable", "[startup]")
                                                                                    {"EDRI_LISTENER_WORKERS", "0"},
                                                                                    {"EDRI_RING_BYTES", "5000"},
                                                                                    {"EDRI_CPUS", "1-0"},
-                                                                                   {"EDRI_LOG_LEVEL", "loud"}}) {
+                                                                                   {"EDRI_LOG_LEVEL", "loud"},
+                                                                                   {"EDRI_ACCESS_LOG", "verbose"}}) {
     INFO(var << "=" << value);
     const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", plugins}, {var, value}});
     CHECK(r.status == 2);

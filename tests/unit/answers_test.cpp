@@ -98,7 +98,7 @@ struct Fixture {
     SlotInfo info;
     info.route = 0;
     info.headers = "X-Middleware: in\r\n";
-    (void)sink.open(info);
+    (void)sink.open(std::move(info));
   }
   std::uint64_t count(int status) { return counters[transport::status_column(status)].load(); }
   // The control codes of what was sent to the broker.

@@ -44,7 +44,7 @@ struct Fixture {
     info.keep_alive = keep_alive;
     info.http10 = http10;
     info.head = head;
-    return answers.open(info);
+    return answers.open(std::move(info));
   }
   void respond(std::uint32_t seq, int status, std::string_view body, bool keep_alive = true) {
     edri::http::ResponseHead h{status, "text/plain", body.size(), keep_alive};

@@ -1,0 +1,111 @@
+// AccessLog: a listener's access log (EDRI_ACCESS_LOG, docs/operations.md),
+// one line per HTTP request, WebSocket command and gRPC call. The loop
+// formats each line and queues it; a thread of the log's own writes the
+// queue to the file (or stderr), so that a slow disk never stalls the
+// loop: past EDRI_ACCESS_LOG_BUFFER bytes waiting, a line is dropped and
+// counted (edri_access_log_dropped_total) rather than waited for. SIGUSR1
+// reopens the file, for rotation. Several listeners append to one file:
+// each write is whole lines, and O_APPEND keeps them apart.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "http/request_parser.hpp"
+#include "listener/access_line.hpp"
+#include "plugin/plugin_set.hpp"
+#include "runtime/config.hpp"
+#include "transport/unique_fd.hpp"
+
+namespace edri::listener {
+
+class AccessLog {
+ public:
+  struct Counters {
+    std::atomic<std::uint64_t>& lines;    // queued (written by the loop only)
+    std::atomic<std::uint64_t>& dropped;  // dropped (by the loop and the writer)
+  };
+
+  // nullptr when EDRI_ACCESS_LOG is off. Throws std::runtime_error when
+  // the file cannot be opened.
+  // `writer_cpus`: where the writer thread may run (the CPUs the server
+  // was given; none: where the listener runs).
+  static std::unique_ptr<AccessLog> open(const Config& config, const plugin::PluginSet& plugins, Counters counters,
+                                         const std::vector<int>& writer_cpus = {});
+  // That the file can be opened: the supervisor's check at start-up, so
+  // that a wrong path stops the server with a message. Throws.
+  static void check(const Config& config);
+
+  AccessLog(const Config& config, const plugin::PluginSet& plugins, Counters counters,
+            const std::vector<int>& writer_cpus = {});
+  ~AccessLog();  // writes what is queued, then stops the writer
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+
+  // A call's record as it comes: `head`, where it has one, gives the
+  // user agent, referer and trace id.
+  std::unique_ptr<AccessRecord> begin(std::string_view protocol, std::string_view method, std::string_view target,
+                                      std::string_view client, const http::HttpRequest* head);
+  // The route of target `row` (the plugins' routes in order, then their
+  // Server-Sent Events routes) and its domain.
+  void set_route(AccessRecord& r, std::uint32_t row) const;
+  // The wall-clock time of `t`.
+  std::chrono::system_clock::time_point wall_time(std::chrono::steady_clock::time_point t);
+  // The domain of the event named `event` (empty: none).
+  std::string_view domain_of(std::string_view event) const;
+  // The call ended: its line is queued, or dropped; the record is kept
+  // for a later call's begin (no allocation per call once warm).
+  void end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o);
+  void end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t bytes_out, int grpc_status = -1);
+  // The file is opened again (SIGUSR1): the writer does it before its
+  // next write.
+  void reopen();
+
+ private:
+  void run();                               // the writer thread
+  void write_out(const std::string& text);  // all of it, or what a failure left counted as dropped
+  void open_file();
+  // What the writer has to say goes to the process's log from the loop
+  // (its logger is the loop's alone): queued here, logged at the next
+  // line or reopen.
+  void notice(spdlog::level::level_enum level, std::string text);
+  void log_notices();
+
+  AccessFormatter formatter_;
+  std::string path_;  // empty: stderr
+  std::size_t limit_;
+  Counters counters_;
+  std::vector<std::string> route_paths_;    // by route row
+  std::vector<std::string> route_domains_;  // the same
+  std::unordered_map<std::string, std::string> event_domains_;
+  std::string line_;  // the loop's scratch
+  // The loop's: records whose lines went, for reuse (their strings keep
+  // their buffers); and the wall clock's offset from the steady one,
+  // taken again each second, so that a call reads one clock.
+  std::vector<std::unique_ptr<AccessRecord>> spare_;
+  std::chrono::steady_clock::time_point synced_{};
+  std::chrono::system_clock::duration wall_offset_{};
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string queued_;  // guarded by mutex_
+  std::vector<std::pair<spdlog::level::level_enum, std::string>> notices_;
+  std::atomic<bool> has_notices_{false};
+  bool reopen_ = false;
+  bool stop_ = false;
+  std::string writing_;  // the writer's
+  UniqueFd file_;        // the writer's; empty: stderr
+  std::thread writer_;
+};
+
+}  // namespace edri::listener
