@@ -147,6 +147,7 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
   const auto record = encoded_request(40);
   struct NoContext : edri::Context {
     std::string_view domain() const override { return "bench"; }
+    void log(edri::LogLevel, std::string_view, const edri::Request*) override {}
     bool publish(std::string_view, const nlohmann::json&) override { return false; }
     bool request(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {
       return false;

@@ -177,7 +177,7 @@ int run_child(std::uint32_t slot) {
       for (const auto j : guests) name += " + " + titles.at(j);
     }
   }
-  init_logging(name, config.log_level);
+  init_logging(name, config.log_level, config.log_format);
   const std::string comm = "edri-" + std::string(transport::role_name(role));
   ::prctl(PR_SET_NAME, comm.c_str());
   ::signal(SIGPIPE, SIG_IGN);
@@ -300,7 +300,7 @@ void check_listener_domains(Config& config, const plugin::PluginSet& plugins) {
 
 int run_supervisor() {
   Config config = Config::from_env();
-  init_logging("supervisor", config.log_level);
+  init_logging("supervisor", config.log_level, config.log_format);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
   // Once, here: the children inherit the supervisor's CPUs.
   config.check_cpus_allowed(edri::allowed_cpus());

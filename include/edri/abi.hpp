@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 15;
+inline constexpr std::uint32_t kPluginAbiVersion = 16;
 
 }  // namespace edri
 

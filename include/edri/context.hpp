@@ -16,6 +16,7 @@
 #include <edri/async.hpp>
 #include <edri/database.hpp>
 #include <edri/http_call.hpp>
+#include <edri/log.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 
@@ -79,6 +80,10 @@ class Context {
   virtual ~Context() = default;
   // The domain (manager) this handler runs in.
   virtual std::string_view domain() const = 0;
+  // A line in the server's log (edri/log.hpp), at `level` (shown from
+  // EDRI_LOG_LEVEL up): `about`, the request it concerns, gives it that
+  // request's id (its X-Request-Id where it has one, else Request::id).
+  virtual void log(LogLevel level, std::string_view message, const Request* about = nullptr) = 0;
   // Publishes a notification: every manager that subscribed to `event`
   // (Registry::subscribe) runs its subscriber with `payload` as the body.
   // Fire and forget; false if it could not be queued.

@@ -14,6 +14,7 @@
 #include "manager/answer_compression.hpp"
 #include "manager/answer_head.hpp"
 #include "manager/mapped_upload.hpp"
+#include "runtime/log.hpp"
 
 namespace edri::manager {
 
@@ -164,7 +165,7 @@ void Manager::start() {
       throw StartFailed("domain " + domain_ + ": its start hook failed: " + e.what());
     }
   }
-  subscribe();
+  subscribe(false);
 }
 
 void Manager::open_databases() {
@@ -202,7 +203,17 @@ void Manager::stop() {
   }
 }
 
-void Manager::subscribe() {
+void Manager::log(LogLevel level, std::string_view message, const Request* about) {
+  static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
+                                                          spdlog::level::warn, spdlog::level::err};
+  const auto at = kLevels[static_cast<std::size_t>(level) & 3];
+  if (!spdlog::should_log(at)) return;
+  std::string_view id;
+  if (about) id = about->header("x-request-id").value_or(about->id);
+  log_about_request(at, id, message);
+}
+
+void Manager::subscribe(bool again) {
   // First the domain (replicas of one domain share it), then the events.
   std::vector<std::uint64_t> ids{env::event_type_id(domain_)};
   for (const auto& [id, _] : handlers_) ids.push_back(id);
@@ -212,7 +223,10 @@ void Manager::subscribe() {
   w.raw(env::SectionType::Control, std::as_bytes(std::span<const std::uint64_t>(ids)));
   if (!env::send(to_router_, w, transport::Admission::Answer))
     spdlog::error("cannot subscribe: the subscription does not fit a record");
-  spdlog::debug("domain {}: subscribed {} events", domain_, ids.size() - 1);
+  // The router asks every manager at its start, a first start included:
+  // the second subscription is no news.
+  spdlog::log(again ? spdlog::level::trace : spdlog::level::debug, "domain {}: subscribed {} events{}", domain_,
+              ids.size() - 1, again ? " again, as the router asked" : "");
 }
 
 void Manager::on_record(std::span<const std::byte> record) {
@@ -231,7 +245,7 @@ void Manager::on_record(std::span<const std::byte> record) {
     case env::Kind::Notification: return on_notification(v);
     case env::Kind::Response: return on_response(v);
     case env::Kind::Control:
-      if (v.header.event_type == env::kControlResubscribe) subscribe();
+      if (v.header.event_type == env::kControlResubscribe) subscribe(true);
       if (v.header.event_type == env::kControlClientGone) coroutines_.client_gone(v.header);
       if (v.header.event_type == env::kControlStreamCredit || v.header.event_type == env::kControlStreamCancel)
         on_stream_control(v);

@@ -62,6 +62,7 @@ class Manager final : public Context {
 
   // Context
   std::string_view domain() const override { return domain_; }
+  void log(LogLevel level, std::string_view message, const Request* about = nullptr) override;
   bool publish(std::string_view event, const nlohmann::json& payload) override;
   bool publish_patch(std::string_view name, const nlohmann::json& patch,
                      std::function<void(const Response&)> then) override;
@@ -118,7 +119,9 @@ class Manager final : public Context {
   void on_notification(envelope::EnvelopeView& v);
   void on_response(envelope::EnvelopeView& v);
   bool fill_request(const envelope::EnvelopeView& v, std::string_view event);
-  void subscribe();
+  // Tells the router this domain's events; `again`: the router asked (it
+  // asks at each of its starts).
+  void subscribe(bool again);
 
   // Streamed answers (Response::stream, docs/decisions/0011).
   struct OpenStream {

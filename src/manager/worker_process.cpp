@@ -61,7 +61,7 @@ int run_worker_process() {
   const char* title_env = std::getenv("EDRI_INTERNAL_WORKER_TITLE");
   const std::string domain = domain_env ? domain_env : "";
   const Config config = Config::from_env();
-  init_logging(title_env ? title_env : "worker", config.log_level);
+  init_logging(title_env ? title_env : "worker", config.log_level, config.log_format);
   ::prctl(PR_SET_NAME, "edri-worker");
 
   const auto plugins = plugin::PluginSet::load(config.plugins);

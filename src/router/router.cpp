@@ -350,12 +350,12 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   if (!subscribed_[manager]) {
     subscribed_[manager] = true;
     ++subscribed_count_;
+    spdlog::debug("manager {} subscribed to {} events", manager, n ? n - 1 : 0);
   }
   // /ready reads this: the managers that subscribed (not the switch).
   const auto managers =
       static_cast<std::uint32_t>(std::count(subscribed_.begin(), subscribed_.begin() + managers_, true));
   loop_.segment().header().managers_subscribed.store(managers, std::memory_order_release);
-  spdlog::debug("manager {} subscribed to {} events", manager, n ? n - 1 : 0);
   if (subscribed_count_ == subscribed_.size() && !held_.empty()) {
     auto held = std::move(held_);
     held_.clear();

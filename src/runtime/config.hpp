@@ -84,6 +84,7 @@ struct Config {
   std::uint32_t max_json_depth = 128;  // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
   double shutdown_timeout_s = 30.0;    // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
   std::string log_level = "info";      // EDRI_LOG_LEVEL
+  std::string log_format = "text";     // EDRI_LOG_FORMAT: "text" or "json"
   // EDRI_ACCESS_LOG: "off", "combined" or "json"; EDRI_ACCESS_LOG_PATH
   // (empty: stderr); EDRI_ACCESS_LOG_BUFFER: bytes of lines a listener
   // holds for its writer thread before it drops lines.

@@ -154,6 +154,10 @@ std::vector<Setting> make_settings() {
        "others close after their last answer (which says `Connection: close`), WebSockets close with 1001; what is "
        "still open after this is closed"},
       {"EDRI_LOG_LEVEL", "`info`", log_level(), "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`"},
+      {"EDRI_LOG_FORMAT", "`text`",
+       parse::choice<std::string>(&Config::log_format, {{"text", "text"}, {"json", "json"}}),
+       "the server's own log on stderr, times in UTC: `text` (`2026-12-06T07:23:24.408Z info [listener 13960] "
+       "...`) or `json` (one object per line: time, level, process, pid, message)"},
       {"EDRI_ACCESS_LOG", "`off`",
        parse::choice<std::string>(&Config::access_log, {{"off", "off"}, {"combined", "combined"}, {"json", "json"}}),
        "a line per HTTP request, WebSocket command and gRPC call, written by each listener: `off`, `combined` "

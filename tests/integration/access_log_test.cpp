@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -284,4 +285,32 @@ TEST_CASE("access log: a path that cannot be opened stops start-up with a messag
   CHECK(r.status == 2);
   CHECK(r.err.find("EDRI_ACCESS_LOG_PATH") != std::string::npos);
   CHECK(r.err.find("/nonexistent/dir/access.log") != std::string::npos);
+}
+
+TEST_CASE("access log: a handler's line in the server's log carries the request id the access log shows",
+          "[access_log]") {
+  TempDir dir;
+  const auto file = dir.path / "access.log";
+  ServerProcess server(
+      {test_plugin_path("test_app")},
+      {{"EDRI_ACCESS_LOG", "json"}, {"EDRI_ACCESS_LOG_PATH", file.string()}, {"EDRI_LOG_FORMAT", "json"}});
+  HttpClient c(server.port());
+  CHECK(c.request("GET", "/log/1", {}, "X-Request-Id: join-1\r\n").status == 200);  // info
+  CHECK(c.request("GET", "/log/0", {}, "X-Request-Id: join-0\r\n").status == 200);  // debug: below info
+  CHECK(c.get("/log/3").status == 200);                                             // error, its own id
+  const auto access = wait_for_lines(file, 3);
+  REQUIRE(access.size() == 3);
+  CHECK(json::parse(access[0])["request_id"] == "join-1");
+  const std::string generated = json::parse(access[2])["request_id"];
+  std::vector<json> said;
+  std::istringstream log(server.log());
+  for (std::string line; std::getline(log, line);)
+    if (line.find("handler says") != std::string::npos) said.push_back(json::parse(line));
+  REQUIRE(said.size() == 2);
+  CHECK(said[0]["process"] == "manager test");
+  CHECK(said[0]["level"] == "info");
+  CHECK(said[0]["message"] == "handler says \"hello\"");
+  CHECK(said[0]["request_id"] == "join-1");
+  CHECK(said[1]["level"] == "error");
+  CHECK(said[1]["request_id"] == generated);
 }

@@ -1,9 +1,13 @@
 // Start-up refuses what it cannot serve, with a message that names the
 // culprit and a non-zero exit status.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include <edri/plugin.hpp>
 
+#include "support/http_client.hpp"
 #include "support/server_process.hpp"
 
 using namespace edri::test;
@@ -114,4 +118,33 @@ TEST_CASE("print-config-markdown prints every setting as a table row", "[startup
   CHECK(r.out.rfind("| variable | default | meaning |\n|---|---|---|\n", 0) == 0);
   CHECK(r.out.find("| `EDRI_PORT` | `8080` | ") != std::string::npos);
   CHECK(r.out.find("| `ENVIRONMENT` | `development` | ") != std::string::npos);
+}
+
+TEST_CASE("EDRI_LOG_FORMAT=json: each line the server logs is a JSON object naming its process and none twice",
+          "[startup]") {
+  std::string log;
+  {
+    ServerProcess server({plugin_path("bench_app")}, {{"EDRI_LOG_FORMAT", "json"}, {"EDRI_LOG_LEVEL", "debug"}});
+    CHECK(http_get(server.port(), "/noop").status == 200);
+    CHECK(server.stop() == 0);
+    log = server.log();
+  }
+  std::istringstream lines(log);
+  std::set<std::string> processes, said;
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("edri: listening on", 0) == 0) continue;  // stdout's one line, in the same file
+    INFO(line);
+    const auto j = nlohmann::json::parse(line);
+    CHECK(j["time"].get<std::string>().back() == 'Z');
+    processes.insert(j["process"].get<std::string>());
+    // The same news twice from one process is noise (the managers'
+    // subscriptions were, at debug).
+    CHECK(said.insert(j["process"].get<std::string>() + " " + j["message"].get<std::string>()).second);
+    ++n;
+  }
+  CHECK(n > 5);
+  CHECK(processes.count("supervisor") == 1);
+  CHECK(processes.count("listener") == 1);
+  CHECK(processes.count("manager bench") == 1);
 }

@@ -45,6 +45,12 @@ void reg(edri::Registry& r) {
   // routes above.
   r.command("hello", "test.hello").command("sleep", "test.sleep").command("status", "test.status");
   r.command("throw", "test.throw");
+  // A line in the server's log at level {level} (edri::LogLevel), about
+  // this request.
+  r.get("/log/{level:int}", "test.log", [](const edri::Request& req, edri::Context& ctx) {
+    ctx.log(static_cast<edri::LogLevel>(req.int_param("level")), "handler says \"hello\"", &req);
+    return edri::Response::text("logged");
+  });
   r.get("/pid", "test.pid", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"pid", ::getpid()}});
   });
