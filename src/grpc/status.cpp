@@ -4,6 +4,16 @@
 
 namespace edri::grpc {
 
+std::string_view code_name(Code code) {
+  static constexpr std::string_view kNames[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  const auto n = static_cast<std::size_t>(code);
+  return n < std::size(kNames) ? kNames[n] : std::string_view();
+}
+
 Code code_for_refusal(int http_status) {
   switch (http_status) {
     case 400:

@@ -31,6 +31,9 @@ enum class Code : std::uint8_t {
   Unauthenticated = 16,
 };
 
+// The code's name as gRPC writes it ("OK", "UNIMPLEMENTED"); "" past 16.
+std::string_view code_name(Code code);
+
 // The code for an HTTP-style status that the listener's edge or a hop
 // (broker, router, manager) gave instead of a handler: 404 (no such
 // command or handler) UNIMPLEMENTED, 422 and 400 INVALID_ARGUMENT, 413 and

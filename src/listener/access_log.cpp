@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/placement.hpp"
+#include "transport/shm_layout.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -31,8 +32,6 @@ AccessFormat format_of(const std::string& setting) {
 UniqueFd open_for_append(const std::string& path) {
   return UniqueFd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
 }
-
-void bump(std::atomic<std::uint64_t>& a) { a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -153,7 +152,7 @@ void AccessLog::end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o) {
     wake = queued_.empty() || (queued_.size() < kWakeBytes && queued_.size() + line_.size() >= kWakeBytes);
     queued_ += line_;
   }
-  bump(counters_.lines);
+  transport::bump_owned(counters_.lines);
   if (wake) wake_.notify_one();
   if (has_notices_.load(std::memory_order_relaxed)) log_notices();
 }

@@ -183,22 +183,20 @@ void Answers::answer_locally(Connection& c, bool keep_alive, bool http10, bool h
 }
 
 void Answers::record(SlotInfo& info, int status, std::uint64_t bytes_out) {
+  using transport::bump_owned;  // this listener is the only writer of its block
   const auto now = std::chrono::steady_clock::now();
   if (info.access && access_log_) access_log_->end(std::move(info.access), {status, -1, bytes_out, now});
-  // This listener is the only writer of its block: plain load + store.
-  auto bump = [](std::atomic<std::uint64_t>& a, std::uint64_t by) {
-    a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-  };
-  if (info.route == SlotInfo::kUncounted) return;
+  if (info.route == SlotInfo::kUncounted)  // a WebSocket command's answer
+    return bump_owned(metrics_.header.websocket_commands[transport::status_column(status)]);
   const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
-  bump(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)], 1);
+  bump_owned(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)]);
   const auto us =
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - info.opened).count());
   std::size_t b = 0;
   while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
-  bump(metrics_.header.latency[b], 1);
-  bump(metrics_.header.latency_sum_us, us);
-  bump(metrics_.header.latency_count, 1);
+  bump_owned(metrics_.header.latency[b]);
+  bump_owned(metrics_.header.latency_sum_us, us);
+  bump_owned(metrics_.header.latency_count);
 }
 
 void Answers::count_refusal() {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "grpc/status.hpp"
 #include "listener/proc_stat.hpp"
 
 namespace edri::listener {
@@ -223,6 +224,30 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   listeners_counter("edri_access_log_dropped_total",
                     "Access log lines dropped: the writer's buffer was full (a slow disk), or a write failed.",
                     &ListenerMetricsHeader::access_log_dropped);
+  listeners_counter("edri_sse_streams_total", "Server-Sent Events streams opened on live streams.",
+                    &ListenerMetricsHeader::sse_streams);
+  listeners_counter("edri_stream_frames_total",
+                    "Live-stream frames sent to subscribers (WebSocket, Server-Sent Events and gRPC).",
+                    &ListenerMetricsHeader::stream_frames);
+  // A column of a counter array each listener keeps, summed.
+  auto listeners_column = [&](auto array, std::size_t column) {
+    std::uint64_t n = 0;
+    for (std::uint32_t l = 0; l < h.listener_count; ++l)
+      n += (segment_.listener_metrics(l).*array)[column].load(std::memory_order_relaxed);
+    return n;
+  };
+  o << "# HELP edri_websocket_commands_total WebSocket commands answered, by status.\n"
+       "# TYPE edri_websocket_commands_total counter\n";
+  for (std::size_t col = 0; col < kStatusColumns; ++col)
+    if (const auto n = listeners_column(&ListenerMetricsHeader::websocket_commands, col))
+      o << "edri_websocket_commands_total{status=\""
+        << (col < std::size(kTrackedStatuses) ? std::to_string(kTrackedStatuses[col]) : std::string("other")) << "\"} "
+        << n << '\n';
+  o << "# HELP edri_grpc_calls_total gRPC calls ended, by status code.\n"
+       "# TYPE edri_grpc_calls_total counter\n";
+  for (std::size_t code = 0; code < kGrpcCodes; ++code)
+    if (const auto n = listeners_column(&ListenerMetricsHeader::grpc_calls, code))
+      o << "edri_grpc_calls_total{code=\"" << grpc::code_name(static_cast<grpc::Code>(code)) << "\"} " << n << '\n';
 
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";

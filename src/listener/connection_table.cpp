@@ -29,12 +29,6 @@ std::string address_text(const sockaddr_storage& peer) {
   return "unix";
 }
 
-// This listener is the only writer of its metrics block: a plain load and
-// store.
-void bump(std::atomic<std::uint64_t>& counter) {
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 ConnectionTable::ConnectionTable(ConnectionContext& context, const Config& config,
@@ -153,10 +147,10 @@ bool ConnectionTable::expects_proxy_header(const std::string& peer) const {
   return address && any_contains(proxy_peers_, *address);
 }
 
-void ConnectionTable::count_shed() { bump(metrics_.clients_shed); }
+void ConnectionTable::count_shed() { transport::bump_owned(metrics_.clients_shed); }
 
 void ConnectionTable::count_proxy_refused(const Connection& c, std::string_view why) {
-  bump(metrics_.proxy_headers_refused);
+  transport::bump_owned(metrics_.proxy_headers_refused);
   // A misconfigured proxy has every connection refused: the log says so
   // without a line for each.
   const auto level = proxy_refusals_++ % 1000 == 0 ? spdlog::level::warn : spdlog::level::debug;

@@ -83,6 +83,7 @@ struct GrpcCall {
   // and the bytes of the messages sent (framed).
   std::unique_ptr<AccessRecord> access;
   std::uint64_t bytes_out = 0;
+  bool counted = false;  // its end is in the metrics (and the access log)
 };
 
 class GrpcCalls {

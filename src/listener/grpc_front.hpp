@@ -45,6 +45,8 @@ class GrpcFront {
   void set_table(ConnectionTable& table) { table_ = &table; }
   // Set once, before any connection, where EDRI_ACCESS_LOG is on.
   void set_access_log(AccessLog* log) { access_log_ = log; }
+  // Set once, before any connection: where calls are counted by code.
+  void set_metrics(transport::ListenerMetricsHeader& metrics) { metrics_ = &metrics; }
 
   // From the connection (ConnectionOwner::grpc_*).
   void open(Connection& c, std::int32_t stream, http::HttpRequest& head);
@@ -118,8 +120,9 @@ class GrpcFront {
   // The first message sends the answer's head, with `metadata` lines.
   void send_message(Where w, std::string framed, std::string_view metadata = {});
   void finish(Where w, grpc::Code code, std::string_view message);
-  // The call's access log line, once: it ended with `code`.
-  void log_end(GrpcCall& call, grpc::Code code);
+  // The call ended with `code`: counted, and its access log line written,
+  // once.
+  void ended(GrpcCall& call, grpc::Code code);
   // finish() for a message the call cannot take: on a call with events
   // still unanswered, once their answers went (no more messages taken).
   void fail(Where w, grpc::Code code, std::string_view message);
@@ -140,6 +143,7 @@ class GrpcFront {
   StreamHub& streams_;
   ConnectionTable* table_ = nullptr;
   AccessLog* access_log_ = nullptr;
+  transport::ListenerMetricsHeader* metrics_ = nullptr;
   Deadlines deadlines_;
   EventLoop::Timer timer_;
   bool draining_ = false;

@@ -40,7 +40,7 @@ void GrpcFront::send_unordered(Connection& c, Where w, const std::string& messag
     spdlog::info("ending gRPC call {} on connection {}: its client is too far behind on pushes", w.stream, c.id());
     call.finished = true;
     forget_deadline(call);
-    log_end(call, Code::Cancelled);
+    ended(call, Code::Cancelled);
     return w.link.grpc_reset(w.stream);
   }
   send_message(w, message);
@@ -109,7 +109,7 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
   if (call.finished) return;
   call.finished = true;
   forget_deadline(call);
-  log_end(call, code);
+  ended(call, code);
   std::string trailers = "grpc-status: " + std::to_string(static_cast<int>(code)) + "\r\n";
   if (!message.empty()) trailers.append("grpc-message: ").append(grpc::percent_encode(message)).append("\r\n");
   // What the client still sends is read and dropped from here on.
@@ -122,9 +122,12 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
   w.link.grpc_respond(w.stream, std::string(grpc_accept_line(config_)) + trailers, nullptr);
 }
 
-void GrpcFront::log_end(GrpcCall& call, Code code) {
-  if (!call.access || !access_log_) return;
-  access_log_->end(std::move(call.access), 200, call.bytes_out, static_cast<int>(code));
+void GrpcFront::ended(GrpcCall& call, Code code) {
+  if (call.counted) return;
+  call.counted = true;
+  const auto n = static_cast<std::size_t>(code);
+  if (metrics_ && n < transport::kGrpcCodes) transport::bump_owned(metrics_->grpc_calls[n]);
+  if (call.access && access_log_) access_log_->end(std::move(call.access), 200, call.bytes_out, static_cast<int>(code));
 }
 
 void GrpcFront::closed(Connection& c, std::int32_t stream) {
@@ -132,7 +135,7 @@ void GrpcFront::closed(Connection& c, std::int32_t stream) {
   GrpcCall* call = link.grpc().find(stream);
   if (!call) return;
   forget_deadline(*call);
-  log_end(*call, Code::Cancelled);  // unless it ended before
+  ended(*call, Code::Cancelled);  // unless it ended before
   drop_subscriptions(c, link, *call);
   streams_.call_closed(c, stream);
 }

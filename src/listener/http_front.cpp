@@ -253,13 +253,19 @@ void HttpFront::answer_stream_events(Exchange& ex, const http::HttpRequest& req,
   if (head) return ex.answer(200, "text/event-stream", {}, "Cache-Control: no-store\r\n");
   Connection& c = ex.connection();
   const auto seq = ex.open_kept();
-  const std::string lines = "Cache-Control: no-store\r\nX-Accel-Buffering: no\r\n" + c.answers().slot(seq)->headers;
-  switch (c.start_events(seq, lines)) {
+  SlotInfo& slot = *c.answers().slot(seq);
+  const std::string lines = "Cache-Control: no-store\r\nX-Accel-Buffering: no\r\n" + slot.headers;
+  // Logged as its head goes (the slot may not outlive start_events).
+  auto access = std::move(slot.access);
+  const auto carrier = c.start_events(seq, lines);
+  if (carrier != AnswerSink::EventsCarrier::Refused && access) answers_.access_log()->end(std::move(access), 200, 0);
+  switch (carrier) {
     case AnswerSink::EventsCarrier::Stream:  // the slot's own stream; the others go on beside it
       return streams_.subscribe_events(c, name, since, static_cast<std::int32_t>(seq));
     case AnswerSink::EventsCarrier::Connection: return streams_.subscribe_events(c, name, since);
     case AnswerSink::EventsCarrier::Refused: break;
   }
+  if (SlotInfo* still = c.answers().slot(seq)) still->access = std::move(access);  // logged with the refusal
   answers_.problem(c.answers(), seq, 400,
                    "an event stream cannot follow requests still unanswered on its connection (pipelining)");
 }

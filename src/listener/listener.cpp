@@ -107,6 +107,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   answers_.set_grpc(grpc_);
   answers_.set_access_log(access_log_.get());
   grpc_.set_access_log(access_log_.get());
+  grpc_.set_metrics(loop.segment().listener_metrics(index));
+  streams_.set_metrics(loop.segment().listener_metrics(index));
   if (access_log_) loop_.on_reopen_signal([this] { access_log_->reopen(); });
   loop_.on_records_from(transport::Topology::kBroker,
                         [this](std::span<const std::byte> rec) { on_broker_record(rec); });

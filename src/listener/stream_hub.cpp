@@ -52,6 +52,7 @@ std::optional<std::pair<int, std::string>> StreamHub::ws_command(Connection& c, 
 void StreamHub::subscribe_events(Connection& c, std::string_view name, std::optional<std::uint64_t> since,
                                  std::int32_t call) {
   Busy busy(*this);
+  if (metrics_) transport::bump_owned(metrics_->sse_streams);
   subscribe(c, name, since, true, call);
 }
 
@@ -138,7 +139,10 @@ StreamHub::Subscriber* StreamHub::find(Stream& s, const Connection& c, std::int3
   return nullptr;
 }
 
-void StreamHub::send(const Frame& f, Subscriber& sub) { sub.conn->live_send(sub.call, f.ws, f.sse); }
+void StreamHub::send(const Frame& f, Subscriber& sub) {
+  if (metrics_) transport::bump_owned(metrics_->stream_frames);
+  sub.conn->live_send(sub.call, f.ws, f.sse);
+}
 
 void StreamHub::serve(const std::string& name, Stream& s, Subscriber& sub) {
   const auto since = sub.since;

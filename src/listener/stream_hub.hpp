@@ -33,12 +33,16 @@
 #include "listener/event_sender.hpp"
 #include "listener/websocket_deflate.hpp"
 #include "runtime/config.hpp"
+#include "transport/shm_layout.hpp"
 
 namespace edri::listener {
 
 class StreamHub {
  public:
   StreamHub(const Config& config, EventSender& sender) : config_(config), sender_(sender) {}
+  // Set once, before any connection: where frames sent and Server-Sent
+  // Events streams opened are counted.
+  void set_metrics(transport::ListenerMetricsHeader& metrics) { metrics_ = &metrics; }
 
   // {"command":"stream.subscribe","stream":S[,"since":R]} and
   // {"command":"stream.unsubscribe","stream":S}: nullopt when taken, else
@@ -147,6 +151,7 @@ class StreamHub {
 
   const Config& config_;
   EventSender& sender_;
+  transport::ListenerMetricsHeader* metrics_ = nullptr;
   std::unordered_map<std::string, Stream> streams_;
   std::unordered_map<Connection*, std::vector<Held>> by_connection_;
   std::vector<std::string> dirty_;

@@ -212,6 +212,15 @@ inline constexpr std::uint64_t kLatencyBucketsUs[] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
 inline constexpr std::size_t kLatencyBuckets = std::size(kLatencyBucketsUs) + 1;
 
+// gRPC's status codes, 0 (OK) to 16 (UNAUTHENTICATED).
+inline constexpr std::size_t kGrpcCodes = 17;
+
+// A counter only this process writes: a plain load and store, no locked
+// add (readers in other processes may see it a turn late).
+inline void bump_owned(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 struct ListenerMetricsHeader {
   std::atomic<std::uint64_t> latency[kLatencyBuckets];  // not cumulative; the reader sums
   std::atomic<std::uint64_t> latency_sum_us;
@@ -228,6 +237,14 @@ struct ListenerMetricsHeader {
   // full, or a write failed): EDRI_ACCESS_LOG.
   std::atomic<std::uint64_t> access_log_lines;
   std::atomic<std::uint64_t> access_log_dropped;
+  // The calls that are not HTTP requests, by how they ended: WebSocket
+  // commands by their answer's status column, gRPC calls by status code;
+  // Server-Sent Events streams opened, and live-stream frames sent (to
+  // WebSocket, SSE and gRPC subscribers alike).
+  std::atomic<std::uint64_t> websocket_commands[kStatusColumns];
+  std::atomic<std::uint64_t> grpc_calls[kGrpcCodes];
+  std::atomic<std::uint64_t> sse_streams;
+  std::atomic<std::uint64_t> stream_frames;
   // followed by (route_count + 1) * kStatusColumns counters
 };
 

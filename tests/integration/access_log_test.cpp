@@ -62,10 +62,8 @@ json entry(const std::vector<json>& entries, const std::string& protocol, const 
 }
 
 std::uint64_t metric(std::uint16_t port, const std::string& name) {
-  const std::string text = http_get(port, "/metrics").body;
-  const auto at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return UINT64_MAX;
-  return std::stoull(text.substr(at + name.size() + 2));
+  const double v = metric_value(http_get(port, "/metrics").body, name + " ");
+  return v < 0 ? UINT64_MAX : static_cast<std::uint64_t>(v);
 }
 
 constexpr const char* kTrace = "4bf92f3577b34da6a3ce929d0e0e4736";

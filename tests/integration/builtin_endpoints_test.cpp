@@ -8,23 +8,18 @@
 #include <set>
 #include <thread>
 
+#include "support/grpc_scenario.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-// The value of the first metric line that starts with `prefix`, or -1.
-double metric(const std::string& text, const std::string& prefix) {
-  const auto at = text.find("\n" + prefix);
-  if (at == std::string::npos) return -1;
-  const auto end = text.find('\n', at + 1);
-  const auto line = text.substr(at + 1, end - at - 1);
-  return std::stod(line.substr(line.rfind(' ') + 1));
-}
+double metric(const std::string& text, const std::string& prefix) { return metric_value(text, prefix); }
 // Whether /health comes to answer 503 naming process `name` with
 // `state(entry)` true, within 2 s.
 bool health_names(std::uint16_t port, const std::string& name, const std::function<bool(const json&)>& state) {
@@ -156,4 +151,26 @@ TEST_CASE("each process's loop counts its turns, records, sleeps and wake-ups in
   REQUIRE(c.get("/text/16000000").status == 200);
   CHECK(metric(c.get("/metrics").body, cpu) - metric(after, cpu) >= 0.01);
   CHECK(metric(after, "edri_process_cpu_seconds_total{process=\"listener\"}") >= 0);
+}
+
+TEST_CASE("metrics count WebSocket commands by status and gRPC calls by code", "[builtin]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  const auto port = server.port();
+  {
+    WsClient ws(port);
+    for (int i = 0; i < 3; ++i) CHECK(ws.command({{"command", "hello"}, {"name", "x"}})["response"]["hello"] == "x");
+    CHECK(ws.command({{"command", "no.such"}})["error"]["status"] == 404);
+    CHECK(ws.command({{"command", "status"}, {"code", 503}})["error"]["status"] == 503);
+  }
+  const json g = run_scenario(port, "access_log");  // OK, OK (a handler's 404 inside), UNIMPLEMENTED
+  INFO(g.dump());
+  const auto m = http_get(port, "/metrics").body;
+  INFO(m);
+  CHECK(metric(m, "edri_websocket_commands_total{status=\"200\"}") == 3);
+  CHECK(metric(m, "edri_websocket_commands_total{status=\"404\"}") == 1);
+  CHECK(metric(m, "edri_websocket_commands_total{status=\"503\"}") == 1);
+  CHECK(metric(m, "edri_grpc_calls_total{code=\"OK\"}") == 2);
+  CHECK(metric(m, "edri_grpc_calls_total{code=\"UNIMPLEMENTED\"}") == 1);
+  // Neither is an HTTP request of a route.
+  CHECK(metric(m, "edri_requests_total{route=\"GET /hello/{name}\"") == -1);
 }

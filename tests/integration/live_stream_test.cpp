@@ -230,6 +230,24 @@ TEST_CASE("live streams over WebSocket: snapshot, contiguous patches, since, uns
   CHECK(ws.quiet_for(300));  // last: a read cut short ends the client
 }
 
+TEST_CASE("live streams in /metrics: Server-Sent Events streams opened and frames sent", "[streams]") {
+  ServerProcess server({plugin_path("bench_app")});
+  const auto port = server.port();
+  post(port, "/stream/counted", {{"v", 1}});
+  {
+    SseClient a(port, "/sse/counted");
+    SseClient b(port, "/sse/counted");
+    CHECK(a.next().event == "snapshot");
+    CHECK(b.next().event == "snapshot");
+    post(port, "/stream/counted", {{"v", 2}});
+    CHECK(a.next().event == "patch");
+    CHECK(b.next().event == "patch");
+  }
+  const auto m = http_get(port, "/metrics").body;
+  CHECK(metric_value(m, "edri_sse_streams_total ") == 2);
+  CHECK(metric_value(m, "edri_stream_frames_total ") == 4);  // a snapshot and a patch each
+}
+
 TEST_CASE("live streams as Server-Sent Events, resumed with Last-Event-ID", "[streams]") {
   ServerProcess server({plugin_path("bench_app")});
   const auto port = server.port();

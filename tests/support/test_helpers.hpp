@@ -62,6 +62,16 @@ inline long sleeps(int pid) { return status_field(pid, "voluntary_ctxt_switches"
 inline long rss_kb(int pid) { return status_field(pid, "VmRSS"); }
 
 // A temporary folder, removed with everything in it when the test ends.
+// The value of the first line of Prometheus text `text` that starts with
+// `prefix` (a metric's name and labels), or -1 when there is none.
+inline double metric_value(const std::string& text, const std::string& prefix) {
+  const auto at = text.find("\n" + prefix);
+  if (at == std::string::npos) return -1;
+  const auto end = text.find('\n', at + 1);
+  const auto line = text.substr(at + 1, end - at - 1);
+  return std::stod(line.substr(line.rfind(' ') + 1));
+}
+
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
