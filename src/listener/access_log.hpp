@@ -1,40 +1,33 @@
 // AccessLog: a listener's access log (EDRI_ACCESS_LOG, docs/operations.md),
 // one line per HTTP request, WebSocket command and gRPC call. The loop
-// formats each line and queues it; a thread of the log's own writes the
-// queue to the file (or stderr), so that a slow disk never stalls the
-// loop: past EDRI_ACCESS_LOG_BUFFER bytes waiting, a line is dropped and
-// counted (edri_access_log_dropped_total) rather than waited for. SIGUSR1
-// reopens the file, for rotation. Several listeners append to one file:
-// each write is whole lines, and O_APPEND keeps them apart.
+// takes each call's record (begin) and formats its line when it ends
+// (end); a LineWriter's thread writes the lines to the file (or stderr),
+// so that a slow disk never stalls the loop: past EDRI_ACCESS_LOG_BUFFER
+// bytes waiting, a line is dropped and counted
+// (edri_access_log_dropped_total). SIGUSR1 reopens the file, for
+// rotation. Several listeners append to one file: each write is whole
+// lines, and O_APPEND keeps them apart.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "http/request_parser.hpp"
 #include "listener/access_line.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
-#include "transport/unique_fd.hpp"
+#include "runtime/line_writer.hpp"
 
 namespace edri::listener {
 
 class AccessLog {
  public:
-  struct Counters {
-    std::atomic<std::uint64_t>& lines;    // queued (written by the loop only)
-    std::atomic<std::uint64_t>& dropped;  // dropped (by the loop and the writer)
-  };
+  using Counters = LineWriter::Counters;
 
   // nullptr when EDRI_ACCESS_LOG is off. Throws std::runtime_error when
   // the file cannot be opened.
@@ -48,9 +41,6 @@ class AccessLog {
 
   AccessLog(const Config& config, const plugin::PluginSet& plugins, Counters counters,
             const std::vector<int>& writer_cpus = {});
-  ~AccessLog();  // writes what is queued, then stops the writer
-  AccessLog(const AccessLog&) = delete;
-  AccessLog& operator=(const AccessLog&) = delete;
 
   // A call's record as it comes: `head`, where it has one, gives the
   // user agent, referer and trace id.
@@ -69,22 +59,10 @@ class AccessLog {
   void end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t bytes_out, int grpc_status = -1);
   // The file is opened again (SIGUSR1): the writer does it before its
   // next write.
-  void reopen();
+  void reopen() { writer_.reopen(); }
 
  private:
-  void run();                               // the writer thread
-  void write_out(const std::string& text);  // all of it, or what a failure left counted as dropped
-  void open_file();
-  // What the writer has to say goes to the process's log from the loop
-  // (its logger is the loop's alone): queued here, logged at the next
-  // line or reopen.
-  void notice(spdlog::level::level_enum level, std::string text);
-  void log_notices();
-
   AccessFormatter formatter_;
-  std::string path_;  // empty: stderr
-  std::size_t limit_;
-  Counters counters_;
   std::vector<std::string> route_paths_;    // by route row
   std::vector<std::string> route_domains_;  // the same
   std::unordered_map<std::string, std::string> event_domains_;
@@ -95,17 +73,7 @@ class AccessLog {
   std::vector<std::unique_ptr<AccessRecord>> spare_;
   std::chrono::steady_clock::time_point synced_{};
   std::chrono::system_clock::duration wall_offset_{};
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::string queued_;  // guarded by mutex_
-  std::vector<std::pair<spdlog::level::level_enum, std::string>> notices_;
-  std::atomic<bool> has_notices_{false};
-  bool reopen_ = false;
-  bool stop_ = false;
-  std::string writing_;  // the writer's
-  UniqueFd file_;        // the writer's; empty: stderr
-  std::thread writer_;
+  LineWriter writer_;  // last: it stops (writing what is queued) first
 };
 
 }  // namespace edri::listener

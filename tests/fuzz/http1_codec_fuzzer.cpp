@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                            [&](http::HttpRequest&) {
                              require(!reader.stopped());  // nothing is read after the last request
                              SlotInfo info;
-                             codec.open.push_back(codec.answers.open(info));
+                             codec.open.push_back(codec.answers.open(std::move(info)));
                              const auto how = script.next();
                              codec.act(how);
                              if (codec.events.closing)

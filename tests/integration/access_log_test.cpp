@@ -29,20 +29,13 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::filesystem::path& file) {
-  std::vector<std::string> lines;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // The file's lines once it has `n` (the writer batches for up to 50 ms).
 std::vector<std::string> wait_for_lines(const std::filesystem::path& file, std::size_t n) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto lines = lines_of(file);
+  auto lines = file_lines(file);
   while (lines.size() < n && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    lines = lines_of(file);
+    lines = file_lines(file);
   }
   return lines;
 }
@@ -218,15 +211,15 @@ TEST_CASE("access log: nginx's combined format and SIGUSR1 reopens the file for 
   REQUIRE(std::filesystem::exists(file));
   CHECK(c.get("/hello/after").status == 200);
   const auto has_after = [&] {
-    for (const auto& l : lines_of(file))
+    for (const auto& l : file_lines(file))
       if (l.find("/hello/after") != std::string::npos) return true;
     return false;
   };
   while (!has_after() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(has_after());
-  for (const auto& l : lines_of(rotated)) CHECK(l.find("/hello/after") == std::string::npos);
-  CHECK(lines_of(rotated).size() >= 2);
+  for (const auto& l : file_lines(rotated)) CHECK(l.find("/hello/after") == std::string::npos);
+  CHECK(file_lines(rotated).size() >= 2);
   // No process restarted: the signal is the listeners', nobody else's.
   CHECK(server.children().size() == children.size());
   for (const auto& p : children) CHECK(::kill(p.pid, 0) == 0);

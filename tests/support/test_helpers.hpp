@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace edri::test {
 
@@ -70,6 +71,14 @@ inline double metric_value(const std::string& text, const std::string& prefix) {
   const auto end = text.find('\n', at + 1);
   const auto line = text.substr(at + 1, end - at - 1);
   return std::stod(line.substr(line.rfind(' ') + 1));
+}
+
+// The lines of `file` (none when it cannot be read).
+inline std::vector<std::string> file_lines(const std::filesystem::path& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 struct TempDir {
