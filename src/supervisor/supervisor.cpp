@@ -263,6 +263,13 @@ int Supervisor::run() {
   if (blobs_) sweep_blobs();
   announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   io_.run();
+  // Stopped: a stop signal from here on has nothing left to stop. Blocked,
+  // it is dropped at exit; unblocked, it would meet the default action once
+  // the signal set is gone and turn a clean exit into death by SIGTERM.
+  sigset_t late;
+  sigemptyset(&late);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&late, s);
+  ::sigprocmask(SIG_BLOCK, &late, nullptr);
   transport::Segment::remove(segment_->name());
   remove_unix_sockets();
   spdlog::info("stopped");
