@@ -88,7 +88,7 @@ void AccessLog::set_route(AccessRecord& r, std::uint32_t row) const {
 }
 
 std::string_view AccessLog::domain_of(std::string_view event) const {
-  const auto it = event_domains_.find(std::string(event));
+  const auto it = event_domains_.find(event);
   return it == event_domains_.end() ? std::string_view() : std::string_view(it->second);
 }
 

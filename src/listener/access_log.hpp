@@ -65,7 +65,12 @@ class AccessLog {
   AccessFormatter formatter_;
   std::vector<std::string> route_paths_;    // by route row
   std::vector<std::string> route_domains_;  // the same
-  std::unordered_map<std::string, std::string> event_domains_;
+  // Found by a command's event name without a copy of it.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> event_domains_;
   std::string line_;  // the loop's scratch
   // The loop's: records whose lines went, for reuse (their strings keep
   // their buffers); and the wall clock's offset from the steady one,

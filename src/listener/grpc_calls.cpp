@@ -22,7 +22,6 @@ void GrpcCall::clear() {
   failure.reset();
   access.reset();
   bytes_out = 0;
-  counted = false;
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {

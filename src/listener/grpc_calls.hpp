@@ -67,7 +67,7 @@ struct GrpcCall {
   bool gzip_in = false;        // its messages may come gzipped (grpc-encoding: gzip)
   bool gzip_out = false;       // its answers may go gzipped (grpc-accept-encoding names gzip)
   QueuedBody* body = nullptr;  // the answer's body once its head went (owned by the session)
-  bool finished = false;       // the trailers are queued
+  bool finished = false;       // ended: its trailers queued, or reset or refused (GrpcFront::ended counted it)
   bool taking = false;         // GrpcFront is taking its messages
   // When its body last brought bytes, and whether a message it left
   // unfinished for EDRI_BODY_TIMEOUT reset it.
@@ -83,7 +83,6 @@ struct GrpcCall {
   // and the bytes of the messages sent (framed).
   std::unique_ptr<AccessRecord> access;
   std::uint64_t bytes_out = 0;
-  bool counted = false;  // its end is in the metrics (and the access log)
 };
 
 class GrpcCalls {

@@ -154,6 +154,7 @@ void GrpcFront::take_messages(Connection& c, Where w) {
   // then, REFUSED_STREAM (gRPC clients may retry it).
   if (opens_event(call) && call.messages == 0 && w.link.full()) {
     call.finished = true;
+    ended(call, Code::Unavailable);  // what a client makes of REFUSED_STREAM
     return w.link.grpc_refuse(w.stream);
   }
   call.taking = true;

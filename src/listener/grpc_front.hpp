@@ -120,8 +120,8 @@ class GrpcFront {
   // The first message sends the answer's head, with `metadata` lines.
   void send_message(Where w, std::string framed, std::string_view metadata = {});
   void finish(Where w, grpc::Code code, std::string_view message);
-  // The call ended with `code`: counted, and its access log line written,
-  // once.
+  // The call ended with `code`: counted, and its access log line written.
+  // Called where `finished` turns true, so once a call.
   void ended(GrpcCall& call, grpc::Code code);
   // finish() for a message the call cannot take: on a call with events
   // still unanswered, once their answers went (no more messages taken).

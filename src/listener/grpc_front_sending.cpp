@@ -123,8 +123,6 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
 }
 
 void GrpcFront::ended(GrpcCall& call, Code code) {
-  if (call.counted) return;
-  call.counted = true;
   const auto n = static_cast<std::size_t>(code);
   if (metrics_ && n < transport::kGrpcCodes) transport::bump_owned(metrics_->grpc_calls[n]);
   if (call.access && access_log_) access_log_->end(std::move(call.access), 200, call.bytes_out, static_cast<int>(code));
@@ -135,7 +133,10 @@ void GrpcFront::closed(Connection& c, std::int32_t stream) {
   GrpcCall* call = link.grpc().find(stream);
   if (!call) return;
   forget_deadline(*call);
-  ended(*call, Code::Cancelled);  // unless it ended before
+  if (!call->finished) {  // the client went first
+    call->finished = true;
+    ended(*call, Code::Cancelled);
+  }
   drop_subscriptions(c, link, *call);
   streams_.call_closed(c, stream);
 }

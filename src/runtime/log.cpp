@@ -3,7 +3,7 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
-#include <edri/problem.hpp>
+#include "runtime/json_text.hpp"
 
 namespace edri {
 
@@ -24,7 +24,7 @@ class JsonMessage final : public spdlog::custom_flag_formatter {
 
   static void append(std::string_view text, spdlog::memory_buf_t& dest) {
     std::string escaped;
-    append_json_escaped(escaped, text);
+    append_json_text(escaped, text);
     dest.append(escaped.data(), escaped.data() + escaped.size());
   }
 };

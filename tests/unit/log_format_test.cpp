@@ -38,3 +38,10 @@ TEST_CASE("log format: json lines are one object each whatever the message holds
   CHECK(j["pid"].is_number_integer());
   CHECK(j["message"] == "quote \" backslash \\ and\na newline");
 }
+
+TEST_CASE("log format: json lines stay valid UTF-8 whatever bytes a message holds", "[log]") {
+  const auto line = formatted("json", "a client sent \xff\xfe and \xc3\xa9");
+  INFO(line);
+  const auto j = nlohmann::json::parse(line);  // throws on invalid UTF-8
+  CHECK(j["message"] == "a client sent \xef\xbf\xbd\xef\xbf\xbd and \xc3\xa9");
+}

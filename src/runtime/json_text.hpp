@@ -1,0 +1,16 @@
+// JSON string text for log lines (the access log's, the server's own in
+// JSON): what a client or a handler wrote, escaped so that a line is one
+// valid JSON object whatever bytes it holds. Unlike append_json_escaped
+// (edri/problem.hpp, answers), bytes that start no valid UTF-8 sequence
+// become U+FFFD, and runs that need nothing are appended at once.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace edri {
+
+// Appends `text` escaped for the inside of a JSON string (no quotes).
+void append_json_text(std::string& out, std::string_view text);
+
+}  // namespace edri
