@@ -21,6 +21,8 @@ packages=(
   libjwt-dev
   # compressed answers (docs/compression.md): gzip and brotli
   libbrotli-dev zlib1g-dev
+  # edri-server --config FILE: TOML (docs/decisions/0045)
+  libtoml11-dev
   # outbound HTTP from handlers, on the manager's loop (Context::fetch)
   libcurl4-openssl-dev
   # Postgres from handlers (src/database/, issue 37): libpq to build, the

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@
 #include "manager/worker_process.hpp"
 #include "plugin/plugin_set.hpp"
 #include "router/router.hpp"
+#include "runtime/command_line.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
 #include "runtime/loop_placement.hpp"
@@ -39,13 +41,16 @@ namespace {
 using namespace edri;
 
 constexpr const char* kUsage =
-    "usage: edri-server [--print-config | --print-config-markdown | --help | --version]\n"
+    "usage: edri-server [--config FILE] [--KEY VALUE ...]\n"
+    "                   [--print-config | --print-config-toml | --print-config-markdown | --help | --version]\n"
     "\n"
     "Serves the plugins named in EDRI_PLUGINS (paths to .so files, ':' or ','\n"
-    "separated) on http://EDRI_HOST:EDRI_PORT. Every setting comes from the\n"
-    "environment; --print-config shows the effective values,\n"
-    "--print-config-markdown every setting with its default and meaning\n"
-    "(the table of docs/configuration.md).\n";
+    "separated) on http://EDRI_HOST:EDRI_PORT. A setting comes from the command\n"
+    "line (--port 8081 for EDRI_PORT), else the environment, else the TOML file\n"
+    "--config names (port = 8081), else its default. --print-config shows the\n"
+    "effective values (the plugins' settings too), --print-config-toml the same\n"
+    "as a config file, --print-config-markdown every setting with its default\n"
+    "and meaning (the table of docs/configuration.md).\n";
 
 std::string required_env(const char* name) {
   const char* v = std::getenv(name);
@@ -298,13 +303,63 @@ void check_listener_domains(Config& config, const plugin::PluginSet& plugins) {
                       std::to_string(config.listener_workers));
 }
 
-int run_supervisor() {
+// The plugins, loaded with the config file's sections put into the
+// environment as each declared setting is read, then checked: a section
+// or a key of it no plugin declares, a plugin's variable that is the
+// server's own, an EDRI_ variable nobody declares all stop start-up.
+plugin::PluginSet load_plugins(const Config& config, const std::optional<ConfigFile>& file) {
+  plugin::BeforeSetting before;
+  if (file)
+    before = [&file](const std::string& plugin, const SettingDecl& s) {
+      file->export_plugin_setting(plugin, s.key, s.variable);
+    };
+  auto plugins = plugin::PluginSet::load(config.plugins, std::move(before));
+  std::map<std::string, std::vector<std::string>> keys;
+  for (const auto& name : plugins.names()) keys[name];
+  std::vector<std::string> variables;
+  const auto server_variables = setting_names();
+  for (const auto& s : plugins.settings()) {
+    const auto& names = server_variables;
+    if (std::find(names.begin(), names.end(), s.decl.variable) != names.end())
+      throw plugin::PluginError("plugin " + s.plugin + ": setting " + s.decl.variable + " is the server's own");
+    keys[s.plugin].push_back(s.decl.key);
+    variables.push_back(s.decl.variable);
+  }
+  if (file) file->check_plugin_sections(keys);
+  check_unknown_variables(variables);
+  return plugins;
+}
+
+// --print-config (NAME=value lines) or --print-config-toml (a config
+// file): the server's settings, then each plugin's.
+int print_config(const std::optional<ConfigFile>& file, bool as_toml) {
+  const Config config = Config::from_env();
+  std::string out = as_toml ? settings_toml(config) : config.describe();
+  if (!config.plugins.empty()) {
+    const auto plugins = load_plugins(config, file);
+    std::string section;
+    for (const auto& s : plugins.settings()) {
+      const char* v = std::getenv(s.decl.variable.c_str());
+      const std::string value = v && *v ? v : s.decl.default_value;
+      if (!as_toml) {
+        out += s.decl.variable + "=" + value + "\n";
+        continue;
+      }
+      if (section != s.plugin) out += "\n[plugin." + (section = s.plugin) + "]\n";
+      out += s.decl.key + " = " + toml_string(value) + "  # " + s.decl.variable + ": " + s.decl.meaning + "\n";
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+int run_supervisor(const std::optional<ConfigFile>& file) {
   Config config = Config::from_env();
   init_logging("supervisor", config.log_level, config.log_format);
   if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
   // Once, here: the children inherit the supervisor's CPUs.
   config.check_cpus_allowed(edri::allowed_cpus());
-  const auto plugins = plugin::PluginSet::load(config.plugins);
+  const auto plugins = load_plugins(config, file);
   for (const auto& d : config.domains)
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
@@ -353,26 +408,19 @@ int main(int argc, char** argv) {
       const std::string arg = argv[1];
       if (arg.rfind("--child=", 0) == 0) return run_child(static_cast<std::uint32_t>(std::stoul(arg.substr(8))));
       if (arg == "--worker") return manager::run_worker_process();
-      if (arg == "--print-config") {
-        std::fputs(Config::from_env().describe().c_str(), stdout);
-        return 0;
-      }
-      if (arg == "--print-config-markdown") {
-        std::fputs(settings_markdown().c_str(), stdout);
-        return 0;
-      }
-      if (arg == "--help" || arg == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      }
-      if (arg == "--version") {
-        std::printf("edri-server 0.1.0 (plugin ABI %u)\n", kPluginAbiVersion);
-        return 0;
-      }
-      std::fprintf(stderr, "edri-server: unknown argument '%s'\n%s", arg.c_str(), kUsage);
-      return 2;
     }
-    return run_supervisor();
+    const CommandLine line = parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+    using Action = CommandLine::Action;
+    switch (line.action) {
+      case Action::Help: std::fputs(kUsage, stdout); return 0;
+      case Action::Version: std::printf("edri-server 0.1.0 (plugin ABI %u)\n", kPluginAbiVersion); return 0;
+      case Action::PrintConfigMarkdown: std::fputs(settings_markdown().c_str(), stdout); return 0;
+      default: break;
+    }
+    const auto file = apply_command_line(line);
+    if (line.action == Action::PrintConfig) return print_config(file, false);
+    if (line.action == Action::PrintConfigToml) return print_config(file, true);
+    return run_supervisor(file);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "edri-server: configuration error: %s\n", e.what());
     return 2;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -16,11 +17,17 @@
 
 namespace {
 
-// An integer from the environment, clamped to [lo, hi]; `fallback` when unset.
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const int n = std::atoi(v);
+// A declared setting ([plugin.bench] KEY in the config file, BENCH_KEY in
+// the environment): its text.
+std::string setting(edri::Registry& r, const std::string& key, std::string fallback, std::string meaning) {
+  std::string variable = "BENCH_" + key;
+  for (auto& c : variable) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return r.setting({.key = key, .variable = variable, .default_value = fallback, .meaning = meaning});
+}
+
+// An integer setting, clamped to [lo, hi].
+int setting_int(edri::Registry& r, const std::string& key, int fallback, int lo, int hi, std::string meaning) {
+  const int n = std::atoi(setting(r, key, std::to_string(fallback), std::move(meaning)).c_str());
   return n < lo ? lo : n > hi ? hi : n;
 }
 
@@ -189,7 +196,7 @@ void register_waits(edri::Registry& r) {
     co_await ctx.sleep(std::chrono::milliseconds(ms));
     co_return edri::Response::json({{"waited", ms}});
   });
-  const std::string fetch_url = std::getenv("BENCH_FETCH_URL") ? std::getenv("BENCH_FETCH_URL") : "";
+  const std::string fetch_url = setting(r, "fetch_url", "", "the URL /fetch calls");
   r.get("/fetch", "bench.fetch", [fetch_url](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
     if (fetch_url.empty()) co_return edri::Response::problem(503, "Service Unavailable", "BENCH_FETCH_URL is not set");
     edri::HttpCall call;
@@ -220,7 +227,7 @@ void register_bench(edri::Registry& r) {
   r.domain("bench");
   // BENCH_NOOP_COROUTINE=1: /noop as a coroutine that awaits nothing, for
   // the A/B of what edri::Async costs where nothing waits (decision 0030).
-  if (env_int("BENCH_NOOP_COROUTINE", 0, 0, 1) == 1)
+  if (setting_int(r, "noop_coroutine", 0, 0, 1, "1: /noop as a coroutine") == 1)
     r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) -> edri::Async<> { co_return ok(); });
   else
     r.get("/noop", "bench.noop", [](const edri::Request&, edri::Context&) { return ok(); });
@@ -237,10 +244,8 @@ void register_bench(edri::Registry& r) {
   // manager keeps 64 KiB of pattern, not the largest answer. Bodies larger
   // than BENCH_STREAM_FROM bytes (default 1 MiB; -1: never) are streamed
   // with Content-Length, one block per piece, as the client takes them.
-  const long long stream_from = [] {
-    const char* v = std::getenv("BENCH_STREAM_FROM");
-    return v ? std::atoll(v) : (1ll << 20);
-  }();
+  const long long stream_from =
+      std::atoll(setting(r, "stream_from", "1048576", "bytes from which /payload streams (-1: never)").c_str());
   r.get("/payload/{bytes:int}", "bench.payload", [stream_from](const edri::Request& req, edri::Context&) {
     constexpr std::int64_t kMax = std::int64_t{64} << 20;
     const auto n = req.int_param("bytes");
@@ -271,8 +276,8 @@ void register_bench(edri::Registry& r) {
   });
 
   // /cpu/{ms}: CPU work where BENCH_WORKER says, in a pool of BENCH_MAXW.
-  const std::string worker = std::getenv("BENCH_WORKER") ? std::getenv("BENCH_WORKER") : "inline";
-  const int maxw = env_int("BENCH_MAXW", 1, 1, 256);
+  const std::string worker = setting(r, "worker", "inline", "where /cpu runs: inline, thread or process");
+  const int maxw = setting_int(r, "maxw", 1, 1, 256, "workers of /cpu's pool");
   if (worker == "thread") {
     r.worker_threads(static_cast<std::size_t>(maxw), 1024);
     r.get("/cpu/{ms:int}", "bench.cpu", [](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
@@ -310,7 +315,7 @@ void register_bench(edri::Registry& r) {
 
   // /busy/{k}/{ms}: CPU inline in manager k, each its own process and event
   // type; manager 0 is the bench manager itself.
-  const int managers = env_int("BENCH_MANAGERS", 1, 1, 64);
+  const int managers = setting_int(r, "managers", 1, 1, 64, "managers of /busy/{k}");
   for (int k = 0; k < managers; ++k) {
     r.domain(k == 0 ? "bench" : "busy" + std::to_string(k));
     r.get("/busy/" + std::to_string(k) + "/{ms:int}", "bench.busy." + std::to_string(k),
@@ -324,7 +329,7 @@ void register_bench(edri::Registry& r) {
 
   // /route/{n}: round trips through the real server, to a manager of its own.
   r.domain("bench");
-  const int window = env_int("BENCH_ROUTE_WINDOW", 1, 1, 4096);
+  const int window = setting_int(r, "route_window", 1, 1, 4096, "/route's round trips in flight");
   r.get("/route/{n:int}", "bench.route", [window](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
     const auto n = req.int_param("n");
     if (n < 0 || n > 100000000) return edri::Response::problem(422, "Unprocessable Content", "n: 0..100000000");
@@ -344,7 +349,7 @@ void register_bench(edri::Registry& r) {
   register_streams(r);
 
   r.domain("bench");
-  const int n = env_int("BENCH_MIDDLEWARES", 0, 0, 64);
+  const int n = setting_int(r, "middlewares", 0, 0, 64, "middlewares that pass every request");
   for (int i = 0; i < n; ++i) {
     r.middleware(
         {"pass" + std::to_string(i), i,

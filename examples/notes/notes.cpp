@@ -35,12 +35,15 @@ using edri::Rows;
 using edri::SqlParams;
 using nlohmann::json;
 
-// EDRI_NOTES_DB: a file (default notes.db, in the working directory), or
-// a database URL (postgresql://..., sqlite:...). Read where the plugin
+// The setting `db` ([plugin.notes] in the config file, EDRI_NOTES_DB in
+// the environment): a file (default notes.db, in the working directory),
+// or a database URL (postgresql://..., sqlite:...). Read where the plugin
 // registers, in every process; only the notes manager opens it.
-std::string notes_url() {
-  const char* v = std::getenv("EDRI_NOTES_DB");
-  const std::string db = v && *v ? v : "notes.db";
+std::string notes_url(edri::Registry& r) {
+  const std::string db = r.setting({.key = "db",
+                                    .variable = "EDRI_NOTES_DB",
+                                    .default_value = "notes.db",
+                                    .meaning = "the notes' database: a SQLite file or a postgresql:// URL"});
   for (const char* scheme : {"postgresql://", "postgres://", "sqlite:"})
     if (db.starts_with(scheme)) return db;
   return "sqlite:" + db;
@@ -224,7 +227,7 @@ void register_notes(edri::Registry& r) {
   // Opened by the manager before the start hook runs (a file in a folder
   // that does not exist stops start-up); EDRI_DATABASES, naming `notes`,
   // wins over EDRI_NOTES_DB.
-  r.database("notes", notes_url());
+  r.database("notes", notes_url(r));
   r.on_start([](Context& ctx) { Schema::get().make(ctx.database("notes")); });
   r.notification("notes.changed");
   r.post("/notes", "notes.create", create, note_fields());

@@ -133,8 +133,9 @@ edri::Async<> cached_queries(const edri::Request& req, edri::Context& ctx) {
 
 void reg(edri::Registry& r) {
   r.domain("tfb");
-  const char* url = std::getenv("TFB_DATABASE_URL");
-  r.database("world", url ? url : "");
+  r.database("world", r.setting({.key = "database_url",
+                                 .variable = "TFB_DATABASE_URL",
+                                 .meaning = "the world database (EDRI_DATABASES naming `world` wins)"}));
   r.get("/json", "tfb.json", [](const edri::Request&, edri::Context&) {
     return edri::Response::json({{"message", "Hello, World!"}});
   });

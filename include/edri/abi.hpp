@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 16;
+inline constexpr std::uint32_t kPluginAbiVersion = 17;
 
 }  // namespace edri
 

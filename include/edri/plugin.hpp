@@ -6,6 +6,7 @@
 //   edri/database.hpp  named databases: queries, rows, transactions
 //   edri/fields.hpp    the fields of an event, checked by the listener
 //   edri/registry.hpp  what a plugin declares, and EDRI_PLUGIN
+//   edri/setting.hpp   a setting a plugin reads, from the environment or the config file
 //   edri/admission.hpp what a middleware adds to a request it lets through
 //   edri/abi.hpp       what a plugin and edri-server must share
 //   edri/status.hpp    status codes by name
@@ -32,4 +33,5 @@
 #include <edri/registry.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
+#include <edri/setting.hpp>
 #include <edri/status.hpp>

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include <edri/grpc_service.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
+#include <edri/setting.hpp>
 
 namespace edri {
 
@@ -151,6 +153,7 @@ struct RegistryDeclarations {
   std::vector<std::string> all_headers;  // events declared with all_headers()
   std::vector<LifecycleDecl> lifecycle;  // on_start() and on_stop() hooks, by domain
   std::vector<DatabaseDecl> databases;   // database(), by domain
+  std::vector<SettingDecl> settings;     // setting(), in declaration order
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -365,10 +368,28 @@ class Registry {
     return *this;
   }
 
+  // Declares a setting this plugin reads (include/edri/setting.hpp) and
+  // returns its value: the environment variable when set and not empty,
+  // else `key` in the plugin's section of the config file, else the
+  // default. Registration runs in every process, and each gets the same
+  // value: the supervisor puts the file's values into the environment the
+  // others inherit. Parsing the text is the plugin's; a value it refuses
+  // is best thrown from registration, which stops start-up naming it.
+  std::string setting(SettingDecl s) {
+    if (before_setting_) before_setting_(s);
+    const char* v = std::getenv(s.variable.c_str());
+    std::string value = v && *v ? std::string(v) : s.default_value;
+    d_.settings.push_back(std::move(s));
+    return value;
+  }
+
  private:
   friend struct PluginBinding;
   RegistryDeclarations d_;
   std::string current_domain_;
+  // Set by the supervisor: puts a config file's value for the setting
+  // into the environment, unless the environment has one.
+  std::function<void(const SettingDecl&)> before_setting_;
 };
 
 // The descriptor the entry point returns. abi_version comes first and stays
@@ -386,7 +407,10 @@ struct PluginDescriptor {
 // The loader's access to a Registry: it sets the default domain before
 // registration and takes the declarations after it.
 struct PluginBinding {
-  static void start(Registry& r, std::string domain) { r.current_domain_ = std::move(domain); }
+  static void start(Registry& r, std::string domain, std::function<void(const SettingDecl&)> before_setting = {}) {
+    r.current_domain_ = std::move(domain);
+    r.before_setting_ = std::move(before_setting);
+  }
   static RegistryDeclarations& declarations(Registry& r) { return r.d_; }
 };
 

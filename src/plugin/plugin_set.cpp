@@ -155,6 +155,7 @@ void check_toolchain(const PluginDescriptor& d, const std::string& where) {
 // checking each against what earlier plugins declared.
 class PluginSet::Builder {
  public:
+  explicit Builder(BeforeSetting before_setting) : before_setting_(std::move(before_setting)) {}
   void add(const std::string& path);
   PluginSet finish();
 
@@ -175,6 +176,7 @@ class PluginSet::Builder {
   void take_subscribers(RegistryDeclarations& d);
   void take_assets(const RegistryDeclarations& d);
   void take_middlewares(RegistryDeclarations& d);
+  void take_settings(RegistryDeclarations& d, const std::string& plugin);
   void resolve_subscribers();
   void check_complete() const;
   std::size_t declared_event(const std::string& name) const;  // its index, or npos
@@ -186,10 +188,12 @@ class PluginSet::Builder {
   std::string path_;                                 // of the plugin being added
   std::string where_;                                // "plugin <path>", for messages
   std::size_t plugin_index_ = 0;
+  BeforeSetting before_setting_;
+  std::string plugin_name_;  // of the plugin being added (EDRI_PLUGIN's NAME)
 };
 
-PluginSet PluginSet::load(const std::vector<std::string>& paths) {
-  Builder b;
+PluginSet PluginSet::load(const std::vector<std::string>& paths, BeforeSetting before_setting) {
+  Builder b(std::move(before_setting));
   for (const auto& path : paths) b.add(path);
   return b.finish();
 }
@@ -201,6 +205,7 @@ void PluginSet::Builder::add(const std::string& path) {
   auto& d = PluginBinding::declarations(reg);
   plugin_index_ = set_.paths_.size();
   set_.paths_.push_back(path);
+  set_.names_.push_back(plugin_name_);
   take_events(d);
   take_routes(d);
   take_handlers(d);
@@ -214,6 +219,7 @@ void PluginSet::Builder::add(const std::string& path) {
   take_subscribers(d);
   take_assets(d);
   take_middlewares(d);
+  take_settings(d, plugin_name_);
 }
 
 PluginSet PluginSet::Builder::finish() {
@@ -245,7 +251,10 @@ Registry PluginSet::Builder::register_plugin(const std::string& path) {
   if (!d->name || !*d->name) throw PluginError(where_ + ": the plugin has no name");
   if (!d->register_plugin) throw PluginError(where_ + ": the plugin has no registration function");
   Registry reg;
-  PluginBinding::start(reg, d->name);
+  plugin_name_ = d->name;
+  std::function<void(const SettingDecl&)> before;
+  if (before_setting_) before = [this](const SettingDecl& s) { before_setting_(plugin_name_, s); };
+  PluginBinding::start(reg, d->name, std::move(before));
   try {
     d->register_plugin(reg);
   } catch (const std::exception& e) {
@@ -273,6 +282,39 @@ void PluginSet::Builder::take_events(RegistryDeclarations& d) {
     const bool notification =
         std::find(d.notifications.begin(), d.notifications.end(), e.name) != d.notifications.end();
     set_.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index_, -1, notification});
+  }
+}
+
+namespace {
+
+bool is_setting_key(const std::string& key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool is_variable_name(const std::string& name) {
+  return !name.empty() && !(name[0] >= '0' && name[0] <= '9') && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+}  // namespace
+
+// A setting's key and variable are names the file and the environment can
+// hold, each declared once by its plugin; EDRI_INTERNAL_ is the server's.
+void PluginSet::Builder::take_settings(RegistryDeclarations& d, const std::string& plugin) {
+  for (auto& s : d.settings) {
+    const std::string what = where_ + ": setting '" + s.key + "' (" + s.variable + ")";
+    if (!is_setting_key(s.key)) throw PluginError(what + ": a key is lower case letters, digits and '_'");
+    if (!is_variable_name(s.variable) || s.variable.rfind("EDRI_INTERNAL_", 0) == 0)
+      throw PluginError(what + ": a variable is upper case letters, digits and '_', not EDRI_INTERNAL_*");
+    for (const auto& known : set_.settings_) {
+      if (known.plugin != plugin) continue;
+      if (known.decl.key == s.key) throw PluginError(what + ": the key is declared twice");
+      if (known.decl.variable == s.variable) throw PluginError(what + ": the variable is declared twice");
+    }
+    set_.settings_.push_back(LoadedSetting{plugin, std::move(s)});
   }
 }
 

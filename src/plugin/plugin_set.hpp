@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -59,12 +60,24 @@ struct LoadedPush {
   std::string unsubscribe;
 };
 
+// A setting a plugin declared (Registry::setting), with the plugin's name
+// (its section in the config file).
+struct LoadedSetting {
+  std::string plugin;
+  SettingDecl decl;
+};
+
+// Called before a plugin's setting is read: the supervisor puts a config
+// file's value into the environment there.
+using BeforeSetting = std::function<void(const std::string& plugin, const SettingDecl&)>;
+
 class PluginSet {
  public:
   // Loads every path; throws PluginError on the first that fails.
-  static PluginSet load(const std::vector<std::string>& paths);
+  static PluginSet load(const std::vector<std::string>& paths, BeforeSetting before_setting = {});
 
   const std::vector<std::string>& paths() const { return paths_; }
+  const std::vector<std::string>& names() const { return names_; }  // EDRI_PLUGIN's NAME, as paths()
   const std::vector<std::string>& domains() const { return domains_; }
   const std::vector<LoadedEvent>& events() const { return events_; }
   const std::vector<LoadedRoute>& routes() const { return routes_; }
@@ -77,6 +90,7 @@ class PluginSet {
   const std::vector<LoadedPush>& pushes() const { return pushes_; }
   // Typed gRPC services, their methods' events declared (Registry::grpc_service).
   const std::vector<GrpcServiceDecl>& grpc_services() const { return grpc_services_; }
+  const std::vector<LoadedSetting>& settings() const { return settings_; }
   // The domain of each manager process, in slot order: every domain, each
   // repeated for its replicas (`replicas` when not 0, else what its plugin
   // asked for, else 1). Supervisor and children compute it alike. Where
@@ -118,6 +132,7 @@ class PluginSet {
   class Builder;
 
   std::vector<std::string> paths_;
+  std::vector<std::string> names_;
   std::vector<void*> handles_;
   std::vector<std::string> domains_;
   std::vector<LoadedEvent> events_;
@@ -136,6 +151,7 @@ class PluginSet {
   std::vector<WorkerProcessesDecl> worker_process_pools_;
   std::vector<TaskDecl> tasks_;
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;
+  std::vector<LoadedSetting> settings_;
 };
 
 // How a manager is named (ps, logs, /health): its domain, then the replica

@@ -145,8 +145,10 @@ Binding seconds(double Config::*member) {
 }
 
 Binding flag(bool Config::*member) {
-  return {[=](Config& c, const EnvValue& v) { c.*member = parse_bool(v); },
-          [=](const Config& c) { return std::string(c.*member ? "1" : "0"); }};
+  Binding b{[=](Config& c, const EnvValue& v) { c.*member = parse_bool(v); },
+            [=](const Config& c) { return std::string(c.*member ? "1" : "0"); }};
+  b.takes_boolean = true;
+  return b;
 }
 
 Binding named_flag(bool Config::*member, const char* on, const char* off) {
@@ -221,42 +223,46 @@ Binding subject_token_list(std::vector<std::string> Config::*member) {
 }
 
 Binding urls_by_name(std::vector<std::pair<std::string, std::string>> Config::*member) {
-  return {[=](Config& c, const EnvValue& v) {
-            (c.*member).clear();
-            std::istringstream words(v.text);
-            for (std::string item; words >> item;) {
-              const auto eq = item.find('=');
-              if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-                invalid(v, "\"" + item + "\" is not name=url");
-              const auto name = item.substr(0, eq);
-              for (const auto& [known, url] : c.*member)
-                if (known == name) invalid(v, "names the database \"" + name + "\" twice");
-              (c.*member).emplace_back(name, item.substr(eq + 1));
-            }
-          },
-          [=](const Config& c) {
-            std::string out;
-            for (const auto& [name, url] : c.*member) out += (out.empty() ? "" : " ") + name + "=" + url;
-            return out;
-          }};
+  Binding b{[=](Config& c, const EnvValue& v) {
+              (c.*member).clear();
+              std::istringstream words(v.text);
+              for (std::string item; words >> item;) {
+                const auto eq = item.find('=');
+                if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+                  invalid(v, "\"" + item + "\" is not name=url");
+                const auto name = item.substr(0, eq);
+                for (const auto& [known, url] : c.*member)
+                  if (known == name) invalid(v, "names the database \"" + name + "\" twice");
+                (c.*member).emplace_back(name, item.substr(eq + 1));
+              }
+            },
+            [=](const Config& c) {
+              std::string out;
+              for (const auto& [name, url] : c.*member) out += (out.empty() ? "" : " ") + name + "=" + url;
+              return out;
+            }};
+  b.pair_separator = ' ';
+  return b;
 }
 
 Binding counts_by_name(std::vector<std::pair<std::string, std::uint32_t>> Config::*member, std::uint32_t min,
                        std::uint32_t max) {
-  return {[=](Config& c, const EnvValue& v) {
-            (c.*member).clear();
-            for (const auto& item : comma_list(v.text)) {
-              const auto eq = item.find('=');
-              if (eq == std::string::npos || eq == 0) invalid(v, "\"" + item + "\" is not name=count");
-              const EnvValue count{v.name, trimmed(item.substr(eq + 1))};
-              (c.*member).emplace_back(trimmed(item.substr(0, eq)), parse_integer<std::uint32_t>(count, min, max));
-            }
-          },
-          [=](const Config& c) {
-            std::string out;
-            for (const auto& [name, n] : c.*member) out += (out.empty() ? "" : ",") + name + "=" + std::to_string(n);
-            return out;
-          }};
+  Binding b{[=](Config& c, const EnvValue& v) {
+              (c.*member).clear();
+              for (const auto& item : comma_list(v.text)) {
+                const auto eq = item.find('=');
+                if (eq == std::string::npos || eq == 0) invalid(v, "\"" + item + "\" is not name=count");
+                const EnvValue count{v.name, trimmed(item.substr(eq + 1))};
+                (c.*member).emplace_back(trimmed(item.substr(0, eq)), parse_integer<std::uint32_t>(count, min, max));
+              }
+            },
+            [=](const Config& c) {
+              std::string out;
+              for (const auto& [name, n] : c.*member) out += (out.empty() ? "" : ",") + name + "=" + std::to_string(n);
+              return out;
+            }};
+  b.pair_separator = ',';
+  return b;
 }
 
 namespace {
@@ -293,6 +299,7 @@ Binding nats_urls(std::string Config::*member) {
 Binding secret(std::string Config::*member) {
   Binding b = text(member);
   b.show = [=](const Config& c) { return (c.*member).empty() ? std::string() : std::string("(set)"); };
+  b.secret = true;
   return b;
 }
 

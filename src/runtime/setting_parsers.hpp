@@ -39,6 +39,13 @@ struct Binding {
   // Set but empty is a value ("none") rather than unset: only for a
   // setting whose default is something and whose empty means nothing.
   bool empty_is_a_value = false;
+  // How a config file's value becomes the variable's text
+  // (runtime/config_file.cpp): a boolean is taken by a flag alone, as 1
+  // or 0; a table (name = value, ...) by named values alone, its pairs
+  // "name=value" joined by this separator (0: no table).
+  bool takes_boolean = false;
+  char pair_separator = 0;
+  bool secret = false;  // shown `(set)`, never its value
 };
 
 // Digits, after a '-' or not: an integer, whether or not a type holds it.

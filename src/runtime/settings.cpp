@@ -8,6 +8,14 @@
 
 #include <edri/json_depth.hpp>
 
+#include <algorithm>
+#include <cctype>
+
+#include "runtime/closest_name.hpp"
+#include "runtime/json_text.hpp"
+
+extern char** environ;
+
 namespace edri {
 namespace {
 
@@ -361,6 +369,83 @@ std::string settings_markdown() {
   for (const auto& s : settings())
     out += std::string("| `") + s.name + "` | " + s.default_text + " | " + s.meaning + " |\n";
   return out;
+}
+
+}  // namespace edri
+
+namespace edri {
+
+std::string toml_string(std::string_view text) {
+  // JSON's escapes are TOML's: \", \\, \n, \uXXXX.
+  std::string out = "\"";
+  append_json_text(out, text);
+  return out + "\"";
+}
+
+std::string settings_toml(const Config& c) {
+  std::string out =
+      "# edri-server --config FILE: every setting as in effect, those left at their default commented out\n"
+      "# (docs/configuration.md says what each means). The environment wins over this file, the command\n"
+      "# line over both.\n";
+  const Config defaults;
+  for (const auto& s : settings()) {
+    const std::string text = s.binding.show(c);
+    const std::string line = setting_key(s) + " = " + toml_string(text);
+    if (s.binding.secret && !text.empty())
+      out += "# " + setting_key(s) + " = (set, not shown)\n";
+    else if (text == s.binding.show(defaults))
+      out += "# " + line + "  (default)\n";
+    else
+      out += line + "\n";
+  }
+  return out;
+}
+
+std::string setting_key(const Setting& s) {
+  std::string_view name = s.name;
+  if (name.rfind("EDRI_", 0) == 0) name.remove_prefix(5);
+  std::string key(name);
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  return key;
+}
+
+const Setting* setting_by_key(const std::string& key) {
+  for (const auto& s : settings())
+    if (setting_key(s) == key) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> setting_keys() {
+  std::vector<std::string> out;
+  for (const auto& s : settings()) out.push_back(setting_key(s));
+  return out;
+}
+
+std::vector<std::string> setting_names() {
+  std::vector<std::string> out;
+  for (const auto& s : settings()) out.emplace_back(s.name);
+  return out;
+}
+
+void check_setting_value(const Setting& s, const std::string& where, const std::string& text) {
+  Config scratch;
+  s.binding.read(scratch, EnvValue{where.c_str(), text});
+}
+
+void check_unknown_variables(const std::vector<std::string>& also_known) {
+  std::vector<std::string> known = setting_names();
+  known.insert(known.end(), also_known.begin(), also_known.end());
+  std::string unknown;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry = *e;
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (name.rfind("EDRI_", 0) != 0 || name.rfind("EDRI_INTERNAL_", 0) == 0) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    unknown += (unknown.empty() ? "" : "; ") + name + did_you_mean(name, known);
+  }
+  if (!unknown.empty())
+    throw ConfigError("not a setting of the server or of a plugin: " + unknown +
+                      ". Every setting: edri-server --print-config-markdown; a plugin's: --print-config");
 }
 
 }  // namespace edri

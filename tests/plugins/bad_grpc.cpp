@@ -16,8 +16,7 @@ edri::Response echo(const edri::Request&, edri::Context&) { return edri::Respons
 
 void reg(edri::Registry& r) {
   r.post("/echo", "bad.echo", echo);
-  const char* env = std::getenv("EDRI_TEST_GRPC_FAULT");
-  const std::string fault = env ? env : "";
+  const std::string fault = r.setting({.key = "fault", .variable = "EDRI_TEST_GRPC_FAULT"});
   std::string set(bad_grpc_descriptor, sizeof bad_grpc_descriptor);
   std::vector<edri::GrpcMethodDecl> methods{{"Echo", "bad.echo"}, {"Watch", "bad.echo"}};
   std::string service = "bad.v1.Bad";

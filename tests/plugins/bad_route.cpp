@@ -13,8 +13,7 @@ namespace {
 edri::Response ok(const edri::Request&, edri::Context&) { return edri::Response::text("ok"); }
 
 void reg(edri::Registry& r) {
-  const char* set = std::getenv("EDRI_TEST_ROUTE_FAULT");
-  const std::string fault = set ? set : "";
+  const std::string fault = r.setting({.key = "fault", .variable = "EDRI_TEST_ROUTE_FAULT"});
   if (fault.empty()) r.route(edri::Method::Get, "/x", "nowhere");
   if (fault == "param_type") r.get("/x/{id:integer}", "bad.x", ok);
   if (fault == "twice") r.get("/x", "bad.x", ok).get("/x", "bad.y", ok);

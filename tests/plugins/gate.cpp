@@ -39,9 +39,7 @@ std::optional<edri::Response> key(const edri::Request& req, edri::Admission& add
   return std::nullopt;
 }
 
-edri::MiddlewareDecl chosen() {
-  const char* mode = std::getenv("EDRI_TEST_GATE");
-  const std::string m = mode ? mode : "key";
+edri::MiddlewareDecl chosen(const std::string& m) {
   if (m == "deny") return {"deny", 5, deny, nullptr};
   if (m == "pass" || m == "limit")
     return {"pass", 5,
@@ -73,8 +71,12 @@ void reg(edri::Registry& r) {
   r.get("/gate/private/x", "gate.private", whoami);
   r.get("/gate/public", "gate.public", whoami);
   r.stream_events("/gate/sse/{name}");
-  r.middleware(chosen());
-  if (const char* mode = std::getenv("EDRI_TEST_GATE"); mode && std::string(mode) == "limit")
+  const std::string mode = r.setting({.key = "mode",
+                                      .variable = "EDRI_TEST_GATE",
+                                      .default_value = "key",
+                                      .meaning = "the middleware: key, deny, pass or limit"});
+  r.middleware(chosen(mode));
+  if (mode == "limit")
     r.middleware(
         edri::rate_limit("limit", 8, {.per_second = 0.1, .burst = 3}, edri::RateKey::ClientAddress, {"gate.whoami"}));
   edri::MiddlewareDecl admin{"admin", 6,

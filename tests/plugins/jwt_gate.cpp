@@ -18,9 +18,8 @@
 
 namespace {
 
-std::string env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
+std::string setting(edri::Registry& r, std::string key, std::string variable, std::string fallback = "") {
+  return r.setting({.key = std::move(key), .variable = std::move(variable), .default_value = std::move(fallback)});
 }
 
 edri::Response whoami(const edri::Request& req, edri::Context&) {
@@ -29,12 +28,12 @@ edri::Response whoami(const edri::Request& req, edri::Context&) {
 
 void reg(edri::Registry& r) {
   // Keys are read here, once; a key that cannot be used stops start-up.
-  auto verify =
-      std::make_shared<edri::JwtVerifier>(edri::JwtVerifier::Options{.algorithm = env("EDRI_TEST_JWT_ALG", "RS256"),
-                                                                     .key_file = env("EDRI_TEST_JWT_KEY_FILE"),
-                                                                     .jwks_file = env("EDRI_TEST_JWT_JWKS_FILE"),
-                                                                     .audience = "api",
-                                                                     .issuer = "https://issuer.test"});
+  auto verify = std::make_shared<edri::JwtVerifier>(
+      edri::JwtVerifier::Options{.algorithm = setting(r, "algorithm", "EDRI_TEST_JWT_ALG", "RS256"),
+                                 .key_file = setting(r, "key_file", "EDRI_TEST_JWT_KEY_FILE"),
+                                 .jwks_file = setting(r, "jwks_file", "EDRI_TEST_JWT_JWKS_FILE"),
+                                 .audience = "api",
+                                 .issuer = "https://issuer.test"});
   r.middleware({"jwt", 1, [verify](const edri::Request& req, edri::Admission& a) -> std::optional<edri::Response> {
                   if (req.protocol == "websocket" && req.event.empty()) return std::nullopt;  // the handshake
                   return verify->admit(req, a);

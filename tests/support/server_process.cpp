@@ -121,7 +121,7 @@ std::vector<std::string> shm_segments(const std::string& prefix) {
 }
 
 ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env,
-                             std::vector<std::string> wrapper) {
+                             std::vector<std::string> wrapper, std::vector<std::string> args) {
   std::string list;
   for (const auto& p : plugins) list += (list.empty() ? "" : ":") + p;
   env.emplace("EDRI_HOST", "127.0.0.1");
@@ -136,6 +136,7 @@ ServerProcess::ServerProcess(std::vector<std::string> plugins, std::map<std::str
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   wrapper.push_back(server_binary());
+  wrapper.insert(wrapper.end(), args.begin(), args.end());
   pid_ = spawn(wrapper, build_env(env), pipe_fds[1], err_fd);
   ::close(pipe_fds[1]);
   ::close(err_fd);

@@ -38,9 +38,10 @@ class ServerProcess {
   // plugins and extra environment (inherited EDRI_* variables are dropped),
   // and waits for its "listening" line. Throws if it does not come.
   // `wrapper`: a command that runs edri-server in turn, with the same pid
-  // (`ip netns exec <ns>`: an instance on a network of its own).
+  // (`ip netns exec <ns>`: an instance on a network of its own). `args`:
+  // edri-server's own (--config FILE).
   explicit ServerProcess(std::vector<std::string> plugins, std::map<std::string, std::string> env = {},
-                         std::vector<std::string> wrapper = {});
+                         std::vector<std::string> wrapper = {}, std::vector<std::string> args = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

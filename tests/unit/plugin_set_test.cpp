@@ -106,3 +106,21 @@ TEST_CASE("a request goes straight to the one manager that handles its event, el
   CHECK_FALSE(only_other.manager_for(event_type_id("test.hello")));
   CHECK(DirectRoutes().size() == 0);
 }
+
+TEST_CASE("a plugin's settings are declared, each read after the loader's hook", "[plugin][config]") {
+  ::unsetenv("EDRI_TEST_GATE");
+  std::vector<std::string> hooked;
+  const auto set = PluginSet::load({test_plugin("gate")}, [&](const std::string& plugin, const edri::SettingDecl& s) {
+    hooked.push_back(plugin + "." + s.key);
+    ::setenv(s.variable.c_str(), "deny", 0);  // what a config file's section would put there
+  });
+  CHECK(hooked == std::vector<std::string>{"gate.mode"});
+  REQUIRE(set.settings().size() == 1);
+  CHECK(set.settings()[0].plugin == "gate");
+  CHECK(set.settings()[0].decl.variable == "EDRI_TEST_GATE");
+  CHECK(set.settings()[0].decl.default_value == "key");
+  REQUIRE(set.middlewares().size() >= 1);
+  CHECK(set.middlewares()[0].name == "deny");  // the value the hook put in the environment
+  CHECK(set.names() == std::vector<std::string>{"gate"});
+  ::unsetenv("EDRI_TEST_GATE");
+}

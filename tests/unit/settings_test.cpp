@@ -81,8 +81,10 @@ TEST_CASE("docs/configuration.md's table is the one the settings make", "[config
 
 TEST_CASE("every EDRI_ name in the README and the docs is a setting of the table", "[config][docs]") {
   // Named in the docs and not settings: the plugin macros, the notes
-  // app's database, and the supervisor's variables for its children.
-  const std::set<std::string> others{"EDRI_PLUGIN", "EDRI_TOOLCHAIN", "EDRI_NOTES_DB", "EDRI_INTERNAL_"};
+  // app's database, the supervisor's variables for its children, and the
+  // typo the docs show refused, and the prefix itself.
+  const std::set<std::string> others{"EDRI_PLUGIN",    "EDRI_TOOLCHAIN", "EDRI_NOTES_DB",
+                                     "EDRI_INTERNAL_", "EDRI_PROT",      "EDRI_"};
   std::set<std::string> names(others);
   for (const auto& s : settings()) names.insert(s.name);
   const std::filesystem::path docs(EDRI_DOCS_DIR);
