@@ -23,6 +23,9 @@ packages=(
   libbrotli-dev zlib1g-dev
   # edri-server --config FILE: TOML (docs/decisions/0045)
   libtoml11-dev
+  # installed as a service (docs/operations.md): sd_notify for Type=notify,
+  # and what scripts/package.sh checks the .deb with
+  libsystemd-dev lintian systemd
   # outbound HTTP from handlers, on the manager's loop (Context::fetch)
   libcurl4-openssl-dev
   # Postgres from handlers (src/database/, issue 37): libpq to build, the

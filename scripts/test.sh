@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine, builds edri and runs every test:
-# formatting, the suite in a Release build, the suite again under
+# formatting, the suite in a Release build, the .deb and its install
+# checked (scripts/package.sh), the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded parts under
 # ThreadSanitizer, every fuzz target for 30 s, the soak test, and a
 # short bench smoke run.
@@ -27,6 +28,9 @@ cmake -S examples/out_of_tree -B "$prefix/hello-build" -DCMAKE_PREFIX_PATH="$pre
 cmake --build "$prefix/hello-build"
 test -f "$prefix/hello-build/hello.so"
 test -f "$prefix/hello-build/hello_assets/index.html"
+
+stage "the .deb: lintian, its systemd unit, a scratch install serving the notes app"
+scripts/package.sh build
 
 stage "ASan + UBSan build and tests"
 scripts/build.sh asan

@@ -76,8 +76,10 @@ Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
       signals_(io_, SIGCHLD, SIGTERM, SIGINT),
       kill_timer_(io_),
       ready_timer_(io_),
-      blob_sweep_(io_) {
+      blob_sweep_(io_),
+      service_(io_) {
   signals_.add(SIGUSR1);  // passed on to the listeners (reopen_logs)
+  signals_.add(SIGHUP);   // reload is not built: caught, so that it ends nothing
   raise_descriptor_limit();
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
@@ -236,6 +238,9 @@ void Supervisor::spawn(Child& c) {
     sigemptyset(&reopen);
     sigaddset(&reopen, SIGUSR1);
     ::sigprocmask(SIG_SETMASK, &reopen, nullptr);
+    // SIGHUP ignored, across exec: a hangup sent to the whole group (a
+    // closing terminal, `systemctl kill -s HUP`) is the supervisor's alone.
+    ::signal(SIGHUP, SIG_IGN);
     const std::string child_arg = "--child=" + std::to_string(c.slot);
     char* argv[] = {const_cast<char*>(c.title.c_str()), const_cast<char*>(child_arg.c_str()), nullptr};
     ::execv("/proc/self/exe", argv);
@@ -268,7 +273,7 @@ int Supervisor::run() {
   // the signal set is gone and turn a clean exit into death by SIGTERM.
   sigset_t late;
   sigemptyset(&late);
-  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&late, s);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&late, s);
   ::sigprocmask(SIG_BLOCK, &late, nullptr);
   transport::Segment::remove(segment_->name());
   remove_unix_sockets();
@@ -297,6 +302,8 @@ void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_
               config_.host.find(':') != std::string::npos ? ("[" + config_.host + "]").c_str() : config_.host.c_str(),
               bound_port_);
   std::fflush(stdout);
+  service_.ready("serving on port " + std::to_string(bound_port_) + ", " + std::to_string(children_.size()) +
+                 " processes");
   spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
   spdlog::info("placement: {}", choose_placement(config_, static_cast<std::uint32_t>(allowed_cpus().size()),
                                                  child_processes(topology_, config_))
@@ -312,6 +319,10 @@ void Supervisor::on_signal(int sig) {
     return;
   }
   if (sig == SIGUSR1) return reopen_logs();
+  if (sig == SIGHUP) {
+    spdlog::warn("signal {}: reload is not built yet; nothing changes (restart to apply a new config or plugins)", sig);
+    return;
+  }
   if (stopping_) {
     spdlog::warn("second stop signal: killing every child");
     for (auto& c : children_)
@@ -331,6 +342,7 @@ void Supervisor::reopen_logs() {
 
 void Supervisor::stop_children() {
   stopping_ = true;
+  service_.stopping();
   blob_sweep_.cancel();
   // No new connection from now on, in any process: a socket that stops
   // listening refuses connections (and resets those not yet accepted).

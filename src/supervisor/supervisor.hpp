@@ -18,6 +18,7 @@
 #include "plugin/plugin_set.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
+#include "supervisor/service_notify.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
 #include "transport/topology.hpp"
@@ -99,6 +100,7 @@ class Supervisor {
   // blobs lost in transit are freed here.
   std::unique_ptr<transport::BlobArena> blobs_;
   asio::steady_timer blob_sweep_;
+  ServiceNotifier service_;
   bool stopping_ = false;
   int exit_status_ = 0;          // run()'s: non-zero once a child could not start
   bool others_stopped_ = false;  // the non-listeners were sent SIGTERM
