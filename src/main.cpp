@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -11,10 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/broker.hpp"
@@ -169,7 +172,7 @@ int run_child(std::uint32_t slot) {
   std::vector<std::string> domains, titles;  // the instance's managers', where plugins are loaded
   std::vector<std::uint32_t> guests;         // a listener's: the managers it runs (EDRI_LISTENER_DOMAINS)
   if (role == transport::Role::Listener || role == transport::Role::Manager || role == transport::Role::Switch) {
-    plugins = plugin::PluginSet::load(config.plugins);
+    plugins = plugin::PluginSet::load(config.plugins, {}, plugin::plugin_code_paths());
     domains = plugins->manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
     titles = plugin::manager_titles(domains);
     if (role == transport::Role::Manager) {
@@ -307,13 +310,14 @@ void check_listener_domains(Config& config, const plugin::PluginSet& plugins) {
 // environment as each declared setting is read, then checked: a section
 // or a key of it no plugin declares, a plugin's variable that is the
 // server's own, an EDRI_ variable nobody declares all stop start-up.
-plugin::PluginSet load_plugins(const Config& config, const std::optional<ConfigFile>& file) {
+plugin::PluginSet load_plugins(const Config& config, const std::optional<ConfigFile>& file,
+                               const std::vector<std::string>& code = {}) {
   plugin::BeforeSetting before;
   if (file)
     before = [&file](const std::string& plugin, const SettingDecl& s) {
       file->export_plugin_setting(plugin, s.key, s.variable);
     };
-  auto plugins = plugin::PluginSet::load(config.plugins, std::move(before));
+  auto plugins = plugin::PluginSet::load(config.plugins, std::move(before), code);
   std::map<std::string, std::vector<std::string>> keys;
   for (const auto& name : plugins.names()) keys[name];
   std::vector<std::string> variables;
@@ -353,13 +357,9 @@ int print_config(const std::optional<ConfigFile>& file, bool as_toml) {
   return 0;
 }
 
-int run_supervisor(const std::optional<ConfigFile>& file) {
-  Config config = Config::from_env();
-  init_logging("supervisor", config.log_level, config.log_format);
-  if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
-  // Once, here: the children inherit the supervisor's CPUs.
-  config.check_cpus_allowed(edri::allowed_cpus());
-  const auto plugins = load_plugins(config, file);
+// Every check start-up makes of the settings and the plugins together,
+// once the plugins are loaded; the listener count settled.
+void check_plan(Config& config, const plugin::PluginSet& plugins) {
   for (const auto& d : config.domains)
     if (plugins.domain_index(d) < 0)
       throw ConfigError("EDRI_DOMAINS names '" + d + "', which no plugin has (domains: " + join_domains(plugins) + ")");
@@ -394,9 +394,91 @@ int run_supervisor(const std::optional<ConfigFile>& file) {
   }
   settle_listener_workers(config, plugins);
   check_listener_domains(config, plugins);
+}
+
+// The environment, KEY=VALUE.
+std::vector<std::string> environment_now() {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+void restore_environment(const std::vector<std::string>& entries) {
+  ::clearenv();
+  for (const auto& e : entries) {
+    const auto eq = e.find('=');
+    if (eq != std::string::npos) ::setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+  }
+}
+
+// A folder of a generation's own for its copies of the plugins; removed
+// by its owner, or here when planning fails.
+class CodeDir {
+ public:
+  CodeDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/edri-" + std::to_string(::getpid()) + "-plugins-XXXXXX";
+    if (!::mkdtemp(path_.data()))
+      throw std::runtime_error("cannot make a folder for the plugins' copies, " + path_ + ": " + std::strerror(errno));
+  }
+  ~CodeDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  CodeDir(const CodeDir&) = delete;
+  CodeDir& operator=(const CodeDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string release() { return std::exchange(path_, std::string()); }
+
+ private:
+  std::string path_;
+};
+
+// Plans each generation the supervisor runs (supervisor/generation_plan.hpp):
+// the environment edri-server started with, the command line over it and
+// the config file, read again, under it; the plugins copied, loaded from
+// the copies and checked with the settings as start-up checks them.
+class Planner {
+ public:
+  explicit Planner(CommandLine line) : line_(std::move(line)), started_with_(environment_now()) {}
+
+  supervisor::GenerationPlan operator()() {
+    restore_environment(started_with_);
+    const auto file = apply_command_line(line_);
+    supervisor::GenerationPlan plan;
+    plan.config = Config::from_env();
+    Config& config = plan.config;
+    if (!logging_) {
+      init_logging("supervisor", config.log_level, config.log_format);
+      logging_ = true;
+    }
+    if (config.plugins.empty()) throw ConfigError("EDRI_PLUGINS is empty: name at least one plugin (.so path)");
+    // Here: the children inherit the supervisor's CPUs.
+    config.check_cpus_allowed(edri::allowed_cpus());
+    CodeDir dir;
+    const auto code = plugin::copy_plugins(config.plugins, dir.path());
+    plan.plugins = std::make_unique<plugin::PluginSet>(load_plugins(config, file, code));
+    check_plan(config, *plan.plugins);
+    std::string joined;
+    for (const auto& c : code) joined += (joined.empty() ? "" : ":") + c;
+    plan.environment = environment_now();
+    plan.environment.push_back("EDRI_INTERNAL_PLUGIN_CODE=" + joined);
+    plan.code_dir = dir.release();
+    return plan;
+  }
+
+ private:
+  CommandLine line_;
+  std::vector<std::string> started_with_;
+  bool logging_ = false;
+};
+
+int run_supervisor(const CommandLine& line) {
+  Planner planner(line);
+  supervisor::GenerationPlan first = planner();
   ::prctl(PR_SET_NAME, "edri-supervisor");
   ::signal(SIGPIPE, SIG_IGN);
-  supervisor::Supervisor sup(config, plugins);
+  supervisor::Supervisor sup(std::move(first), std::ref(planner));
   return sup.run();
 }
 
@@ -417,10 +499,9 @@ int main(int argc, char** argv) {
       case Action::PrintConfigMarkdown: std::fputs(settings_markdown().c_str(), stdout); return 0;
       default: break;
     }
+    if (line.action == Action::Serve) return run_supervisor(line);
     const auto file = apply_command_line(line);
-    if (line.action == Action::PrintConfig) return print_config(file, false);
-    if (line.action == Action::PrintConfigToml) return print_config(file, true);
-    return run_supervisor(file);
+    return print_config(file, line.action == Action::PrintConfigToml);
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "edri-server: configuration error: %s\n", e.what());
     return 2;

@@ -99,6 +99,9 @@ class Codec {
   // The server is stopping: what is in flight is answered, then the
   // connection ends.
   virtual void go_away() = 0;
+  // A reload's stop: the same, unless the protocol can wait for the
+  // client's next request to say so (HTTP/1.1's Connection: close).
+  virtual void go_away_gently() { go_away(); }
   // EDRI_HEADER_TIMEOUT, EDRI_BODY_TIMEOUT, EDRI_KEEPALIVE_TIMEOUT and the
   // protocol's own limits, checked by the listener's sweep.
   virtual void check_time(Clock::time_point now) = 0;

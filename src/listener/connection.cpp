@@ -209,6 +209,12 @@ void Connection::drain() {
   codec_->go_away();
 }
 
+void Connection::drain_gently() {
+  if (closed_) return;
+  if (lingering_) return close();
+  codec_->go_away_gently();
+}
+
 // The lingering close and the PROXY protocol header here; the protocol's
 // own limits (the header, body and keep-alive timeouts, a WebSocket close
 // the client does not answer) in its codec.

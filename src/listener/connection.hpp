@@ -144,6 +144,11 @@ class Connection final : private CodecHost {
   // closes after it, at once when nothing is. A WebSocket is closed with
   // 1001 (going away).
   void drain();
+  // A reload's drain: as drain(), but an idle HTTP/1.1 connection stays
+  // open for its next request (answered with Connection: close) instead of
+  // closing under a client that may be sending one; the sweep closes it
+  // once it has been quiet for a second.
+  void drain_gently();
   // The time limits, checked by the listener's sweep: a lingering close
   // ends at EDRI_LINGERING_TIME or after EDRI_LINGERING_TIMEOUT of
   // silence; a PROXY protocol header is due within EDRI_HEADER_TIMEOUT;

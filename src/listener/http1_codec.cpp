@@ -108,6 +108,14 @@ void Http1Codec::go_away() {
   host_.output_ready();
 }
 
+void Http1Codec::go_away_gently() {
+  // Idle: the next request is read and answered with Connection: close
+  // (the listener is draining), or the sweep closes the quiet connection.
+  // Closing it now would race a request the client may be sending.
+  if (!events_ && answers_.empty() && host_.output_idle() && !reader_.mid_message()) return;
+  go_away();
+}
+
 void Http1Codec::check_time(Clock::time_point now) {
   if (events_) return;  // an event stream idles as long as its client stays
   const auto& config = ctx_.config;
@@ -119,6 +127,8 @@ void Http1Codec::check_time(Clock::time_point now) {
     return;
   }
   if (reader_.mid_message() || !answers_.empty() || !host_.output_idle()) return;
+  // Draining, an idle connection goes once quiet for kDrainQuiet.
+  if (ctx_.draining && now - last > kDrainQuiet) return host_.close();
   if (now - last > seconds(reader_.served() ? config.keepalive_timeout_s : config.header_timeout_s)) host_.close();
 }
 

@@ -18,6 +18,9 @@ namespace edri::listener {
 
 class Http1Codec final : public Codec, private Http1Answers::Events {
  public:
+  // Draining on reload, how long an idle connection stays for a next
+  // request (docs/operations.md, "Reload").
+  static constexpr std::chrono::seconds kDrainQuiet{1};
   Http1Codec(CodecHost& host, ConnectionContext& ctx);
 
   AnswerSink& answers() override { return answers_; }
@@ -25,6 +28,7 @@ class Http1Codec final : public Codec, private Http1Answers::Events {
   bool must_pause(std::size_t backlog) const override;
   bool resume(Clock::time_point now) override;
   void go_away() override;
+  void go_away_gently() override;
   void check_time(Clock::time_point now) override;
   bool waiting() const override { return !answers_.empty(); }
   void for_each_overdue(Clock::time_point cutoff, const std::function<void(std::uint32_t)>& f) override {

@@ -118,7 +118,8 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       loop_.on_records_from(topo.destination_slot(j),
                             [this](std::span<const std::byte> rec) { on_manager_record(rec); });
   loop_.after_drain([this] { return after_drain(); });
-  loop_.on_stop_signal([this] { begin_drain(); });
+  loop_.on_stop_signal([this] { on_stop_signal(); });
+  loop_.on_replaced_signal([this] { begin_drain(true); });
   loop_.on_peer_death([this](std::uint32_t slot) {
     if (slot != transport::Topology::kBroker) return;
     // Controls too: a WebSocket subscription the successor takes is answered.
@@ -307,9 +308,16 @@ void Listener::answer_missing(Connection& c, std::uint32_t seq, int status, std:
     answers_.problem(c.answers(), seq, status, detail);
 }
 
-void Listener::begin_drain() {
+void Listener::on_stop_signal() {
+  if (stop_signaled_) return loop_.stop();  // a second signal: now
+  stop_signaled_ = true;
+  begin_drain(false);
+}
+
+void Listener::begin_drain(bool gently) {
   if (draining_) {
-    loop_.stop();  // a second signal: now
+    // Stopping after a reload's drain: the idle connections go now.
+    if (!gently) table_.for_each_open([](Connection& c) { c.drain(); });
     return;
   }
   draining_ = true;
@@ -319,10 +327,14 @@ void Listener::begin_drain() {
   if (unix_fd_) loop_.events().unwatch(unix_fd_.get());
   if (admin_fd_) loop_.events().unwatch(admin_fd_.get());
   accept_retry_.cancel();
-  spdlog::info("stopping: {} connections to finish, for up to {} s", table_.open(), config_.shutdown_timeout_s);
-  table_.for_each_open([this](Connection& c) {
+  spdlog::info("{}: {} connections to finish, for up to {} s", gently ? "replaced by a reload" : "stopping",
+               table_.open(), config_.shutdown_timeout_s);
+  table_.for_each_open([this, gently](Connection& c) {
     grpc_.drain(c);
-    c.drain();
+    if (gently)
+      c.drain_gently();
+    else
+      c.drain();
   });
   drain_deadline_.expires_after(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)));

@@ -130,8 +130,11 @@ class Listener final : public ConnectionOwner,
   void answer_lost();
   void answer_missing(Connection& c, std::uint32_t seq, int status, std::string_view detail);
   // SIGTERM: stop accepting, drain every connection, stop the loop when
-  // none is left or at EDRI_SHUTDOWN_TIMEOUT.
-  void begin_drain();
+  // none is left or at EDRI_SHUTDOWN_TIMEOUT; a second one stops it now.
+  void on_stop_signal();
+  // SIGUSR2, a reload: the same, but gently (Connection::drain_gently):
+  // a new generation serves the clients this one lets go.
+  void begin_drain(bool gently);
   void stop_if_drained();
 
   ProcessLoop& loop_;
@@ -163,6 +166,7 @@ class Listener final : public ConnectionOwner,
   EventLoop::Timer drain_deadline_;
   SuccessorWatch lost_watch_;
   bool draining_ = false;
+  bool stop_signaled_ = false;
   // (connection, generation, seq) of requests the dead broker never took.
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> left_for_successor_;
 };

@@ -64,7 +64,7 @@ int run_worker_process() {
   init_logging(title_env ? title_env : "worker", config.log_level, config.log_format);
   ::prctl(PR_SET_NAME, "edri-worker");
 
-  const auto plugins = plugin::PluginSet::load(config.plugins);
+  const auto plugins = plugin::PluginSet::load(config.plugins, {}, plugin::plugin_code_paths());
   std::unordered_map<std::string_view, const Task*> tasks;
   for (const auto* t : plugins.tasks(domain)) tasks.emplace(t->name, &t->task);
 

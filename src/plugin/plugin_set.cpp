@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <unordered_map>
 
 #include "envelope/envelope.hpp"
@@ -35,6 +37,19 @@ std::vector<std::string> PluginSet::manager_domains(
   for (const auto& d : domains_)
     if (only.empty() || std::find(only.begin(), only.end(), d) != only.end()) out.insert(out.end(), count_of(d), d);
   return out;
+}
+
+std::vector<std::string> plugin_code_paths() {
+  std::vector<std::string> out;
+  const char* v = std::getenv("EDRI_INTERNAL_PLUGIN_CODE");
+  if (!v || !*v) return out;
+  std::string all = v;
+  for (std::size_t start = 0;;) {
+    const auto colon = all.find(':', start);
+    out.push_back(all.substr(start, colon - start));
+    if (colon == std::string::npos) return out;
+    start = colon + 1;
+  }
 }
 
 std::vector<std::string> manager_titles(const std::vector<std::string>& manager_domains) {
@@ -156,11 +171,11 @@ void check_toolchain(const PluginDescriptor& d, const std::string& where) {
 class PluginSet::Builder {
  public:
   explicit Builder(BeforeSetting before_setting) : before_setting_(std::move(before_setting)) {}
-  void add(const std::string& path);
+  void add(const std::string& path, const std::string& code);
   PluginSet finish();
 
  private:
-  Registry register_plugin(const std::string& path);
+  Registry register_plugin(const std::string& code);
   void take_events(RegistryDeclarations& d);
   void take_routes(RegistryDeclarations& d);
   void take_handlers(RegistryDeclarations& d);
@@ -192,16 +207,20 @@ class PluginSet::Builder {
   std::string plugin_name_;  // of the plugin being added (EDRI_PLUGIN's NAME)
 };
 
-PluginSet PluginSet::load(const std::vector<std::string>& paths, BeforeSetting before_setting) {
+PluginSet PluginSet::load(const std::vector<std::string>& paths, BeforeSetting before_setting,
+                          const std::vector<std::string>& code) {
+  if (!code.empty() && code.size() != paths.size())
+    throw PluginError("EDRI_INTERNAL_PLUGIN_CODE names " + std::to_string(code.size()) + " files for " +
+                      std::to_string(paths.size()) + " plugins");
   Builder b(std::move(before_setting));
-  for (const auto& path : paths) b.add(path);
+  for (std::size_t i = 0; i < paths.size(); ++i) b.add(paths[i], code.empty() ? paths[i] : code[i]);
   return b.finish();
 }
 
-void PluginSet::Builder::add(const std::string& path) {
+void PluginSet::Builder::add(const std::string& path, const std::string& code) {
   path_ = path;
   where_ = "plugin " + path;
-  Registry reg = register_plugin(path);
+  Registry reg = register_plugin(code);
   auto& d = PluginBinding::declarations(reg);
   plugin_index_ = set_.paths_.size();
   set_.paths_.push_back(path);
@@ -231,11 +250,12 @@ PluginSet PluginSet::Builder::finish() {
   return std::move(set_);
 }
 
-// Loads the file, checks its descriptor and runs its registration.
-Registry PluginSet::Builder::register_plugin(const std::string& path) {
-  check_plugin_file(path, where_);
+// Loads the file `code` (the plugin's path, or its generation's copy),
+// checks its descriptor and runs its registration.
+Registry PluginSet::Builder::register_plugin(const std::string& code) {
+  check_plugin_file(code, where_);
   // RTLD_LOCAL: plugins do not see each other's symbols.
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h = ::dlopen(code.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw PluginError(where_ + ": cannot load: " + ::dlerror());
   set_.handles_.push_back(h);
   auto entry = reinterpret_cast<const PluginDescriptor* (*)()>(::dlsym(h, EDRI_PLUGIN_ENTRY_SYMBOL));
@@ -519,6 +539,19 @@ void PluginSet::Builder::check_complete() const {
   for (const auto& e : set_.events_)
     if (e.handler < 0 && !e.notification)
       throw PluginError("plugin " + set_.paths_[e.plugin] + ": event " + e.name + " has no handler");
+}
+
+std::vector<std::string> copy_plugins(const std::vector<std::string>& paths, const std::string& dir) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    check_plugin_file(paths[i], "plugin " + paths[i]);
+    const auto name = std::filesystem::path(paths[i]).filename().string();
+    out.push_back(dir + "/" + std::to_string(i) + "-" + name);
+    std::error_code ec;
+    std::filesystem::copy_file(paths[i], out.back(), ec);
+    if (ec) throw PluginError("plugin " + paths[i] + ": cannot copy it to " + dir + ": " + ec.message());
+  }
+  return out;
 }
 
 }  // namespace edri::plugin

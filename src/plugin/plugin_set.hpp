@@ -74,7 +74,11 @@ using BeforeSetting = std::function<void(const std::string& plugin, const Settin
 class PluginSet {
  public:
   // Loads every path; throws PluginError on the first that fails.
-  static PluginSet load(const std::vector<std::string>& paths, BeforeSetting before_setting = {});
+  // `code`: where each plugin's code is loaded from, when not from its
+  // path (the copy the supervisor took when the generation began:
+  // plugin_code_paths()); the path still names it and anchors its assets.
+  static PluginSet load(const std::vector<std::string>& paths, BeforeSetting before_setting = {},
+                        const std::vector<std::string>& code = {});
 
   const std::vector<std::string>& paths() const { return paths_; }
   const std::vector<std::string>& names() const { return names_; }  // EDRI_PLUGIN's NAME, as paths()
@@ -153,6 +157,15 @@ class PluginSet {
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;
   std::vector<LoadedSetting> settings_;
 };
+
+// EDRI_INTERNAL_PLUGIN_CODE: the copies of the plugins a generation of
+// processes loads (':' separated, in EDRI_PLUGINS's order), so that a
+// process restarted after a plugin file changed runs its generation's code.
+// Empty when unset.
+std::vector<std::string> plugin_code_paths();
+// Copies each plugin file (checked as a plugin to load is) into `dir`,
+// "<n>-<name>" in order; their paths, for EDRI_INTERNAL_PLUGIN_CODE.
+std::vector<std::string> copy_plugins(const std::vector<std::string>& paths, const std::string& dir);
 
 // How a manager is named (ps, logs, /health): its domain, then the replica
 // number from the second replica on ("notes", "notes 2", ...).

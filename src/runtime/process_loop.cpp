@@ -26,13 +26,15 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
       own_(&segment.doorbell(slot), doorbell_fds.at(slot)) {
   watch_doorbell();
 
-  // SIGUSR1 came blocked from the supervisor's fork, so that one sent
-  // before this loop runs waits for it rather than ending the process.
+  // SIGUSR1 and SIGUSR2 came blocked from the supervisor's fork, so that
+  // one sent before this loop runs waits for it rather than ending the
+  // process.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGUSR1);
+  sigaddset(&signals, SIGUSR2);
   ::sigprocmask(SIG_BLOCK, &signals, nullptr);
   signal_fd_.reset(::signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) throw std::system_error(errno, std::generic_category(), "signalfd");
@@ -41,6 +43,10 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
     while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
       if (info.ssi_signo == SIGUSR1) {
         if (on_reopen_signal_) on_reopen_signal_();
+        continue;
+      }
+      if (info.ssi_signo == SIGUSR2) {
+        if (on_replaced_signal_) on_replaced_signal_();
         continue;
       }
       spdlog::info("signal {}: stopping", info.ssi_signo);

@@ -72,6 +72,9 @@ class ProcessLoop {
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
   // Called on SIGUSR1 (the supervisor passes it on): reopen log files.
   void on_reopen_signal(std::function<void()> hook) { on_reopen_signal_ = std::move(hook); }
+  // Called on SIGUSR2 (the supervisor's, to a generation it replaced on
+  // reload): finish what is held, taking nothing new; ignored when unset.
+  void on_replaced_signal(std::function<void()> hook) { on_replaced_signal_ = std::move(hook); }
   // Called with the slot of another process that died (the supervisor
   // counted it and rang our doorbell), before anything it handled is
   // answered by its successor: the caller answers for what died with it.
@@ -157,6 +160,7 @@ class ProcessLoop {
   std::function<bool()> after_drain_;
   std::function<void()> on_stop_signal_;
   std::function<void()> on_reopen_signal_;
+  std::function<void()> on_replaced_signal_;
   std::function<void(std::uint32_t)> on_peer_death_;
   std::uint32_t deaths_seen_ = 0;
   std::vector<std::uint32_t> restarts_seen_;  // by slot

@@ -28,6 +28,8 @@ ServiceNotifier::ServiceNotifier(asio::io_context& io) : watchdog_(io) {
 
 void ServiceNotifier::ready(const std::string& status) { notify("READY=1\nSTATUS=" + status); }
 
+void ServiceNotifier::reloading() { notify("RELOADING=1\nSTATUS=reloading: a new generation starts"); }
+
 void ServiceNotifier::stopping() {
   notify("STOPPING=1\nSTATUS=stopping: answering what is in flight");
   // Until the last child is gone, the service manager's stop timeout

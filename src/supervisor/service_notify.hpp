@@ -18,6 +18,7 @@ class ServiceNotifier {
   explicit ServiceNotifier(asio::io_context& io);
   void ready(const std::string& status);
   void stopping();
+  void reloading();  // RELOADING=1; ready() ends it
 
  private:
   void ping();

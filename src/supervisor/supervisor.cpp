@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <system_error>
 
@@ -66,66 +67,91 @@ void Supervisor::RemoveSegment::operator()(transport::Segment* segment) const {
   delete segment;
 }
 
-Supervisor::Supervisor(const Config& config, const plugin::PluginSet& plugins)
-    : io_(),
-      config_(config),
-      topology_(config.listener_workers,
-                static_cast<std::uint32_t>(
-                    plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas).size()),
-                config.clustered()),
-      signals_(io_, SIGCHLD, SIGTERM, SIGINT),
-      kill_timer_(io_),
-      ready_timer_(io_),
-      blob_sweep_(io_),
-      service_(io_) {
+Supervisor::Generation::~Generation() {
+  std::error_code ec;
+  if (!plan.code_dir.empty()) std::filesystem::remove_all(plan.code_dir, ec);
+}
+
+Supervisor::Supervisor(GenerationPlan first, PlanGeneration plan)
+    : io_(), plan_(std::move(plan)), signals_(io_, SIGCHLD, SIGTERM, SIGINT), blob_sweep_(io_), service_(io_) {
   signals_.add(SIGUSR1);  // passed on to the listeners (reopen_logs)
-  signals_.add(SIGHUP);   // reload is not built: caught, so that it ends nothing
-  raise_descriptor_limit();
+  signals_.add(SIGHUP);   // reload: a new generation
+  raise_descriptor_limit(first.config);
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
-  segment_.reset(
-      new transport::Segment(create_segment(topology_, config, static_cast<std::uint32_t>(plugins.routes().size()))));
-  for (std::uint32_t s = 0; s < topology_.process_slots(); ++s) {
+  auto g = make_generation(std::move(first), next_number_++);
+  const Config& config = g->config();
+  bind_listen_socket(config);
+  if (!config.unix_socket.empty()) {
+    unix_fd_ = bind_unix_socket(config.unix_socket, "EDRI_UNIX_SOCKET");
+    unix_path_ = config.unix_socket;
+  }
+  if (!config.admin_socket.empty()) {
+    admin_fd_ = bind_unix_socket(config.admin_socket, "EDRI_ADMIN_SOCKET");
+    admin_path_ = config.admin_socket;
+  }
+  generations_.push_back(std::move(g));
+}
+
+std::unique_ptr<Supervisor::Generation> Supervisor::make_generation(GenerationPlan plan, unsigned number) {
+  const Config& config = plan.config;
+  const auto& plugins = *plan.plugins;
+  transport::Topology topology(
+      config.listener_workers,
+      static_cast<std::uint32_t>(
+          plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas).size()),
+      config.clustered());
+  auto g = std::make_unique<Generation>(std::move(plan), std::move(topology), number);
+  const auto routes = static_cast<std::uint32_t>(g->plan.plugins->routes().size());
+  g->segment.reset(new transport::Segment(create_segment(g->topology, g->config(), routes)));
+  for (std::uint32_t s = 0; s < g->topology.process_slots(); ++s) {
     // Inherited by every child (no CLOEXEC): slot s's doorbell.
     UniqueFd fd(::eventfd(0, EFD_NONBLOCK));
     if (!fd) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-    doorbells_.push_back(std::move(fd));
+    g->doorbells.push_back(std::move(fd));
   }
-  if (config.blob_bytes > 0)
-    blobs_ = std::make_unique<transport::BlobArena>(transport::BlobArena::create(config.blob_bytes));
-  prepare_upload_path();
-  bind_listen_socket();
-  if (!config_.unix_socket.empty()) unix_fd_ = bind_unix_socket(config_.unix_socket, "EDRI_UNIX_SOCKET");
-  if (!config_.admin_socket.empty()) admin_fd_ = bind_unix_socket(config_.admin_socket, "EDRI_ADMIN_SOCKET");
+  if (g->config().blob_bytes > 0)
+    g->blobs = std::make_unique<transport::BlobArena>(transport::BlobArena::create(g->config().blob_bytes));
+  prepare_upload_path(g->config());
+  g->ready_timer = std::make_unique<asio::steady_timer>(io_);
+  g->kill_timer = std::make_unique<asio::steady_timer>(io_);
+  add_children(*g);
+  return g;
+}
 
-  auto add = [this](std::uint32_t slot, std::string title) {
+void Supervisor::add_children(Generation& g) {
+  const Config& config = g.config();
+  const auto& plugins = *g.plan.plugins;
+  const auto& topology = g.topology;
+  auto add = [this, &g](std::uint32_t slot, std::string title) {
     Child c;
+    c.generation = &g;
     c.slot = slot;
     c.title = std::move(title);
     c.restart_timer = std::make_unique<asio::steady_timer>(io_);
-    children_.push_back(std::move(c));
+    g.children.push_back(std::move(c));
   };
   const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
   const auto titles = plugin::manager_titles(domains);
   const auto hosted = plugin::listener_hosted_managers(domains, config.listener_domains);
   std::vector<std::uint32_t> guests;
   std::string guest_titles;  // what ps shows after "listener"
-  for (std::uint32_t j = 0; j < topology_.managers(); ++j) {
+  for (std::uint32_t j = 0; j < topology.managers(); ++j) {
     if (std::find(hosted.begin(), hosted.end(), j) == hosted.end()) {
-      add(topology_.manager_slot(j), "edri-server: manager " + titles[j]);
+      add(topology.manager_slot(j), "edri-server: manager " + titles[j]);
       continue;
     }
-    guests.push_back(topology_.manager_slot(j));
+    guests.push_back(topology.manager_slot(j));
     guest_titles += " + " + titles[j];
   }
-  if (topology_.has_switch()) add(topology_.switch_slot(), "edri-server: switch");
+  if (topology.has_switch()) add(topology.switch_slot(), "edri-server: switch");
   add(Topology::kRouter, "edri-server: router");
   add(Topology::kBroker, "edri-server: broker");
-  for (std::uint32_t i = 0; i < topology_.listeners(); ++i)
-    add(topology_.listener_slot(i), topology_.listeners() == 1 ? "edri-server: listener" + guest_titles
-                                                               : "edri-server: listener " + std::to_string(i));
+  for (std::uint32_t i = 0; i < topology.listeners(); ++i)
+    add(topology.listener_slot(i), topology.listeners() == 1 ? "edri-server: listener" + guest_titles
+                                                             : "edri-server: listener " + std::to_string(i));
   // One listener when there are guests (checked at start-up).
-  if (!guests.empty()) children_.back().guests = std::move(guests);
+  if (!guests.empty()) g.children.back().guests = std::move(guests);
 }
 
 std::vector<std::uint32_t> Supervisor::slots_of(const Child& c) {
@@ -136,7 +162,7 @@ std::vector<std::uint32_t> Supervisor::slots_of(const Child& c) {
 
 Supervisor::~Supervisor() { remove_unix_sockets(); }
 
-void Supervisor::raise_descriptor_limit() {
+void Supervisor::raise_descriptor_limit(const Config& config) {
   // Every connection is a descriptor: take all the system allows (the
   // children inherit it), and say so when that is below what
   // EDRI_MAX_CONNECTIONS promises.
@@ -146,7 +172,7 @@ void Supervisor::raise_descriptor_limit() {
     lim.rlim_cur = lim.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::getrlimit(RLIMIT_NOFILE, &lim);
   }
-  const rlim_t per_listener = config_.connections_per_listener();
+  const rlim_t per_listener = config.connections_per_listener();
   if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < per_listener + 256)
     spdlog::warn(
         "the descriptor limit ({}) is below EDRI_MAX_CONNECTIONS per listener ({}) plus what a listener "
@@ -155,8 +181,8 @@ void Supervisor::raise_descriptor_limit() {
 }
 
 void Supervisor::remove_unix_sockets() {
-  if (unix_fd_) ::unlink(config_.unix_socket.c_str());
-  if (admin_fd_) ::unlink(config_.admin_socket.c_str());
+  if (unix_fd_) ::unlink(unix_path_.c_str());
+  if (admin_fd_) ::unlink(admin_path_.c_str());
 }
 
 UniqueFd Supervisor::bind_unix_socket(const std::string& path, const char* setting) {
@@ -177,15 +203,15 @@ UniqueFd Supervisor::bind_unix_socket(const std::string& path, const char* setti
   return fd;
 }
 
-void Supervisor::bind_listen_socket() {
+void Supervisor::bind_listen_socket(const Config& config) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  const std::string port = std::to_string(config_.port);
-  if (int rc = ::getaddrinfo(config_.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    throw ConfigError("EDRI_HOST=" + config_.host + ": " + ::gai_strerror(rc));
+  const std::string port = std::to_string(config.port);
+  if (int rc = ::getaddrinfo(config.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    throw ConfigError("EDRI_HOST=" + config.host + ": " + ::gai_strerror(rc));
   std::string last_error = "no address";
   for (addrinfo* a = res; a; a = a->ai_next) {
     UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol));
@@ -199,7 +225,7 @@ void Supervisor::bind_listen_socket() {
     last_error = std::strerror(errno);
   }
   ::freeaddrinfo(res);
-  if (!listen_fd_) throw std::runtime_error("cannot listen on " + config_.host + ":" + port + ": " + last_error);
+  if (!listen_fd_) throw std::runtime_error("cannot listen on " + config.host + ":" + port + ": " + last_error);
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
@@ -208,9 +234,10 @@ void Supervisor::bind_listen_socket() {
 }
 
 void Supervisor::spawn(Child& c) {
+  Generation& g = *c.generation;
   const pid_t parent = ::getpid();
   // Readiness is the child's to announce (ProcessLoop::run).
-  for (const auto slot : slots_of(c)) segment_->doorbell(slot).pid.store(0, std::memory_order_relaxed);
+  for (const auto slot : slots_of(c)) g.segment->doorbell(slot).pid.store(0, std::memory_order_relaxed);
   const pid_t pid = ::fork();
   if (pid < 0) {
     spdlog::error("fork for {} failed: {}", c.title, std::strerror(errno));
@@ -220,24 +247,37 @@ void Supervisor::spawn(Child& c) {
     // Child: die with the supervisor, whatever kills it.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
-    ::setenv("EDRI_INTERNAL_INSTANCE", segment_->name().c_str(), 1);
-    ::setenv("EDRI_INTERNAL_DOORBELLS", join(doorbells_).c_str(), 1);
+    // The generation's environment, whatever the supervisor's is now (a
+    // reload planned since may have changed it).
+    ::clearenv();
+    for (const auto& entry : g.plan.environment) ::putenv(const_cast<char*>(entry.c_str()));
+    // Another generation's doorbells and blob area are not this child's:
+    // held, they would keep that generation's memory after it ends.
+    for (const auto& other : generations_) {
+      if (other.get() == &g) continue;
+      for (const auto& fd : other->doorbells) ::close(fd.get());
+      if (other->blobs) ::close(other->blobs->fd());
+    }
+    ::setenv("EDRI_INTERNAL_INSTANCE", g.segment->name().c_str(), 1);
+    ::setenv("EDRI_INTERNAL_DOORBELLS", join(g.doorbells).c_str(), 1);
     ::setenv("EDRI_INTERNAL_LISTEN_FD", std::to_string(listen_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_ADMIN_FD", std::to_string(admin_fd_.get()).c_str(), 1);
-    ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(blobs_ ? blobs_->fd() : -1).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(g.blobs ? g.blobs->fd() : -1).c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
-             (std::to_string(topology_.listeners()) + ":" + std::to_string(topology_.managers()) + ":" +
-              (topology_.has_switch() ? "1" : "0"))
+             (std::to_string(g.topology.listeners()) + ":" + std::to_string(g.topology.managers()) + ":" +
+              (g.topology.has_switch() ? "1" : "0"))
                  .c_str(),
              1);
-    // Every signal unblocked but SIGUSR1: a child's loop takes it from a
-    // signalfd once it runs (the access log's reopen); until then, and in
-    // children without a loop, it waits instead of ending the process.
-    sigset_t reopen;
-    sigemptyset(&reopen);
-    sigaddset(&reopen, SIGUSR1);
-    ::sigprocmask(SIG_SETMASK, &reopen, nullptr);
+    // Every signal unblocked but SIGUSR1 and SIGUSR2: a child's loop takes
+    // them from a signalfd once it runs (the access log's reopen, a
+    // listener's drain on reload); until then, and in children without a
+    // loop, they wait instead of ending the process.
+    sigset_t kept;
+    sigemptyset(&kept);
+    sigaddset(&kept, SIGUSR1);
+    sigaddset(&kept, SIGUSR2);
+    ::sigprocmask(SIG_SETMASK, &kept, nullptr);
     // SIGHUP ignored, across exec: a hangup sent to the whole group (a
     // closing terminal, `systemctl kill -s HUP`) is the supervisor's alone.
     ::signal(SIGHUP, SIG_IGN);
@@ -249,13 +289,14 @@ void Supervisor::spawn(Child& c) {
   }
   c.pid = pid;
   c.started = std::chrono::steady_clock::now();
-  spdlog::debug("started {} (pid {})", c.title, pid);
+  spdlog::debug("started {} (pid {}, generation {})", c.title, pid, g.number);
   if (c.failures > 0) {
     // /health stops calling it a crash loop once this start lasts.
     c.restart_timer->expires_after(kStableAfter);
     c.restart_timer->async_wait([this, &c, pid](const boost::system::error_code& ec) {
       if (ec || c.pid != pid) return;
-      for (const auto slot : slots_of(c)) segment_->doorbell(slot).failures.store(0, std::memory_order_relaxed);
+      for (const auto slot : slots_of(c))
+        c.generation->segment->doorbell(slot).failures.store(0, std::memory_order_relaxed);
     });
   }
 }
@@ -264,9 +305,8 @@ int Supervisor::run() {
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (!ec) on_signal(sig);
   });
-  for (auto& c : children_) spawn(c);
-  if (blobs_) sweep_blobs();
-  announce_when_ready(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  start(serving());
+  sweep_blobs();
   io_.run();
   // Stopped: a stop signal from here on has nothing left to stop. Blocked,
   // it is dropped at exit; unblocked, it would meet the default action once
@@ -275,39 +315,64 @@ int Supervisor::run() {
   sigemptyset(&late);
   for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&late, s);
   ::sigprocmask(SIG_BLOCK, &late, nullptr);
-  transport::Segment::remove(segment_->name());
+  generations_.clear();  // their segments and plugin copies
   remove_unix_sockets();
   spdlog::info("stopped");
   return exit_status_;
 }
 
-void Supervisor::announce_when_ready(std::chrono::steady_clock::time_point give_up) {
+void Supervisor::start(Generation& g) {
+  for (auto& c : g.children) spawn(c);
+  announce_when_ready(g, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+}
+
+void Supervisor::announce_when_ready(Generation& g, std::chrono::steady_clock::time_point give_up) {
   // A child marks its doorbell slot with its pid when it enters its loop.
   bool ready = true;
-  for (const auto& c : children_)
+  for (const auto& c : g.children)
     for (const auto slot : slots_of(c))
       if (c.pid <= 0 ||
-          segment_->doorbell(slot).pid.load(std::memory_order_acquire) != static_cast<std::uint32_t>(c.pid))
+          g.segment->doorbell(slot).pid.load(std::memory_order_acquire) != static_cast<std::uint32_t>(c.pid))
         ready = false;
-  if (!ready && std::chrono::steady_clock::now() < give_up && !stopping_) {
-    ready_timer_.expires_after(std::chrono::milliseconds(2));
-    ready_timer_.async_wait([this, give_up](const boost::system::error_code& ec) {
-      if (!ec) announce_when_ready(give_up);
+  if (!ready && std::chrono::steady_clock::now() < give_up && !stopping_ && !g.draining) {
+    g.ready_timer->expires_after(std::chrono::milliseconds(2));
+    g.ready_timer->async_wait([this, &g, give_up](const boost::system::error_code& ec) {
+      if (!ec) announce_when_ready(g, give_up);
     });
     return;
   }
-  if (stopping_) return;
+  if (stopping_ || g.draining) return;
+  if (!ready && g.number > 1) {
+    // A reload whose processes do not come up serves nothing: the old
+    // generation stays.
+    spdlog::error("reload: generation {} did not start in 30 s; generation {} keeps serving", g.number,
+                  generations_.front()->number);
+    service_.ready("reload failed: serving as before");
+    return drain(g, SIGTERM);
+  }
   if (!ready) spdlog::warn("not every process reported ready in 30 s; serving anyway");
-  std::printf("edri: listening on http://%s:%u\n",
-              config_.host.find(':') != std::string::npos ? ("[" + config_.host + "]").c_str() : config_.host.c_str(),
-              bound_port_);
-  std::fflush(stdout);
-  service_.ready("serving on port " + std::to_string(bound_port_) + ", " + std::to_string(children_.size()) +
-                 " processes");
-  spdlog::info("{} processes ready, shared memory {}", children_.size(), segment_->name());
-  spdlog::info("placement: {}", choose_placement(config_, static_cast<std::uint32_t>(allowed_cpus().size()),
-                                                 child_processes(topology_, config_))
-                                    .describe(config_));
+  serve(g);
+}
+
+void Supervisor::serve(Generation& g) {
+  g.ready = true;
+  const Config& config = g.config();
+  if (g.number == 1) {
+    std::printf("edri: listening on http://%s:%u\n",
+                config.host.find(':') != std::string::npos ? ("[" + config.host + "]").c_str() : config.host.c_str(),
+                bound_port_);
+    std::fflush(stdout);
+  } else {
+    spdlog::info("reload: generation {} serves; the older ones finish what they hold", g.number);
+  }
+  service_.ready("serving on port " + std::to_string(bound_port_) + ", " + std::to_string(g.children.size()) +
+                 " processes, generation " + std::to_string(g.number));
+  spdlog::info("{} processes ready, shared memory {}", g.children.size(), g.segment->name());
+  spdlog::info("placement: {}", choose_placement(config, static_cast<std::uint32_t>(allowed_cpus().size()),
+                                                 child_processes(g.topology, config))
+                                    .describe(config));
+  for (auto& older : generations_)
+    if (older.get() != &g && !older->draining) drain(*older, SIGUSR2);
 }
 
 void Supervisor::on_signal(int sig) {
@@ -319,25 +384,82 @@ void Supervisor::on_signal(int sig) {
     return;
   }
   if (sig == SIGUSR1) return reopen_logs();
-  if (sig == SIGHUP) {
-    spdlog::warn("signal {}: reload is not built yet; nothing changes (restart to apply a new config or plugins)", sig);
-    return;
-  }
+  if (sig == SIGHUP) return reload();
   if (stopping_) {
     spdlog::warn("second stop signal: killing every child");
-    for (auto& c : children_)
-      if (c.pid > 0) ::kill(c.pid, SIGKILL);
+    for (auto& g : generations_)
+      for (auto& c : g->children)
+        if (c.pid > 0) ::kill(c.pid, SIGKILL);
     return;
   }
   spdlog::info("signal {}: stopping", sig);
   stop_children();
 }
 
+void Supervisor::reload() {
+  if (stopping_) return;
+  if (!serving().ready) {
+    spdlog::warn("signal {}: a generation is still starting; reload ignored", SIGHUP);
+    return;
+  }
+  spdlog::info("signal {}: reloading: the config file and the plugins again", SIGHUP);
+  service_.reloading();
+  try {
+    GenerationPlan plan = plan_();
+    if (const auto why = unreloadable(plan.config); !why.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(plan.code_dir, ec);
+      throw ConfigError(why);
+    }
+    generations_.push_back(make_generation(std::move(plan), next_number_++));
+  } catch (const std::exception& e) {
+    spdlog::error("reload failed, generation {} keeps serving: {}", serving().number, e.what());
+    service_.ready("reload failed: serving as before");
+    return;
+  }
+  start(serving());
+}
+
+std::string Supervisor::unreloadable(const Config& next) const {
+  const Config& now = generations_.front()->config();
+  if (next.host != now.host || next.port != now.port)
+    return "EDRI_HOST and EDRI_PORT cannot change on reload (the socket is bound once): restart to listen elsewhere";
+  if (next.unix_socket != now.unix_socket || next.admin_socket != now.admin_socket)
+    return "EDRI_UNIX_SOCKET and EDRI_ADMIN_SOCKET cannot change on reload: restart";
+  if (next.clustered() || now.clustered())
+    return "reload of an instance joined over NATS is not built: restart it (docs/operations.md)";
+  return {};
+}
+
+void Supervisor::drain(Generation& g, int listener_signal) {
+  if (g.draining) return;
+  g.draining = true;
+  for (auto& c : g.children) {
+    c.restart_timer->cancel();
+    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, listener_signal);
+  }
+  // Listeners take up to EDRI_SHUTDOWN_TIMEOUT; then what is left is killed.
+  const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::duration<double>(g.config().shutdown_timeout_s)) +
+                     std::chrono::seconds(5);
+  g.kill_timer->expires_after(grace);
+  g.kill_timer->async_wait([&g, grace](const boost::system::error_code& ec) {
+    if (ec) return;
+    for (auto& c : g.children)
+      if (c.pid > 0) {
+        spdlog::warn("{} (pid {}) did not stop in {} ms: killing it", c.title, c.pid, grace.count());
+        ::kill(c.pid, SIGKILL);
+      }
+  });
+  all_children_gone_check();
+}
+
 void Supervisor::reopen_logs() {
   if (stopping_) return;
   spdlog::info("signal {}: the listeners reopen their access logs", SIGUSR1);
-  for (const auto& c : children_)
-    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGUSR1);
+  for (const auto& g : generations_)
+    for (const auto& c : g->children)
+      if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGUSR1);
 }
 
 void Supervisor::stop_children() {
@@ -350,63 +472,62 @@ void Supervisor::stop_children() {
   remove_unix_sockets();
   // Listeners first: they finish what is in flight (up to
   // EDRI_SHUTDOWN_TIMEOUT), which needs the rest of the pipeline.
-  for (auto& c : children_) {
-    c.restart_timer->cancel();
-    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGTERM);
+  for (auto& g : generations_) {
+    g->draining = false;  // a replaced one stops as fast as the rest
+    drain(*g, SIGTERM);
   }
-  const auto grace =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)) +
-      std::chrono::seconds(5);
-  kill_timer_.expires_after(grace);
-  kill_timer_.async_wait([this, grace](const boost::system::error_code& ec) {
-    if (ec) return;
-    for (auto& c : children_)
-      if (c.pid > 0) {
-        spdlog::warn("{} (pid {}) did not stop in {} ms: killing it", c.title, c.pid, grace.count());
-        ::kill(c.pid, SIGKILL);
-      }
-  });
   all_children_gone_check();
 }
 
 bool Supervisor::is_listener(const Child& c) const {
-  return c.slot >= topology_.listener_slot(0) && c.slot < topology_.listener_slot(0) + topology_.listeners();
+  const auto& t = c.generation->topology;
+  return c.slot >= t.listener_slot(0) && c.slot < t.listener_slot(0) + t.listeners();
 }
 
 void Supervisor::all_children_gone_check() {
-  if (!stopping_) return;
-  bool listeners_left = false;
-  bool any_left = false;
-  for (const auto& c : children_) {
-    if (c.pid <= 0) continue;
-    any_left = true;
-    listeners_left = listeners_left || is_listener(c);
+  for (auto it = generations_.begin(); it != generations_.end();) {
+    Generation& g = **it;
+    bool listeners_left = false;
+    bool any_left = false;
+    for (const auto& c : g.children) {
+      if (c.pid <= 0) continue;
+      any_left = true;
+      listeners_left = listeners_left || is_listener(c);
+    }
+    if (g.draining && !listeners_left && !g.others_stopped && any_left) {
+      // Nothing is in flight any more: the rest stop now.
+      g.others_stopped = true;
+      for (auto& c : g.children)
+        if (c.pid > 0) ::kill(c.pid, SIGTERM);
+    }
+    if (!g.draining || any_left) {
+      ++it;
+      continue;
+    }
+    g.kill_timer->cancel();
+    if (!stopping_) spdlog::info("generation {} finished and stopped", g.number);
+    it = generations_.erase(it);
   }
-  if (!listeners_left && !others_stopped_ && any_left) {
-    // Nothing is in flight any more: the rest stop now.
-    others_stopped_ = true;
-    for (auto& c : children_)
-      if (c.pid > 0) ::kill(c.pid, SIGTERM);
-  }
-  if (any_left) return;
-  kill_timer_.cancel();
-  io_.stop();
+  if (stopping_ && generations_.empty()) io_.stop();
 }
 
 void Supervisor::sweep_blobs() {
   // A blob its producer made and nobody claimed for longer than any answer
   // may take was dropped on the way (a hop gave up on its message).
-  const auto stale = static_cast<std::uint32_t>(config_.api_response_timeout_s) + 5;
-  if (const auto blocks = blobs_->reclaim_unclaimed(stale))
-    spdlog::warn("freed {} KiB of blobs nobody took for {} s", blocks * transport::kBlobBlockBytes / 1024, stale);
+  for (auto& g : generations_) {
+    if (!g->blobs) continue;
+    const auto stale = static_cast<std::uint32_t>(g->config().api_response_timeout_s) + 5;
+    if (const auto blocks = g->blobs->reclaim_unclaimed(stale))
+      spdlog::warn("freed {} KiB of blobs nobody took for {} s", blocks * transport::kBlobBlockBytes / 1024, stale);
+  }
   blob_sweep_.expires_after(std::chrono::seconds(1));
   blob_sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !stopping_) sweep_blobs();
   });
 }
 
-void Supervisor::prepare_upload_path() {
-  const auto& dir = config_.upload_path;
+void Supervisor::prepare_upload_path(const Config& config) {
+  const auto& dir = config.upload_path;
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": cannot create it: " + std::strerror(errno));
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
@@ -415,13 +536,13 @@ void Supervisor::prepare_upload_path() {
     spdlog::warn("removed {} upload files in {} left by listeners that died", files, dir);
 }
 
-void Supervisor::announce_death() {
+void Supervisor::announce_death(Generation& g) {
   // After the slot's restart count: a process that sees the new death count
   // finds which slot changed.
-  segment_->header().deaths.fetch_add(1, std::memory_order_release);
+  g.segment->header().deaths.fetch_add(1, std::memory_order_release);
   const std::uint64_t one = 1;
-  for (const auto& c : children_)
-    if (c.pid > 0 && ::write(doorbells_[c.slot].get(), &one, sizeof one) < 0)
+  for (const auto& c : g.children)
+    if (c.pid > 0 && ::write(g.doorbells[c.slot].get(), &one, sizeof one) < 0)
       spdlog::debug("cannot ring {}: {}", c.title, std::strerror(errno));
 }
 
@@ -430,59 +551,72 @@ void Supervisor::reap() {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
-    if (blobs_) {
+    Child* dead = nullptr;
+    for (auto& g : generations_)
+      for (auto& c : g->children)
+        if (c.pid == pid) dead = &c;
+    if (!dead) continue;  // a worker process's, or a child of a generation gone
+    dead->pid = -1;
+    Generation& g = *dead->generation;
+    if (g.blobs) {
       // What it held is nobody's now.
-      if (const auto blocks = blobs_->reclaim_dead(pid))
+      if (const auto blocks = g.blobs->reclaim_dead(pid))
         spdlog::warn("freed {} KiB of blobs held by pid {}", blocks * transport::kBlobBlockBytes / 1024, pid);
     }
-    if (const auto files = remove_upload_files_of(config_.upload_path, pid))
+    if (const auto files = remove_upload_files_of(g.config().upload_path, pid))
       spdlog::warn("removed {} upload files left by pid {}", files, pid);
-    for (auto& c : children_) {
-      if (c.pid != pid) continue;
-      c.pid = -1;
-      if (stopping_) break;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == kExitStartFailed) {
-        // What a plugin declared cannot start (its message is above):
-        // restarting would fail alike, for ever.
-        spdlog::critical("{} could not start: stopping", c.title);
-        std::fprintf(stderr, "edri-server: %s could not start (a start hook failed; see the log above)\n",
-                     c.title.c_str());
-        exit_status_ = 3;
-        stop_children();
-        break;
-      }
-      const auto lived = std::chrono::steady_clock::now() - c.started;
-      c.failures = lived > kStableAfter ? 0 : c.failures + 1;
-      const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));
-      const std::string loop = c.failures >= transport::kCrashLoopFailures
-                                   ? fmt::format(" (crash loop: {} deaths in a row, each within {} s of its start)",
-                                                 c.failures, kStableAfter.count())
-                                   : std::string();
-      if (WIFSIGNALED(status))
-        spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms{}", c.title, pid, WTERMSIG(status),
-                      delay.count(), loop);
-      else
-        spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms{}", c.title, pid, WEXITSTATUS(status),
-                      delay.count(), loop);
-      // Its guests died with it: each is a death of its own to the others.
-      for (const auto slot : slots_of(c)) {
-        auto& d = segment_->doorbell(slot);
-        d.failures.store(c.failures, std::memory_order_relaxed);
-        d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
-        d.restarts.fetch_add(1, std::memory_order_relaxed);
-      }
-      announce_death();
-      c.restart_timer->expires_after(delay);
-      c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
-        if (ec || stopping_) return;
-        for (const auto slot : slots_of(c))
-          segment_->doorbell(slot).restart_delay_ms.store(0, std::memory_order_relaxed);
-        spawn(c);
-      });
-      break;
-    }
+    // May stop or drain a generation, and remove one: nothing of it is
+    // touched after.
+    if (!stopping_ && !g.draining) restart_later(*dead, status, pid);
   }
   all_children_gone_check();
+}
+
+void Supervisor::restart_later(Child& c, int status, pid_t pid) {
+  Generation& g = *c.generation;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitStartFailed) {
+    // What a plugin declared cannot start (its message is above):
+    // restarting would fail alike, for ever.
+    if (!g.ready && g.number > 1) {
+      spdlog::error("reload: {} of generation {} could not start; generation {} keeps serving", c.title, g.number,
+                    generations_.front()->number);
+      service_.ready("reload failed: serving as before");
+      return drain(g, SIGTERM);
+    }
+    spdlog::critical("{} could not start: stopping", c.title);
+    std::fprintf(stderr, "edri-server: %s could not start (a start hook failed; see the log above)\n", c.title.c_str());
+    exit_status_ = 3;
+    stop_children();
+    return;
+  }
+  const auto lived = std::chrono::steady_clock::now() - c.started;
+  c.failures = lived > kStableAfter ? 0 : c.failures + 1;
+  const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));
+  const std::string loop = c.failures >= transport::kCrashLoopFailures
+                               ? fmt::format(" (crash loop: {} deaths in a row, each within {} s of its start)",
+                                             c.failures, kStableAfter.count())
+                               : std::string();
+  if (WIFSIGNALED(status))
+    spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms{}", c.title, pid, WTERMSIG(status),
+                  delay.count(), loop);
+  else
+    spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms{}", c.title, pid, WEXITSTATUS(status),
+                  delay.count(), loop);
+  // Its guests died with it: each is a death of its own to the others.
+  for (const auto slot : slots_of(c)) {
+    auto& d = g.segment->doorbell(slot);
+    d.failures.store(c.failures, std::memory_order_relaxed);
+    d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
+    d.restarts.fetch_add(1, std::memory_order_relaxed);
+  }
+  announce_death(g);
+  c.restart_timer->expires_after(delay);
+  c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
+    if (ec || stopping_ || c.generation->draining) return;
+    for (const auto slot : slots_of(c))
+      c.generation->segment->doorbell(slot).restart_delay_ms.store(0, std::memory_order_relaxed);
+    spawn(c);
+  });
 }
 
 }  // namespace edri::supervisor

@@ -1,11 +1,20 @@
 // Supervisor: the process the user starts.
 //
-// It binds the listening socket, creates the shared-memory segment and one
-// eventfd doorbell per process slot, then forks and execs one child per
-// slot (`edri-server: router`, `edri-server: manager notes`, ...). A child
-// that dies is restarted with backoff; the socket, segment and doorbells
-// outlive it, so its replacement takes over its channels. SIGTERM or SIGINT
-// stops every child, removes the segment and exits 0.
+// It binds the listening socket, then runs generations of processes. A
+// generation is a shared-memory segment, one eventfd doorbell per process
+// slot and one child per slot (`edri-server: router`, `edri-server: manager
+// notes`, ...), forked and exec'd with the generation's environment and
+// its copies of the plugins. A child that dies is restarted with backoff
+// from the same copies; the socket, segment and doorbells outlive it, so
+// its replacement takes over its channels.
+//
+// SIGHUP plans a new generation (the config file read again, the plugins
+// copied again, every start-up check) and starts it beside the serving
+// one on the same sockets; once it serves, the old one drains: its
+// listeners take no new connections, answer what they hold and close each
+// connection between requests, then its other processes stop and its
+// segment goes. A plan or a start that fails leaves the old generation
+// serving. SIGTERM or SIGINT stops every generation and exits 0.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +27,7 @@
 #include "plugin/plugin_set.hpp"
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
+#include "supervisor/generation_plan.hpp"
 #include "supervisor/service_notify.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
@@ -28,14 +38,17 @@ namespace edri::supervisor {
 
 class Supervisor {
  public:
-  Supervisor(const Config& config, const plugin::PluginSet& plugins);
+  // `first`: the generation to start with; `plan`: how to plan the next.
+  Supervisor(GenerationPlan first, PlanGeneration plan);
   ~Supervisor();
 
   // Runs until stopped by a signal. Returns the process exit status.
   int run();
 
  private:
+  struct Generation;
   struct Child {
+    Generation* generation = nullptr;
     std::uint32_t slot;
     // Slots its process runs besides its own: the managers inside the
     // listener (EDRI_LISTENER_DOMAINS). They start, serve and die with it.
@@ -46,9 +59,42 @@ class Supervisor {
     std::chrono::steady_clock::time_point started;
     std::unique_ptr<asio::steady_timer> restart_timer;
   };
+  // Takes the segment's name out of /dev/shm with the object, also when
+  // start-up fails after creating it (port in use, EDRI_HOST unresolvable):
+  // each failed start left ~60 MiB there (issue 35).
+  struct RemoveSegment {
+    void operator()(transport::Segment* segment) const;
+  };
+  struct Generation {
+    Generation(GenerationPlan p, transport::Topology t, unsigned n)
+        : number(n), plan(std::move(p)), topology(std::move(t)) {}
+    ~Generation();  // removes its plugin copies (its segment goes with `segment`)
+    Generation(const Generation&) = delete;
+    Generation& operator=(const Generation&) = delete;
+    unsigned number;
+    GenerationPlan plan;
+    transport::Topology topology;
+    std::unique_ptr<transport::Segment, RemoveSegment> segment;
+    std::vector<UniqueFd> doorbells;  // inherited by its children (no CLOEXEC)
+    // Large bodies (transport/blob_layout.hpp); blobs of a dead child and
+    // blobs lost in transit are freed here.
+    std::unique_ptr<transport::BlobArena> blobs;
+    std::vector<Child> children;
+    std::unique_ptr<asio::steady_timer> ready_timer;
+    std::unique_ptr<asio::steady_timer> kill_timer;
+    bool ready = false;
+    bool draining = false;        // replaced, or the server stops
+    bool others_stopped = false;  // its non-listeners were sent SIGTERM
+    const Config& config() const { return plan.config; }
+  };
 
-  void raise_descriptor_limit();
-  void bind_listen_socket();
+  std::unique_ptr<Generation> make_generation(GenerationPlan plan, unsigned number);
+  void add_children(Generation& g);
+  void start(Generation& g);
+  Generation& serving() { return *generations_.back(); }
+
+  void raise_descriptor_limit(const Config& config);
+  void bind_listen_socket(const Config& config);
   // A listening Unix socket at `path` (a stale socket file replaced), for
   // the setting named `setting`.
   static UniqueFd bind_unix_socket(const std::string& path, const char* setting);
@@ -58,52 +104,52 @@ class Supervisor {
   static std::vector<std::uint32_t> slots_of(const Child& c);
   void on_signal(int sig);
   void reap();
+  void restart_later(Child& c, int status, pid_t pid);
   // Counts a death in the segment and wakes every child to look at it.
-  void announce_death();
+  void announce_death(Generation& g);
   // A start that lives this long ends a run of quick deaths.
   static constexpr std::chrono::seconds kStableAfter{10};
   // Creates EDRI_UPLOAD_FILES_PATH if needed, checks it is writable and
   // removes what listeners that died left in it.
-  void prepare_upload_path();
-  // SIGTERM: the port stops accepting, listeners finish what is in flight,
-  // then the others stop.
+  static void prepare_upload_path(const Config& config);
+  // SIGHUP: plans and starts a new generation; the serving one drains once
+  // it serves.
+  void reload();
+  // Why the new generation cannot share this instance's sockets, or "".
+  std::string unreloadable(const Config& next) const;
+  // Its listeners finish what they hold (SIGUSR2 when replaced, between
+  // requests; SIGTERM when the server stops), then the rest stop.
+  void drain(Generation& g, int listener_signal);
+  // SIGTERM: the port stops accepting, every generation drains.
   void stop_children();
   // SIGUSR1: each listener reopens its access log (log rotation).
   void reopen_logs();
   bool is_listener(const Child& c) const;
+  // Moves draining generations on (the rest stop once the listeners are
+  // gone; one with no process left is removed) and stops the loop once
+  // the server stops and nothing is left.
   void all_children_gone_check();
-  // Prints the "listening" line once every child runs its loop.
-  void announce_when_ready(std::chrono::steady_clock::time_point give_up);
+  // Says "listening" (or that a reload serves) once every child of `g`
+  // runs its loop.
+  void announce_when_ready(Generation& g, std::chrono::steady_clock::time_point give_up);
+  void serve(Generation& g);
   void sweep_blobs();
 
   // First member: Asio objects below (timers, signals) must die before it.
   asio::io_context io_;
-  const Config& config_;
-  transport::Topology topology_;
-  // Takes the segment's name out of /dev/shm with the object, also when
-  // start-up fails after creating it (port in use, EDRI_HOST unresolvable):
-  // each failed start left ~60 MiB there (issue 35).
-  struct RemoveSegment {
-    void operator()(transport::Segment* segment) const;
-  };
-  std::unique_ptr<transport::Segment, RemoveSegment> segment_;
-  std::vector<UniqueFd> doorbells_;  // inherited by every child (no CLOEXEC)
+  PlanGeneration plan_;
+  std::vector<std::unique_ptr<Generation>> generations_;  // the last one serves
+  unsigned next_number_ = 1;
   UniqueFd listen_fd_;
   UniqueFd unix_fd_;   // EDRI_UNIX_SOCKET, when set
   UniqueFd admin_fd_;  // EDRI_ADMIN_SOCKET, when set
+  std::string unix_path_, admin_path_;
   std::uint16_t bound_port_ = 0;
-  std::vector<Child> children_;
   asio::signal_set signals_;
-  asio::steady_timer kill_timer_;
-  asio::steady_timer ready_timer_;
-  // Large bodies (transport/blob_layout.hpp); blobs of a dead child and
-  // blobs lost in transit are freed here.
-  std::unique_ptr<transport::BlobArena> blobs_;
   asio::steady_timer blob_sweep_;
   ServiceNotifier service_;
   bool stopping_ = false;
-  int exit_status_ = 0;          // run()'s: non-zero once a child could not start
-  bool others_stopped_ = false;  // the non-listeners were sent SIGTERM
+  int exit_status_ = 0;  // run()'s: non-zero once a child could not start
 };
 
 }  // namespace edri::supervisor

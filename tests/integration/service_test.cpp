@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/http_client.hpp"
@@ -73,16 +74,32 @@ TEST_CASE("under systemd the server says READY when it serves, pings the watchdo
   CHECK(count_starting(last, "READY=1") == 0);
 }
 
-TEST_CASE("SIGHUP ends nothing: the server serves on, says why, and stops cleanly", "[service]") {
+TEST_CASE("SIGHUP to a child ends nothing: a hangup of the whole group is the supervisor's", "[service]") {
   ServerProcess server{{plugin_path("bench_app")}};
   const auto listener = server.child("listener");
-  ::kill(server.pid(), SIGHUP);
-  ::kill(listener, SIGHUP);  // as a hangup of the whole group would
-  CHECK(eventually([&] { return server.log().find("reload is not built yet") != std::string::npos; }));
+  const auto router = server.child("router");
+  ::kill(listener, SIGHUP);
+  ::kill(router, SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(http_get(server.port(), "/noop").status == 200);
   CHECK(server.child("listener") == listener);  // not restarted: it ignored the signal
+  CHECK(server.child("router") == router);
   CHECK(server.stop() == 0);
   CHECK(shm_segments(server.segment_prefix()).empty());
+}
+
+TEST_CASE("under systemd a reload says RELOADING, then READY once the new generation serves", "[service][reload]") {
+  NotifySocket notify;
+  ServerProcess server{{plugin_path("bench_app")}, {{"NOTIFY_SOCKET", notify.path}}};
+  REQUIRE(count_starting(notify.received(300), "READY=1") == 1);
+  ::kill(server.pid(), SIGHUP);
+  const auto said = notify.received(3000);
+  REQUIRE(said.size() >= 2);
+  CHECK(said[0].rfind("RELOADING=1", 0) == 0);
+  CHECK(count_starting(said, "READY=1") == 1);
+  for (const auto& m : said)
+    if (m.rfind("READY=1", 0) == 0) CHECK(m.find("generation 2") != std::string::npos);
+  CHECK(server.stop() == 0);
 }
 
 TEST_CASE("as an unprivileged user the server binds a port below 1024 with CAP_NET_BIND_SERVICE alone", "[service]") {
