@@ -194,9 +194,10 @@ void Answers::record(SlotInfo& info, int status, std::uint64_t bytes_out) {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - info.opened).count());
   std::size_t b = 0;
   while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
-  bump_owned(metrics_.header.latency[b]);
-  bump_owned(metrics_.header.latency_sum_us, us);
-  bump_owned(metrics_.header.latency_count);
+  auto* latency = metrics_.route_latency + std::size_t{row} * transport::kRouteLatencyCells;
+  bump_owned(latency[b]);
+  bump_owned(latency[transport::kLatencyBuckets], us);
+  bump_owned(latency[transport::kLatencyBuckets + 1]);
 }
 
 void Answers::count_refusal() {

@@ -164,6 +164,34 @@ BuiltinEndpoints::Answer BuiltinEndpoints::ready() const {
   return {ready ? 200 : 503, "application/json", j.dump()};
 }
 
+// One route's histogram, the listeners' cells summed; nothing for a route
+// no request took.
+void BuiltinEndpoints::route_latency(std::ostringstream& o, std::uint32_t row) const {
+  using namespace transport;
+  const auto listeners = segment_.header().listener_count;
+  std::uint64_t cells[kRouteLatencyCells] = {};
+  for (std::uint32_t l = 0; l < listeners; ++l) {
+    const auto* first = &segment_.route_latency(l, row);
+    for (std::size_t i = 0; i < kRouteLatencyCells; ++i) cells[i] += first[i].load(std::memory_order_relaxed);
+  }
+  const std::uint64_t count = cells[kLatencyBuckets + 1];
+  if (count == 0) return;
+  const std::string route = "route=\"" + label(route_labels_.at(row)) + "\"";
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+    cumulative += cells[b];
+    o << "edri_request_duration_seconds_bucket{" << route << ",le=\"";
+    if (b < std::size(kLatencyBucketsUs))
+      o << static_cast<double>(kLatencyBucketsUs[b]) / 1e6;
+    else
+      o << "+Inf";
+    o << "\"} " << cumulative << '\n';
+  }
+  o << "edri_request_duration_seconds_sum{" << route << "} " << static_cast<double>(cells[kLatencyBuckets]) / 1e6
+    << '\n'
+    << "edri_request_duration_seconds_count{" << route << "} " << count << '\n';
+}
+
 BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   using namespace transport;
   const auto& h = segment_.header();
@@ -181,25 +209,10 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
         << n << '\n';
     }
   }
-  o << "# HELP edri_request_duration_seconds Time from a request's arrival in the listener to its response.\n"
+  o << "# HELP edri_request_duration_seconds Time from a request's arrival in the listener to its response, by "
+       "route.\n"
        "# TYPE edri_request_duration_seconds histogram\n";
-  std::uint64_t cumulative = 0, sum_us = 0, count = 0;
-  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
-    for (std::uint32_t l = 0; l < h.listener_count; ++l)
-      cumulative += segment_.listener_metrics(l).latency[b].load(std::memory_order_relaxed);
-    o << "edri_request_duration_seconds_bucket{le=\"";
-    if (b < std::size(kLatencyBucketsUs))
-      o << static_cast<double>(kLatencyBucketsUs[b]) / 1e6;
-    else
-      o << "+Inf";
-    o << "\"} " << cumulative << '\n';
-  }
-  for (std::uint32_t l = 0; l < h.listener_count; ++l) {
-    sum_us += segment_.listener_metrics(l).latency_sum_us.load(std::memory_order_relaxed);
-    count += segment_.listener_metrics(l).latency_count.load(std::memory_order_relaxed);
-  }
-  o << "edri_request_duration_seconds_sum " << static_cast<double>(sum_us) / 1e6 << '\n'
-    << "edri_request_duration_seconds_count " << count << '\n';
+  for (std::uint32_t row = 0; row <= h.route_count; ++row) route_latency(o, row);
 
   o << "# HELP edri_client_output_bytes Bytes a listener holds unsent for its clients (EDRI_OUTPUT_BUFFER_TOTAL).\n"
        "# TYPE edri_client_output_bytes gauge\n";

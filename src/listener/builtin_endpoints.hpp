@@ -66,6 +66,7 @@ class BuiltinEndpoints {
   Answer health(bool pids) const;
   Answer ready() const;
   Answer metrics() const;
+  void route_latency(std::ostringstream& o, std::uint32_t row) const;
   // The switch's counters (docs/cluster.md), where the instance has one.
   void cluster_metrics(std::ostringstream& o) const;
   // What each process's loop did, and its CPU (builtin_loop_metrics.cpp).

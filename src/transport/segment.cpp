@@ -167,6 +167,11 @@ std::atomic<std::uint64_t>& Segment::request_counter(std::uint32_t listener, std
   return first[static_cast<std::size_t>(row) * kStatusColumns + column];
 }
 
+std::atomic<std::uint64_t>& Segment::route_latency(std::uint32_t listener, std::uint32_t row) const {
+  auto* counters_end = &request_counter(listener, header().route_count + 1, 0);
+  return counters_end[static_cast<std::size_t>(row) * kRouteLatencyCells];
+}
+
 ChannelProducer Segment::producer(std::uint32_t channel) const {
   if (channel >= header().channel_count) throw std::out_of_range("channel index");
   return ChannelProducer(&control(channel), ring_data(channel), ring_bytes());

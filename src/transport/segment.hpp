@@ -47,6 +47,8 @@ class Segment {
   ListenerMetricsHeader& listener_metrics(std::uint32_t listener) const;
   // Its counter for (route row, status column).
   std::atomic<std::uint64_t>& request_counter(std::uint32_t listener, std::uint32_t row, std::size_t column) const;
+  // The first of row `row`'s kRouteLatencyCells (shm_layout.hpp).
+  std::atomic<std::uint64_t>& route_latency(std::uint32_t listener, std::uint32_t row) const;
 
   ChannelProducer producer(std::uint32_t channel) const;
   ChannelConsumer consumer(std::uint32_t channel) const;

@@ -37,7 +37,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 8;
+inline constexpr std::uint32_t kLayoutVersion = 9;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -211,6 +211,10 @@ inline constexpr std::size_t kStatusColumns = std::size(kTrackedStatuses) + 1;
 inline constexpr std::uint64_t kLatencyBucketsUs[] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
 inline constexpr std::size_t kLatencyBuckets = std::size(kLatencyBucketsUs) + 1;
+// Each row's latency, after every row's status counters: its buckets'
+// counts (not cumulative; the reader sums), the sum in microseconds, the
+// count.
+inline constexpr std::size_t kRouteLatencyCells = kLatencyBuckets + 2;
 
 // gRPC's status codes, 0 (OK) to 16 (UNAUTHENTICATED).
 inline constexpr std::size_t kGrpcCodes = 17;
@@ -222,9 +226,6 @@ inline void bump_owned(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1
 }
 
 struct ListenerMetricsHeader {
-  std::atomic<std::uint64_t> latency[kLatencyBuckets];  // not cumulative; the reader sums
-  std::atomic<std::uint64_t> latency_sum_us;
-  std::atomic<std::uint64_t> latency_count;
   // Bytes the listener holds unsent for its clients now
   // (EDRI_OUTPUT_BUFFER_TOTAL bounds it), and the clients it closed for
   // falling too far behind.
@@ -249,7 +250,9 @@ struct ListenerMetricsHeader {
 };
 
 inline constexpr std::size_t listener_metrics_bytes(std::uint32_t route_count) {
-  return align_up(sizeof(ListenerMetricsHeader) + (route_count + 1) * kStatusColumns * sizeof(std::uint64_t), kPage);
+  return align_up(
+      sizeof(ListenerMetricsHeader) + (route_count + 1) * (kStatusColumns + kRouteLatencyCells) * sizeof(std::uint64_t),
+      kPage);
 }
 
 inline constexpr std::size_t metrics_offset(std::uint32_t channel_count, std::size_t ring_bytes) {

@@ -84,6 +84,7 @@ struct Fixture {
   EventSender sender{broker, router, {}, plugin::DirectRoutes{}, 0};
   transport::ListenerMetricsHeader metrics{};
   std::atomic<std::uint64_t> counters[2 * transport::kStatusColumns]{};
+  std::atomic<std::uint64_t> latency[2 * transport::kRouteLatencyCells]{};
   EventLoop loop;
   asio::io_context io;
   bool draining = false;
@@ -94,7 +95,8 @@ struct Fixture {
   FakeSink sink;
 
   explicit Fixture(std::vector<MiddlewareDecl> middlewares = {})
-      : answers(config, table, sender, nullptr, std::move(middlewares), Answers::Metrics{metrics, counters, 1}) {
+      : answers(config, table, sender, nullptr, std::move(middlewares),
+                Answers::Metrics{metrics, counters, 1, latency}) {
     SlotInfo info;
     info.route = 0;
     info.headers = "X-Middleware: in\r\n";
@@ -136,8 +138,8 @@ TEST_CASE("answers give a handler's answer once, with every header line, and cou
   CHECK(f.sink.body == R"({"id":1})");
   CHECK(f.sink.lines == "X-Handler: yes\r\nX-Middleware: in\r\nX-Status: 201\r\n");
   CHECK(f.count(201) == 1);
-  CHECK(f.metrics.latency_count.load() == 1);
-  f.answers.deliver(f.sink, e.view, {}, false);  // stale: the slot was answered
+  CHECK(f.latency[transport::kLatencyBuckets + 1].load() == 1);  // route 0's count
+  f.answers.deliver(f.sink, e.view, {}, false);                  // stale: the slot was answered
   CHECK(f.count(201) == 1);
 }
 
@@ -187,5 +189,6 @@ TEST_CASE("answers do not count a WebSocket command's answer", "[listener][answe
   CHECK(f.sink.status == 404);
   CHECK(f.sink.content_type == "application/problem+json");
   CHECK(f.count(404) == 0);
-  CHECK(f.metrics.latency_count.load() == 0);
+  for (std::size_t row = 0; row < 2; ++row)
+    CHECK(f.latency[row * transport::kRouteLatencyCells + transport::kLatencyBuckets + 1].load() == 0);
 }

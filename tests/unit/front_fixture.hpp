@@ -89,7 +89,8 @@ struct FrontFixture {
                             sender,
                             nullptr,
                             plugins.middlewares(),
-                            {segment.segment.listener_metrics(0), &segment.segment.request_counter(0, 0, 0), routes}};
+                            {segment.segment.listener_metrics(0), &segment.segment.request_counter(0, 0, 0), routes,
+                             &segment.segment.route_latency(0, 0)}};
   listener::StreamHub streams{config, sender};
   grpc::ServiceCatalog services{plugins.grpc_services()};
   listener::Gate gate{config, plugins};
