@@ -323,8 +323,7 @@ plugin::PluginSet load_plugins(const Config& config, const std::optional<ConfigF
   std::vector<std::string> variables;
   const auto server_variables = setting_names();
   for (const auto& s : plugins.settings()) {
-    const auto& names = server_variables;
-    if (std::find(names.begin(), names.end(), s.decl.variable) != names.end())
+    if (std::find(server_variables.begin(), server_variables.end(), s.decl.variable) != server_variables.end())
       throw plugin::PluginError("plugin " + s.plugin + ": setting " + s.decl.variable + " is the server's own");
     keys[s.plugin].push_back(s.decl.key);
     variables.push_back(s.decl.variable);

@@ -1,18 +1,10 @@
 #include "supervisor/supervisor.hpp"
 
 #include "runtime/placement.hpp"
-#include "runtime/upload_files.hpp"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -161,77 +153,6 @@ std::vector<std::uint32_t> Supervisor::slots_of(const Child& c) {
 }
 
 Supervisor::~Supervisor() { remove_unix_sockets(); }
-
-void Supervisor::raise_descriptor_limit(const Config& config) {
-  // Every connection is a descriptor: take all the system allows (the
-  // children inherit it), and say so when that is below what
-  // EDRI_MAX_CONNECTIONS promises.
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-  if (lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::getrlimit(RLIMIT_NOFILE, &lim);
-  }
-  const rlim_t per_listener = config.connections_per_listener();
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < per_listener + 256)
-    spdlog::warn(
-        "the descriptor limit ({}) is below EDRI_MAX_CONNECTIONS per listener ({}) plus what a listener "
-        "needs besides: past it, connections wait in the kernel's queue instead of getting a 503",
-        static_cast<unsigned long long>(lim.rlim_cur), static_cast<unsigned long long>(per_listener));
-}
-
-void Supervisor::remove_unix_sockets() {
-  if (unix_fd_) ::unlink(unix_path_.c_str());
-  if (admin_fd_) ::unlink(admin_path_.c_str());
-}
-
-UniqueFd Supervisor::bind_unix_socket(const std::string& path, const char* setting) {
-  // A socket file left by a dead instance is replaced; anything else at the
-  // path is not ours to remove.
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) throw ConfigError(std::string(setting) + "=" + path + ": exists and is not a socket");
-    ::unlink(path.c_str());
-  }
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0));
-  if (!fd) throw std::runtime_error(std::string("socket(AF_UNIX): ") + std::strerror(errno));
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd.get(), 4096) != 0)
-    throw ConfigError(std::string(setting) + "=" + path + ": cannot listen: " + std::strerror(errno));
-  return fd;
-}
-
-void Supervisor::bind_listen_socket(const Config& config) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(config.port);
-  if (int rc = ::getaddrinfo(config.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    throw ConfigError("EDRI_HOST=" + config.host + ": " + ::gai_strerror(rc));
-  std::string last_error = "no address";
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol));
-    if (!fd) continue;
-    int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), 4096) == 0) {
-      listen_fd_ = std::move(fd);
-      break;
-    }
-    last_error = std::strerror(errno);
-  }
-  ::freeaddrinfo(res);
-  if (!listen_fd_) throw std::runtime_error("cannot listen on " + config.host + ":" + port + ": " + last_error);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-  bound_port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-}
 
 void Supervisor::spawn(Child& c) {
   Generation& g = *c.generation;
@@ -523,99 +444,6 @@ void Supervisor::sweep_blobs() {
   blob_sweep_.expires_after(std::chrono::seconds(1));
   blob_sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !stopping_) sweep_blobs();
-  });
-}
-
-void Supervisor::prepare_upload_path(const Config& config) {
-  const auto& dir = config.upload_path;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": cannot create it: " + std::strerror(errno));
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw std::runtime_error("EDRI_UPLOAD_FILES_PATH=" + dir + ": not a writable directory: " + std::strerror(errno));
-  if (const auto files = remove_upload_files_of(dir, -1))
-    spdlog::warn("removed {} upload files in {} left by listeners that died", files, dir);
-}
-
-void Supervisor::announce_death(Generation& g) {
-  // After the slot's restart count: a process that sees the new death count
-  // finds which slot changed.
-  g.segment->header().deaths.fetch_add(1, std::memory_order_release);
-  const std::uint64_t one = 1;
-  for (const auto& c : g.children)
-    if (c.pid > 0 && ::write(g.doorbells[c.slot].get(), &one, sizeof one) < 0)
-      spdlog::debug("cannot ring {}: {}", c.title, std::strerror(errno));
-}
-
-void Supervisor::reap() {
-  for (;;) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) break;
-    Child* dead = nullptr;
-    for (auto& g : generations_)
-      for (auto& c : g->children)
-        if (c.pid == pid) dead = &c;
-    if (!dead) continue;  // a worker process's, or a child of a generation gone
-    dead->pid = -1;
-    Generation& g = *dead->generation;
-    if (g.blobs) {
-      // What it held is nobody's now.
-      if (const auto blocks = g.blobs->reclaim_dead(pid))
-        spdlog::warn("freed {} KiB of blobs held by pid {}", blocks * transport::kBlobBlockBytes / 1024, pid);
-    }
-    if (const auto files = remove_upload_files_of(g.config().upload_path, pid))
-      spdlog::warn("removed {} upload files left by pid {}", files, pid);
-    // May stop or drain a generation, and remove one: nothing of it is
-    // touched after.
-    if (!stopping_ && !g.draining) restart_later(*dead, status, pid);
-  }
-  all_children_gone_check();
-}
-
-void Supervisor::restart_later(Child& c, int status, pid_t pid) {
-  Generation& g = *c.generation;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitStartFailed) {
-    // What a plugin declared cannot start (its message is above):
-    // restarting would fail alike, for ever.
-    if (!g.ready && g.number > 1) {
-      spdlog::error("reload: {} of generation {} could not start; generation {} keeps serving", c.title, g.number,
-                    generations_.front()->number);
-      service_.ready("reload failed: serving as before");
-      return drain(g, SIGTERM);
-    }
-    spdlog::critical("{} could not start: stopping", c.title);
-    std::fprintf(stderr, "edri-server: %s could not start (a start hook failed; see the log above)\n", c.title.c_str());
-    exit_status_ = 3;
-    stop_children();
-    return;
-  }
-  const auto lived = std::chrono::steady_clock::now() - c.started;
-  c.failures = lived > kStableAfter ? 0 : c.failures + 1;
-  const auto delay = std::chrono::milliseconds(std::min(5000, 50 << std::min(c.failures, 7u)));
-  const std::string loop = c.failures >= transport::kCrashLoopFailures
-                               ? fmt::format(" (crash loop: {} deaths in a row, each within {} s of its start)",
-                                             c.failures, kStableAfter.count())
-                               : std::string();
-  if (WIFSIGNALED(status))
-    spdlog::error("{} (pid {}) was killed by signal {}; restarting in {} ms{}", c.title, pid, WTERMSIG(status),
-                  delay.count(), loop);
-  else
-    spdlog::error("{} (pid {}) exited with status {}; restarting in {} ms{}", c.title, pid, WEXITSTATUS(status),
-                  delay.count(), loop);
-  // Its guests died with it: each is a death of its own to the others.
-  for (const auto slot : slots_of(c)) {
-    auto& d = g.segment->doorbell(slot);
-    d.failures.store(c.failures, std::memory_order_relaxed);
-    d.restart_delay_ms.store(static_cast<std::uint32_t>(delay.count()), std::memory_order_relaxed);
-    d.restarts.fetch_add(1, std::memory_order_relaxed);
-  }
-  announce_death(g);
-  c.restart_timer->expires_after(delay);
-  c.restart_timer->async_wait([this, &c](const boost::system::error_code& ec) {
-    if (ec || stopping_ || c.generation->draining) return;
-    for (const auto slot : slots_of(c))
-      c.generation->segment->doorbell(slot).restart_delay_ms.store(0, std::memory_order_relaxed);
-    spawn(c);
   });
 }
 
