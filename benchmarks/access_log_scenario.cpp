@@ -1,7 +1,9 @@
-// accesslog: what the access log costs. GET /noop on edri started with
-// EDRI_ACCESS_LOG=off, combined and json (to a file in a temporary
-// folder), one start each, with the CPU edri's processes used per request;
-// each setting's rate against off's at the same concurrency.
+// accesslog: what the access log and tracing cost. GET /noop on edri
+// started with EDRI_ACCESS_LOG=off, combined and json (to a file in a
+// temporary folder), then json with requests traced (EDRI_TRACE_PATH, a
+// file of OTLP JSON; EDRI_TRACE_SAMPLE=1 and 0.1), one start each, with the CPU
+// edri's processes used per request; each setting's rate against off's at
+// the same concurrency.
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,9 +19,17 @@
 namespace edri::bench {
 namespace {
 
-const std::vector<std::string> kSettings{"off", "combined", "json"};
+// The access log's settings, then json with traces: every one exported
+// ("traced"), or one in ten ("sampled", EDRI_TRACE_SAMPLE=0.1).
+const std::vector<std::string> kSettings{"off", "combined", "json", "traced", "sampled"};
 
-std::string label_of(const std::string& setting) { return "edri, EDRI_ACCESS_LOG=" + setting; }
+std::string label_of(const std::string& setting) {
+  if (setting == "traced") return "edri, EDRI_ACCESS_LOG=json + all traces";
+  if (setting == "sampled") return "edri, EDRI_ACCESS_LOG=json + 1 trace in 10";
+  return "edri, EDRI_ACCESS_LOG=" + setting;
+}
+
+bool traces(const std::string& setting) { return setting == "traced" || setting == "sampled"; }
 
 // Removed with what the servers wrote into it.
 struct LogFolder {
@@ -39,9 +49,14 @@ ScenarioOutcome measure_setting(const ScenarioContext& context, const std::strin
                                 std::vector<std::pair<std::string, double>>& cpu, std::vector<std::string>& notes) {
   const std::string name = label_of(setting);
   const auto file = folder.path / (setting + ".log");
-  StartedServer server = start_server_reporting(
-      ServerKind::kEdri, name,
-      server_settings(context, {{"EDRI_ACCESS_LOG", setting}, {"EDRI_ACCESS_LOG_PATH", file.string()}}), notes);
+  const auto spans = folder.path / (setting + ".spans");
+  EnvironmentVariables env{{"EDRI_ACCESS_LOG", traces(setting) ? "json" : setting},
+                           {"EDRI_ACCESS_LOG_PATH", file.string()}};
+  if (traces(setting))
+    env.insert(env.end(),
+               {{"EDRI_TRACE_PATH", spans.string()}, {"EDRI_TRACE_SAMPLE", setting == "traced" ? "1" : "0.1"}});
+  StartedServer server =
+      start_server_reporting(ServerKind::kEdri, name, server_settings(context, std::move(env)), notes);
   if (server.outcome == StartedServer::Outcome::kInterrupted) return ScenarioOutcome::kInterrupted;
   if (server.outcome != StartedServer::Outcome::kRunning) {
     add_unavailable_rows({name}, concurrencies, unavailable_cell(server), rows);
@@ -59,6 +74,8 @@ ScenarioOutcome measure_setting(const ScenarioContext& context, const std::strin
   const auto bytes = std::filesystem::file_size(file, ec);
   if (!ec)
     std::fprintf(stderr, "  %s wrote %ju bytes of access log\n", name.c_str(), static_cast<std::uintmax_t>(bytes));
+  if (const auto traced = std::filesystem::file_size(spans, ec); !ec)
+    std::fprintf(stderr, "  %s wrote %ju bytes of spans\n", name.c_str(), static_cast<std::uintmax_t>(traced));
   std::fprintf(stderr, "stopping %s ...\n", name.c_str());
   return ScenarioOutcome::kDone;
 }
@@ -78,8 +95,9 @@ ScenarioOutcome run_access_log_scenario(const ScenarioContext& context) {
     any_failed = any_failed || outcome == ScenarioOutcome::kServerFailed;
   }
   print_report_header(context,
-                      "keep-alive GET /noop, one edri start per EDRI_ACCESS_LOG setting (off, combined, json), the "
-                      "log written to a file on " +
+                      "keep-alive GET /noop, one edri start per EDRI_ACCESS_LOG setting (off, combined, json) and "
+                      "json with requests traced (EDRI_TRACE_PATH; EDRI_TRACE_SAMPLE=1 and 0.1), the log and the spans "
+                      "written to files on " +
                           folder.path.parent_path().string());
   std::vector<RateLine> lines;
   for (const auto& s : kSettings) lines.push_back({label_of(s), "req/s"});
@@ -87,7 +105,9 @@ ScenarioOutcome run_access_log_scenario(const ScenarioContext& context) {
   std::printf("\n");
   print_ratio_table(rows,
                     {{"combined / off", label_of("combined"), label_of("off"), ">= 0.95x at c=32"},
-                     {"json / off", label_of("json"), label_of("off"), ">= 0.95x at c=32"}},
+                     {"json / off", label_of("json"), label_of("off"), ">= 0.95x at c=32"},
+                     {"json + all traces / off", label_of("traced"), label_of("off"), ">= 0.95x at c=32"},
+                     {"json + 1 trace in 10 / off", label_of("sampled"), label_of("off"), ">= 0.95x at c=32"}},
                     concurrencies);
   std::printf("\n| server CPU per request | us |\n|---|---:|\n");
   for (const auto& [what, us] : cpu) std::printf("| %s | %.2f |\n", what.c_str(), us);

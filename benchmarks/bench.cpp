@@ -43,7 +43,7 @@ constexpr Scenario kScenarios[] = {
     {"middleware", "edri: GET /noop at c=32 with BENCH_MIDDLEWARES=0,1,4,8; server CPU per request and per middleware",
      run_middleware_scenario},
     {"accesslog",
-     "edri: GET /noop with EDRI_ACCESS_LOG off, combined and json (to a file); each vs off, CPU per request",
+     "edri: GET /noop with EDRI_ACCESS_LOG off, combined, json, json + traces (files); each vs off, CPU per request",
      run_access_log_scenario},
     {"worker", "edri: GET /cpu/50 on worker threads and processes, BENCH_MAXW=1,2,4 at c=8, each vs maxw=1",
      run_worker_scenario},

@@ -149,7 +149,8 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
     std::string_view domain() const override { return "bench"; }
     void log(edri::LogLevel, std::string_view, const edri::Request*) override {}
     bool publish(std::string_view, const nlohmann::json&) override { return false; }
-    bool request(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {
+    bool request_for(const edri::Request*, std::string_view, const nlohmann::json&,
+                     std::function<void(const edri::Response&)>) override {
       return false;
     }
     bool publish_patch(std::string_view, const nlohmann::json&, std::function<void(const edri::Response&)>) override {

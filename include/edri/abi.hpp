@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 17;
+inline constexpr std::uint32_t kPluginAbiVersion = 18;
 
 }  // namespace edri
 

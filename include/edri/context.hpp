@@ -91,8 +91,14 @@ class Context {
   // Sends a request event to the manager that handles it; `on_response`
   // runs later in this manager's loop with that handler's response (or a
   // 503 problem if it could not be sent). False if `event` is unknown.
-  virtual bool request(std::string_view event, const nlohmann::json& body,
-                       std::function<void(const Response&)> on_response) = 0;
+  // On behalf of the request whose handler runs now (its trace goes on).
+  bool request(std::string_view event, const nlohmann::json& body, std::function<void(const Response&)> on_response) {
+    return request_for(nullptr, event, body, std::move(on_response));
+  }
+  // request() on behalf of `about` (its trace goes on with it; null: the
+  // request whose handler runs now), for a handler that answers later.
+  virtual bool request_for(const Request* about, std::string_view event, const nlohmann::json& body,
+                           std::function<void(const Response&)> on_response) = 0;
   // Live streams (docs/streams.md). Publishes the JSON Merge Patch `patch`
   // (RFC 7386; an object) to stream `name`: the broker numbers it and every
   // subscriber, on any listener, converges on the new state; what it costs
@@ -140,7 +146,7 @@ class Context {
   // The answer of `event`'s handler (as request() gives it).
   Pending<Response> ask(std::string_view event, nlohmann::json body) {
     return Pending<Response>([this, event = std::string(event), body = std::move(body)](auto done) {
-      if (!request(event, body, done))
+      if (!request_for(done.request(), event, body, done))
         done(Response::problem(500, "Internal Server Error", "no domain handles the event " + event));
     });
   }
@@ -200,14 +206,15 @@ class Context {
   }
 
   // The answer of another service over HTTP (include/edri/http_call.hpp),
-  // the request's X-Request-Id sent with it and its deadline bounding the
-  // call. A failure (refused, timed out, too large, TLS) is a HttpReply
+  // the request's X-Request-Id and trace (`traceparent`) sent with it and
+  // its deadline bounding the call. A failure (refused, timed out, too large, TLS) is a HttpReply
   // whose `error` says what; a cancelled wait stops the call.
   Pending<HttpReply> fetch(HttpCall call) {
     return Pending<HttpReply>([this, call = std::move(call)](auto done) mutable {
       auto deadline = std::chrono::steady_clock::time_point::max();
       if (const Request* req = done.request()) {
         if (!req->id.empty()) call.headers.emplace_back("X-Request-Id", std::string(req->id));
+        if (!req->traceparent.empty()) call.headers.emplace_back("traceparent", std::string(req->traceparent));
         deadline = req->deadline;
       }
       done.on_cancel(http(std::move(call), deadline, done));

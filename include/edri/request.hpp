@@ -114,6 +114,12 @@ class Request {
   // restarts, and the same when the request is replayed (Registry::replay):
   // a key to deduplicate writes on. Empty in middleware.
   std::string_view id;
+  // With tracing on (EDRI_TRACE_*, docs/operations.md): the W3C
+  // `traceparent` of this handler's span, "00-<trace id>-<span id>-<flags>".
+  // The calls a handler makes through its Context (ask, request, fetch,
+  // http) carry the trace on by themselves, and Context::log's lines
+  // about the request show its trace id. Empty when tracing is off.
+  std::string_view traceparent;
   std::vector<Param> path_params;
   std::string_view query;  // raw query string, without '?'
   // Declared query fields, percent-decoded, defaults applied.

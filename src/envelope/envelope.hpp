@@ -98,6 +98,10 @@ enum class SectionType : std::uint16_t {
   Protocol = 17,    // request: the protocol the client spoke, text (Request::protocol)
   Principal = 18,   // request: who the caller is, as middleware named it
   Claims = 19,      // request: the principal's claims, JSON text
+  // Request: the W3C `traceparent` (55 characters) of the span that sent
+  // it, then, after a '\n', the client's `tracestate` where it sent one
+  // (runtime/trace_context.hpp). Only where tracing is on.
+  Trace = 20,
 };
 
 // The Stream section of a streamed response's head. Its pieces follow as

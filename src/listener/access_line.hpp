@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/trace_context.hpp"
+
 namespace edri::listener {
 
 enum class AccessFormat : std::uint8_t { Off, Combined, Json };
@@ -25,10 +27,17 @@ struct AccessRecord {
   std::string_view domain;    // the domain of the event it became; empty: none
   std::string client;         // the client's address (a trusted proxy's client, where one named it)
   std::string request_id;
-  std::string trace_id;  // of a valid `traceparent`, else empty
+  std::string trace_id;  // of a valid `traceparent`, else empty; with tracing on, of the trace
   std::string user_agent;
   std::string referer;
   std::uint64_t bytes_in = 0;  // the body's, or the command message's
+  // With tracing on (EDRI_TRACE_*): the listener's span of the call, the
+  // client's span it continues (zeros: it started the trace), and the
+  // Trace section that carries it on (envelope::SectionType::Trace).
+  bool traced = false;
+  TraceContext span;
+  SpanId parent{};
+  std::string trace_section;
 };
 
 struct AccessOutcome {

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 namespace edri::listener {
 
 namespace {
@@ -17,7 +19,7 @@ AccessFormat format_of(const std::string& setting) {
 
 std::unique_ptr<AccessLog> AccessLog::open(const Config& config, const plugin::PluginSet& plugins, Counters counters,
                                            const std::vector<int>& writer_cpus) {
-  if (format_of(config.access_log) == AccessFormat::Off) return nullptr;
+  if (format_of(config.access_log) == AccessFormat::Off && !config.tracing()) return nullptr;
   return std::make_unique<AccessLog>(config, plugins, counters, writer_cpus);
 }
 
@@ -31,7 +33,11 @@ void AccessLog::check(const Config& config) {
 AccessLog::AccessLog(const Config& config, const plugin::PluginSet& plugins, Counters counters,
                      const std::vector<int>& writer_cpus)
     : formatter_(format_of(config.access_log)),
-      writer_("access log", config.access_log_path, config.access_log_buffer, counters, writer_cpus) {
+      trace_sample_(config.trace_sample),
+      tracer_(SpanExporter::open(config, "listener")) {
+  if (format_of(config.access_log) != AccessFormat::Off)
+    writer_ = std::make_unique<LineWriter>("access log", config.access_log_path, config.access_log_buffer, counters,
+                                           writer_cpus);
   for (const auto& r : plugins.routes()) {
     route_paths_.push_back(r.path);
     route_domains_.push_back(plugins.events()[r.event].domain);
@@ -68,7 +74,23 @@ std::unique_ptr<AccessRecord> AccessLog::begin(std::string_view protocol, std::s
   r->user_agent = head ? head->header("user-agent") : std::string_view();
   r->referer = head ? head->header("referer") : std::string_view();
   r->trace_id = head ? trace_id_of(head->header("traceparent")) : std::string_view();
+  r->traced = false;
+  if (tracer_) start_trace(*r, head);
   return r;
+}
+
+void AccessLog::start_trace(AccessRecord& r, const http::HttpRequest* head) {
+  const std::string_view given = head ? head->header("traceparent") : std::string_view();
+  const auto client = given.empty() ? std::nullopt : parse_traceparent(given);
+  r.traced = true;
+  r.span = client ? client->child() : new_trace(sample(trace_sample_));
+  r.parent = client ? client->span_id : SpanId{};
+  r.trace_id = hex_of(r.span.trace_id);
+  r.trace_section = r.span.text();
+  // A vendor's state goes on only with the trace it belongs to.
+  const std::string_view state = client ? head->header("tracestate") : std::string_view();
+  if (!state.empty() && state.size() <= 512 && state.find('\n') == std::string_view::npos)
+    r.trace_section.append("\n").append(state);
 }
 
 std::chrono::system_clock::time_point AccessLog::wall_time(std::chrono::steady_clock::time_point t) {
@@ -76,6 +98,7 @@ std::chrono::system_clock::time_point AccessLog::wall_time(std::chrono::steady_c
     synced_ = std::chrono::steady_clock::now();
     wall_offset_ = std::chrono::system_clock::now().time_since_epoch() -
                    std::chrono::duration_cast<std::chrono::system_clock::duration>(synced_.time_since_epoch());
+    if (tracer_) log_trace_notices(*tracer_, trace_dropped_);
   }
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()) + wall_offset_);
@@ -97,11 +120,49 @@ void AccessLog::end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t b
 }
 
 void AccessLog::end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o) {
-  line_.clear();
-  formatter_.append(line_, *r, o);
+  if (r->traced && r->span.sampled()) tracer_->submit(span_of(*r, o));
+  if (writer_) {
+    line_.clear();
+    formatter_.append(line_, *r, o);
+    writer_->write_line(line_);
+  }
   constexpr std::size_t kSpareRecords = 1024;
   if (spare_.size() < kSpareRecords) spare_.push_back(std::move(r));
-  writer_.write_line(line_);
+}
+
+// OpenTelemetry's names: an HTTP server span "GET /notes/{id}", a gRPC
+// one "pkg.Service/Method", a command "websocket notes.create".
+SpanRecord AccessLog::span_of(const AccessRecord& r, const AccessOutcome& o) const {
+  SpanRecord s;
+  s.context = r.span;
+  s.parent = r.parent;
+  s.kind = SpanKind::Server;
+  const std::string_view path = std::string_view(r.target).substr(0, r.target.find('?'));
+  if (r.protocol == "grpc")
+    s.name = path.substr(path.empty() ? 0 : 1);
+  else
+    s.name = (r.protocol == "websocket" ? "websocket" : r.method) + " " +
+             std::string(r.protocol == "websocket" ? std::string_view(r.method)
+                         : r.route.empty()         ? path
+                                                   : r.route);
+  s.start_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(r.received.time_since_epoch()).count());
+  s.end_ns = s.start_ns + static_cast<std::uint64_t>(
+                              std::chrono::duration_cast<std::chrono::nanoseconds>(o.ended - r.started).count());
+  s.error = o.status >= 500 || (o.grpc_status > 0 && o.grpc_status != 1 && o.grpc_status != 3 && o.grpc_status != 5);
+  auto& a = s.attributes;
+  a.reserve(10);
+  a.push_back({"network.protocol.name", std::string(r.protocol)});
+  a.push_back({"http.request.method", r.method});
+  a.push_back({"url.path", std::string(path)});
+  if (!r.route.empty()) a.push_back({"http.route", std::string(r.route)});
+  a.push_back({"http.response.status_code", std::int64_t{o.status}});
+  if (o.grpc_status >= 0) a.push_back({"rpc.grpc.status_code", std::int64_t{o.grpc_status}});
+  a.push_back({"client.address", r.client});
+  if (!r.domain.empty()) a.push_back({"edri.domain", std::string(r.domain)});
+  if (!r.request_id.empty()) a.push_back({"edri.request_id", r.request_id});
+  if (!r.user_agent.empty()) a.push_back({"user_agent.original", r.user_agent});
+  return s;
 }
 
 }  // namespace edri::listener

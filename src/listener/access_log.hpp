@@ -7,6 +7,11 @@
 // (edri_access_log_dropped_total). SIGUSR1 reopens the file, for
 // rotation. Several listeners append to one file: each write is whole
 // lines, and O_APPEND keeps them apart.
+//
+// With tracing on (EDRI_TRACE_*) the same record is the listener's span
+// of the call: begin() takes the client's `traceparent` or starts a
+// trace, and end() hands a sampled span to the process's SpanExporter.
+// An AccessLog is made when either is on.
 #pragma once
 
 #include <chrono>
@@ -22,6 +27,7 @@
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "runtime/line_writer.hpp"
+#include "runtime/span_exporter.hpp"
 
 namespace edri::listener {
 
@@ -29,7 +35,7 @@ class AccessLog {
  public:
   using Counters = LineWriter::Counters;
 
-  // nullptr when EDRI_ACCESS_LOG is off. Throws std::runtime_error when
+  // nullptr when EDRI_ACCESS_LOG is off and tracing too. Throws std::runtime_error when
   // the file cannot be opened.
   // `writer_cpus`: where the writer thread may run (the CPUs the server
   // was given; none: where the listener runs).
@@ -59,7 +65,9 @@ class AccessLog {
   void end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t bytes_out, int grpc_status = -1);
   // The file is opened again (SIGUSR1): the writer does it before its
   // next write.
-  void reopen() { writer_.reopen(); }
+  void reopen() {
+    if (writer_) writer_->reopen();
+  }
 
  private:
   AccessFormatter formatter_;
@@ -78,7 +86,13 @@ class AccessLog {
   std::vector<std::unique_ptr<AccessRecord>> spare_;
   std::chrono::steady_clock::time_point synced_{};
   std::chrono::system_clock::duration wall_offset_{};
-  LineWriter writer_;  // last: it stops (writing what is queued) first
+  // begin()'s: the call's trace, taken from `traceparent` or started.
+  void start_trace(AccessRecord& r, const http::HttpRequest* head);
+  SpanRecord span_of(const AccessRecord& r, const AccessOutcome& o) const;
+  double trace_sample_;
+  std::uint64_t trace_dropped_ = 0;       // logged so far
+  std::unique_ptr<SpanExporter> tracer_;  // null: tracing off
+  std::unique_ptr<LineWriter> writer_;    // null: EDRI_ACCESS_LOG=off. Last: it stops (writing what is queued) first
 };
 
 }  // namespace edri::listener

@@ -105,6 +105,7 @@ std::optional<Commands::Refusal> Commands::send(Connection& c, std::uint32_t seq
     for (const auto& [k, v] : from.head.headers) validated_.headers.emplace_back(http::lowered(k), v);
   add_validated(w, validated_);
   Gate::write_identity(w, call_, admission_, claims_text_);
+  if (!from.trace.empty()) w.text(env::SectionType::Trace, from.trace);
   if (budget_ns != 0) w.raw(env::SectionType::Deadline, std::as_bytes(std::span<const std::uint64_t>(&budget_ns, 1)));
   w.text(env::SectionType::Body, body_text_);
   // Straight to its manager, as an HTTP request goes, unless the

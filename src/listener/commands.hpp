@@ -53,6 +53,7 @@ class Commands {
     std::string_view protocol;      // "websocket", "grpc"
     std::string_view path;          // the handshake's, the gRPC method's
     const http::HttpRequest& head;  // headers: the handshake's, the call's metadata
+    std::string_view trace = {};    // the call's Trace section (AccessRecord::trace_section); empty: none
   };
 
   // `validators`: one per event of `plugins` (null: no fields declared).

@@ -249,7 +249,8 @@ bool GrpcFront::send_command(Connection& c, std::uint32_t seq, const Commands::C
     const auto left = (*call.deadline)->first - std::chrono::steady_clock::now();
     budget = static_cast<std::uint64_t>(std::max<std::int64_t>(1, std::chrono::nanoseconds(left).count()));
   }
-  const Commands::Origin origin{"grpc", call.head.target, from ? *from : call.head};
+  const std::string_view trace = call.access && call.access->traced ? call.access->trace_section : std::string_view();
+  const Commands::Origin origin{"grpc", call.head.target, from ? *from : call.head, trace};
   auto refused = commands_.send(c, seq, cmd, fields, origin, budget);
   if (refused) deliver(c, seq, refused->status, refused->content_type, refused->problem, nullptr, true);
   return !refused;

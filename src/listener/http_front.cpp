@@ -143,6 +143,9 @@ void HttpFront::begin_access(AccessLog& log, Exchange& ex, const http::HttpReque
       log.begin(http10 ? std::string_view("http/1.0") : ex.connection().answers().protocol(),
                 llhttp_method_name(req.method), req.target, gate_.client_address(ex.connection().peer(), req), &req);
   r->bytes_in = req.body_size;
+  // The trace goes back to the client, in the answer's `traceparent`.
+  if (r->traced)
+    request_headers_.add("traceparent", std::string_view(r->trace_section).substr(0, TraceContext::kTextSize));
   ex.set_access(std::move(r));
 }
 
@@ -349,6 +352,8 @@ void HttpFront::send_event(Exchange& ex, http::HttpRequest& req, const Target& t
     for (const auto& [k, v] : req.headers) validated_.headers.emplace_back(http::lowered(k), v);
   add_validated(w, validated_);
   Gate::write_identity(w, call_, request_headers_, claims_text_);
+  if (const SlotInfo* info = c.answers().slot(seq); info && info->access && info->access->traced)
+    w.text(env::SectionType::Trace, info->access->trace_section);
   if (req.body_size > 0)
     if (const auto type = req.header("content-type"); !type.empty()) w.text(env::SectionType::BodyType, type);
   transport::BlobLease blob;

@@ -91,7 +91,11 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
   const auto seq = open_command(c, cmd->quoted_name, called, cmd->event, text.size());
   // From here on the message is the command's fields.
   msg.erase(name);
-  if (auto refused = commands_.send(c, seq, *cmd, msg, origin)) answer_refusal(c, seq, *refused);
+  const SlotInfo* info = c.answers().slot(seq);
+  const std::string_view trace =
+      info && info->access && info->access->traced ? std::string_view(info->access->trace_section) : std::string_view();
+  const Commands::Origin sent{origin.protocol, origin.path, origin.head, trace};
+  if (auto refused = commands_.send(c, seq, *cmd, msg, sent)) answer_refusal(c, seq, *refused);
 }
 
 std::uint32_t WebSocketFront::open_command(Connection& c, std::string quoted, std::string_view name,

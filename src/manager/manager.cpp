@@ -65,6 +65,7 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
                     }),
       stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }),
       later_timer_(loop.events(), [this] { run_laters(); }),
+      traces_(loop.events(), config, title_),
       coroutines_(loop.events(), config.max_waiting, config.production,
                   [this](const env::EnvelopeHeader& request, Response r) { respond(request, std::move(r)); }) {
   for (const auto& e : plugins.events()) {
@@ -208,9 +209,10 @@ void Manager::log(LogLevel level, std::string_view message, const Request* about
                                                           spdlog::level::warn, spdlog::level::err};
   const auto at = kLevels[static_cast<std::size_t>(level) & 3];
   if (!spdlog::should_log(at)) return;
-  std::string_view id;
+  std::string_view id, trace;
   if (about) id = about->header("x-request-id").value_or(about->id);
-  log_about_request(at, id, message);
+  if (about && about->traceparent.size() >= 35) trace = about->traceparent.substr(3, 32);
+  log_about_request(at, id, message, trace);
 }
 
 void Manager::subscribe(bool again) {
@@ -273,6 +275,7 @@ bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.principal = v.text(env::SectionType::Principal);
   request_.claims_json = v.text(env::SectionType::Claims);
   request_.body_file = {};
+  request_.traceparent = {};
   request_.form.clear();
   return read_params(v.section(env::SectionType::PathParams), request_.path_params) &&
          read_params(v.section(env::SectionType::QueryParams), request_.query_params) &&
@@ -322,6 +325,7 @@ void Manager::on_request(env::EnvelopeView& v) {
     request_.body_file = upload.path();
   }
   if (!split_form(h)) return;
+  if (traces_.on()) request_.traceparent = traces_.begin(h, v.text(env::SectionType::Trace), it->second.event, domain_);
   current_ = &h;
   Reply reply = call_handler(it->second);
   current_ = nullptr;
@@ -367,6 +371,7 @@ Reply Manager::call_handler(const Entry& entry) {
 }
 
 void Manager::respond(const env::EnvelopeHeader& request, Response resp) {
+  if (traces_.on()) traces_.end(request, resp.status);
   if (resp.is_stream()) {
     // A WebSocket command or another manager takes one body.
     if ((request.flags & env::kFlagWholeAnswer) || request.reply_to != 0) {
@@ -566,18 +571,6 @@ void Manager::run_task(std::string_view name, std::string input, std::function<v
   }
   throw std::invalid_argument("the task input (" + std::to_string(size) + " bytes) is larger than a worker takes (" +
                               std::to_string(processes.max_input(name)) + " bytes)");
-}
-
-std::function<void()> Manager::http(HttpCall call, std::chrono::steady_clock::time_point deadline,
-                                    std::function<void(HttpReply)> done) {
-  if (!http_) {
-    auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
-    http_ = std::make_unique<HttpClient>(
-        loop_.events(),
-        HttpClient::Settings{ms(config_.http_client_timeout_s), ms(config_.http_client_connect_timeout_s),
-                             config_.http_client_max_response, config_.http_client_ca_file});
-  }
-  return http_->start(std::move(call), deadline, std::move(done));
 }
 
 Responder Manager::defer() {

@@ -28,6 +28,7 @@
 #include "manager/coroutines.hpp"
 #include "manager/http_client.hpp"
 #include "manager/template_cache.hpp"
+#include "manager/traces.hpp"
 #include "manager/worker_processes.hpp"
 #include "manager/worker_threads.hpp"
 #include "plugin/direct_routes.hpp"
@@ -68,8 +69,8 @@ class Manager final : public Context {
                      std::function<void(const Response&)> then) override;
   void read_stream(std::string_view name, std::function<void(const Response&)> then) override;
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
-  bool request(std::string_view event, const nlohmann::json& body,
-               std::function<void(const Response&)> on_response) override;
+  bool request_for(const Request* about, std::string_view event, const nlohmann::json& body,
+                   std::function<void(const Response&)> on_response) override;
   Responder defer() override;
   std::string render(std::string_view name, const nlohmann::json& data) override {
     return templates_.render(name, data);
@@ -215,6 +216,11 @@ class Manager final : public Context {
   // The domain's databases (Registry::database), opened by start().
   void open_databases();
   std::map<std::string, std::unique_ptr<Database>, std::less<>> databases_;
+  Traces traces_;
+  // The trace a call out of the handler of `about` (null: the current
+  // request's) goes on: a client span, or none.
+  std::optional<Traces::Call> trace_call(const Request* about, std::string_view traceparent = {}) const;
+  void trace_http(HttpCall& call, std::function<void(HttpReply)>& done);
   // Last: its waiting handlers go first, while all they refer to lives.
   Coroutines coroutines_;
 };

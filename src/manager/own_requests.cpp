@@ -1,14 +1,18 @@
 // What a handler asks of others from its manager (Context): requests to
-// other managers, straight where one alone handles the event
+// other managers and HTTP calls to other services (each a client span of
+// the handler's trace, where it has one), straight where one alone handles the event
 // (docs/decisions/0028) or through the router; notifications; live-stream
 // publishes and reads through the broker; and the answers that come back.
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include <edri/live_stream.hpp>
 
 #include "envelope/control.hpp"
 #include "envelope/send.hpp"
 #include "envelope/stream_record.hpp"
+#include "http/field_text.hpp"
 #include "manager/manager.hpp"
 
 namespace edri::manager {
@@ -75,8 +79,14 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
   return false;
 }
 
-bool Manager::request(std::string_view event, const nlohmann::json& body,
-                      std::function<void(const Response&)> on_response) {
+std::optional<Traces::Call> Manager::trace_call(const Request* about, std::string_view traceparent) const {
+  if (!traces_.on()) return std::nullopt;
+  if (traceparent.empty()) traceparent = about ? about->traceparent : current_ ? request_.traceparent : "";
+  return traces_.call(traceparent);
+}
+
+bool Manager::request_for(const Request* about, std::string_view event, const nlohmann::json& body,
+                          std::function<void(const Response&)> on_response) {
   const int e = plugins_.event_index(event);
   if (e < 0) return false;
   const auto id = ++next_request_;
@@ -86,6 +96,17 @@ bool Manager::request(std::string_view event, const nlohmann::json& body,
   const std::string text = body.dump();
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::Body, text);
+  const auto traced = trace_call(about);
+  char trace[TraceContext::kTextSize];
+  if (traced) {
+    traced->context.write(trace);
+    w.text(env::SectionType::Trace, std::string_view(trace, sizeof trace));
+    on_response = [this, call = *traced, name = std::string(event), then = std::move(on_response)](const Response& r) {
+      traces_.finish(call, "ask " + name, r.status >= 500,
+                     {{"edri.event", name}, {"http.response.status_code", std::int64_t{r.status}}});
+      then(r);
+    };
+  }
   if (!send_request(w)) {
     on_response(Response::problem(503, "Service Unavailable", "the channel to the pipeline is full"));
     return true;
@@ -157,6 +178,37 @@ void Manager::expire_stream_controls() {
   // Answered ids are skipped when they come to the front: the queue is
   // bounded by what was sent within one timeout.
   if (!stream_deadlines_.empty()) stream_control_timer_.expires_after(stream_deadlines_.front().first - now);
+}
+
+std::function<void()> Manager::http(HttpCall call, std::chrono::steady_clock::time_point deadline,
+                                    std::function<void(HttpReply)> done) {
+  if (!http_) {
+    auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
+    http_ = std::make_unique<HttpClient>(
+        loop_.events(),
+        HttpClient::Settings{ms(config_.http_client_timeout_s), ms(config_.http_client_connect_timeout_s),
+                             config_.http_client_max_response, config_.http_client_ca_file});
+  }
+  if (traces_.on()) trace_http(call, done);
+  return http_->start(std::move(call), deadline, std::move(done));
+}
+
+// The call carries a client span of the handler's trace (fetch() put the
+// handler's `traceparent` in its headers; a callback handler's runs now).
+void Manager::trace_http(HttpCall& call, std::function<void(HttpReply)>& done) {
+  auto given = std::find_if(call.headers.begin(), call.headers.end(),
+                            [](const auto& h) { return http::lowered(h.first) == "traceparent"; });
+  const auto traced = trace_call(nullptr, given != call.headers.end() ? given->second : std::string());
+  if (!traced) return;
+  if (given != call.headers.end()) call.headers.erase(given);
+  call.headers.emplace_back("traceparent", traced->context.text());
+  done = [this, span = *traced, method = call.method, url = call.url, then = std::move(done)](HttpReply reply) {
+    std::vector<SpanAttribute> a{{"http.request.method", method}, {"url.full", url}};
+    if (reply.status) a.push_back({"http.response.status_code", std::int64_t{reply.status}});
+    if (!reply.error.empty()) a.push_back({"error.type", reply.error});
+    traces_.finish(span, method, !reply.error.empty() || reply.status >= 500, std::move(a));
+    then(std::move(reply));
+  };
 }
 
 }  // namespace edri::manager

@@ -91,6 +91,12 @@ struct Config {
   std::string access_log = "off";
   std::string access_log_path;
   std::size_t access_log_buffer = 4u << 20;
+  // Tracing (W3C Trace Context, OTLP JSON): on with an endpoint or a file.
+  double trace_sample = 1.0;        // EDRI_TRACE_SAMPLE: of requests without a traceparent
+  std::string trace_otlp_endpoint;  // EDRI_TRACE_OTLP_ENDPOINT
+  std::string trace_path;           // EDRI_TRACE_PATH
+  std::size_t trace_buffer = 8192;  // EDRI_TRACE_BUFFER: spans one process queues
+  bool tracing() const { return !trace_otlp_endpoint.empty() || !trace_path.empty(); }
   bool production = false;               // ENVIRONMENT=production
   std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)

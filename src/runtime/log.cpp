@@ -12,6 +12,7 @@ namespace {
 // The request id of the line being formatted: set by log_about_request
 // around its call (the logger is synchronous, and one thread's).
 thread_local std::string_view current_request_id;
+thread_local std::string_view current_trace_id;
 
 // %* and %&: the message and the logger's name as the inside of a JSON
 // string, so that a message with quotes or newlines stays one object.
@@ -37,16 +38,20 @@ class JsonName final : public spdlog::custom_flag_formatter {
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonName>(); }
 };
 
-// %Q: the line's request id, where it has one: `,"request_id":"..."` in
-// JSON, `request=... ` in text.
+// %Q: the line's request id and trace id, where it has them:
+// `,"request_id":"...","trace_id":"..."` in JSON, `request=... trace=... `
+// in text.
 template <bool Json>
 class RequestId final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
-    if (current_request_id.empty()) return;
-    const std::string_view head = Json ? R"(,"request_id":")" : "request=";
+    field(Json ? R"(,"request_id":")" : "request=", current_request_id, dest);
+    field(Json ? R"(,"trace_id":")" : "trace=", current_trace_id, dest);
+  }
+  static void field(std::string_view head, std::string_view value, spdlog::memory_buf_t& dest) {
+    if (value.empty()) return;
     dest.append(head.data(), head.data() + head.size());
-    JsonMessage::append(current_request_id, dest);  // an id needs no escape; a header's may
+    JsonMessage::append(value, dest);  // an id needs no escape; a header's may
     const std::string_view tail = Json ? "\"" : " ";
     dest.append(tail.data(), tail.data() + tail.size());
   }
@@ -55,10 +60,13 @@ class RequestId final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
-void log_about_request(spdlog::level::level_enum level, std::string_view request_id, std::string_view message) {
+void log_about_request(spdlog::level::level_enum level, std::string_view request_id, std::string_view message,
+                       std::string_view trace_id) {
   current_request_id = request_id;
+  current_trace_id = trace_id;
   spdlog::log(level, "{}", message);
   current_request_id = {};
+  current_trace_id = {};
 }
 
 std::unique_ptr<spdlog::formatter> log_formatter(const std::string& format) {

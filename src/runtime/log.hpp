@@ -13,9 +13,11 @@ namespace edri {
 // `format`: "text" or "json".
 void init_logging(const std::string& role, const std::string& level, const std::string& format = "text");
 
-// Logs `message` at `level` with `request_id` (empty: none): text lines
-// say `request=<id>` before the message, JSON lines have "request_id".
-void log_about_request(spdlog::level::level_enum level, std::string_view request_id, std::string_view message);
+// Logs `message` at `level` with `request_id` and `trace_id` (empty:
+// none): text lines say `request=<id> trace=<id>` before the message,
+// JSON lines have "request_id" and "trace_id".
+void log_about_request(spdlog::level::level_enum level, std::string_view request_id, std::string_view message,
+                       std::string_view trace_id = {});
 
 // The formatter init_logging installs, for tests: its lines as they
 // would be written.

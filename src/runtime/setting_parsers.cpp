@@ -156,6 +156,27 @@ Binding named_flag(bool Config::*member, const char* on, const char* off) {
           [=](const Config& c) { return std::string(c.*member ? on : off); }};
 }
 
+Binding fraction(double Config::*member) {
+  Binding b = seconds(member);
+  b.read = [=](Config& c, const EnvValue& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.text.c_str(), &end);
+    if (end == v.text.c_str() || *end != '\0' || !(x >= 0 && x <= 1)) invalid(v, "must be a number from 0 to 1");
+    c.*member = x;
+  };
+  return b;
+}
+
+Binding http_url(std::string Config::*member) {
+  return checked_text(member, [](const EnvValue& v) {
+    const std::string_view url(v.text);
+    const auto scheme = url.find("://");
+    const std::string_view name = scheme == std::string_view::npos ? std::string_view() : url.substr(0, scheme);
+    if ((name != "http" && name != "https") || url.size() == scheme + 3)
+      invalid(v, "must be an http:// or https:// URL");
+  });
+}
+
 Binding text(std::string Config::*member) {
   return checked_text(member, [](const EnvValue&) {});
 }

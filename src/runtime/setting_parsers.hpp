@@ -110,7 +110,9 @@ Binding choice(T Config::*member, std::vector<std::pair<std::string, T>> options
 
 Binding power_of_two(std::size_t Config::*member, std::size_t min, std::size_t max);
 Binding seconds(double Config::*member);
-Binding flag(bool Config::*member);  // 1/0, true/false, yes/no, on/off; shown 1 or 0
+Binding fraction(double Config::*member);       // a number in [0, 1]
+Binding http_url(std::string Config::*member);  // http:// or https://, a host after it
+Binding flag(bool Config::*member);             // 1/0, true/false, yes/no, on/off; shown 1 or 0
 // True for the one word `on`, false for any other; shown `on` or `off`.
 Binding named_flag(bool Config::*member, const char* on, const char* off);
 Binding text(std::string Config::*member);

@@ -177,6 +177,20 @@ std::vector<Setting> make_settings() {
       {"EDRI_ACCESS_LOG_BUFFER", "`4194304`", parse::integer(&Config::access_log_buffer, 4 * kKiB, kGiB),
        "bytes of lines a listener holds for its access log's writer; a slow disk never stalls a listener: past "
        "this, lines are dropped and counted (`edri_access_log_dropped_total`)"},
+      {"EDRI_TRACE_OTLP_ENDPOINT", "unset", parse::http_url(&Config::trace_otlp_endpoint),
+       "the OTLP/HTTP receiver each process POSTs its spans to, as OTLP JSON (`http://127.0.0.1:4318/v1/traces`, "
+       "an OpenTelemetry Collector's); with it or `EDRI_TRACE_PATH` set, tracing is on: a `traceparent` header "
+       "(W3C Trace Context) is taken or a trace started, carried to every domain, outbound HTTP call and instance "
+       "a request reaches, and answered in the `traceparent` header; docs/operations.md"},
+      {"EDRI_TRACE_PATH", "unset", parse::text(&Config::trace_path),
+       "a file each process appends its spans to, one OTLP JSON export request per line (the OpenTelemetry "
+       "Collector's file format)"},
+      {"EDRI_TRACE_SAMPLE", "`1`", parse::fraction(&Config::trace_sample),
+       "the share (0..1) of requests without a `traceparent` whose traces are exported; a request with one "
+       "follows its sampled flag. An unsampled request still carries its trace id (logs, access log, answer)"},
+      {"EDRI_TRACE_BUFFER", "`8192`", parse::integer(&Config::trace_buffer, 64, std::size_t{1} << 24),
+       "spans one process holds for its exporter thread; the export never stalls a role: past this, spans are "
+       "dropped and counted (logged)"},
       {"ENVIRONMENT", "`development`", parse::named_flag(&Config::production, "production", "development"),
        "`production` hides internal error text (a handler's exception) from clients"},
       {"EDRI_RING_BYTES", "`4194304`", parse::power_of_two(&Config::ring_bytes, 4096, kGiB),

@@ -1,0 +1,260 @@
+// Tracing (W3C Trace Context, OTLP JSON; docs/operations.md, Traces)
+// checked from outside: one request with a client's `traceparent` goes
+// through a listener, two domains, an outbound HTTP call and a second
+// instance over a real nats-server; every span the two instances export
+// to a receiver in the test, and every log line their handlers write,
+// has the client's trace id, and each span's parent is the span that
+// called it.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/http_client.hpp"
+#include "support/nats_server.hpp"
+#include "support/otlp_receiver.hpp"
+#include "support/server_process.hpp"
+#include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
+
+using namespace edri::test;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+constexpr char kTrace[] = "4bf92f3577b34da6a3ce929d0e0e4736";
+constexpr char kClientSpan[] = "00f067aa0ba902b7";
+
+struct Span {
+  std::string process, name, trace, id, parent;
+  int kind = 0;
+};
+
+// The spans of OTLP JSON export requests (`bodies`), with the process
+// each came from.
+std::vector<Span> spans_of(const std::vector<std::string>& bodies) {
+  std::vector<Span> out;
+  for (const auto& body : bodies) {
+    const json j = json::parse(body);
+    for (const auto& rs : j.at("resourceSpans")) {
+      std::string process;
+      for (const auto& a : rs.at("resource").at("attributes"))
+        if (a.at("key") == "edri.process") process = a.at("value").at("stringValue");
+      for (const auto& ss : rs.at("scopeSpans"))
+        for (const auto& s : ss.at("spans"))
+          out.push_back({process, s.at("name"), s.at("traceId"), s.at("spanId"), s.value("parentSpanId", ""),
+                         s.at("kind").get<int>()});
+    }
+  }
+  return out;
+}
+
+std::vector<Span> received_spans(const OtlpReceiver& receiver) {
+  std::vector<std::string> bodies;
+  for (const auto& r : receiver.received())
+    if (r.target == "/v1/traces") {
+      CHECK(r.method == "POST");
+      CHECK(r.headers.at("content-type") == "application/json");
+      bodies.push_back(r.body);
+    }
+  return spans_of(bodies);
+}
+
+// "process: name (trace/span <- parent)" a line each, for a failure's message.
+std::string described(const std::vector<Span>& spans) {
+  std::string out;
+  for (const auto& s : spans)
+    out += s.process + ": " + s.name + " (" + s.trace + "/" + s.id + " <- " + s.parent + ")\n";
+  return out;
+}
+
+const Span* find_span(const std::vector<Span>& spans, const std::string& process, const std::string& name) {
+  for (const auto& s : spans)
+    if (s.process == process && s.name == name && s.trace == kTrace) return &s;
+  return nullptr;
+}
+
+// The JSON log lines of `log` whose message is `message`.
+std::vector<json> lines_saying(const std::string& log, const std::string& message) {
+  std::vector<json> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("message", "") == message) out.push_back(j);
+  }
+  return out;
+}
+
+Env traced(const std::string& nats, const std::string& domains, const OtlpReceiver& receiver) {
+  return {{"EDRI_NATS_URL", nats},
+          {"EDRI_DOMAINS", domains},
+          {"EDRI_TRACE_OTLP_ENDPOINT", receiver.url("/v1/traces")},
+          {"EDRI_LOG_FORMAT", "json"}};
+}
+
+bool joined(std::uint16_t port, std::size_t instances) {
+  return eventually(
+      [&] {
+        HttpClient c(port);
+        const auto cluster = json::parse(c.get("/health").body).at("cluster");
+        return cluster["nats"] == "up" && cluster["instances"].size() == instances;
+      },
+      10s);
+}
+
+}  // namespace
+
+TEST_CASE("one trace through a listener, two domains, an HTTP call and another instance", "[trace]") {
+  NatsServer nats;
+  OtlpReceiver receiver;
+  ServerProcess front({test_plugin_path("trace_app")}, traced(nats.url(), "front,back", receiver));
+  ServerProcess far({test_plugin_path("trace_app")}, traced(nats.url(), "far", receiver));
+  REQUIRE(joined(front.port(), 2));
+
+  HttpClient c(front.port());
+  const auto r = c.request("GET", "/trace/" + std::to_string(receiver.port()), {},
+                           std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(r.status == 200);
+  const json answer = json::parse(r.body);
+  CHECK(answer["back"] == 200);
+  CHECK(answer["outbound"] == 200);
+  CHECK(answer["far"] == 200);
+  // The answer's traceparent: the client's trace, the listener's span.
+  const std::string tp = r.header("traceparent");
+  REQUIRE(tp.size() == 55);
+  CHECK(tp.substr(3, 32) == kTrace);
+
+  // Seven spans: listener, front's handler and its three calls, back's
+  // and far's handlers.
+  std::vector<Span> spans;
+  const bool all = eventually(
+      [&] {
+        spans = received_spans(receiver);
+        return find_span(spans, "listener", "GET /trace/{port:int}") && find_span(spans, "front", "front.trace") &&
+               find_span(spans, "front", "ask back.work") && find_span(spans, "front", "GET") &&
+               find_span(spans, "front", "ask far.work") && find_span(spans, "back", "back.work") &&
+               find_span(spans, "far", "far.work");
+      },
+      10s);
+  INFO(described(spans));
+  REQUIRE(all);
+  for (const auto& s : spans)
+    if (s.name != "GET /health") CHECK(s.trace == kTrace);  // nothing else was asked
+  const Span* listener = find_span(spans, "listener", "GET /trace/{port:int}");
+  const Span* handler = find_span(spans, "front", "front.trace");
+  const Span* ask_back = find_span(spans, "front", "ask back.work");
+  const Span* http_call = find_span(spans, "front", "GET");
+  const Span* ask_far = find_span(spans, "front", "ask far.work");
+  CHECK(listener->parent == kClientSpan);
+  CHECK(listener->kind == 2);
+  CHECK(listener->id == tp.substr(36, 16));
+  CHECK(handler->parent == listener->id);
+  for (const Span* call : {ask_back, http_call, ask_far}) {
+    CHECK(call->parent == handler->id);
+    CHECK(call->kind == 3);
+  }
+  CHECK(find_span(spans, "back", "back.work")->parent == ask_back->id);
+  CHECK(find_span(spans, "far", "far.work")->parent == ask_far->id);
+  // The far handler saw its own span's traceparent.
+  CHECK(json::parse(answer["far_body"].get<std::string>())["traceparent"].get<std::string>().substr(3, 32) == kTrace);
+
+  // The outbound call carried the HTTP client span's context.
+  bool outbound = false;
+  for (const auto& got : receiver.received())
+    if (got.target == "/outbound") {
+      outbound = true;
+      CHECK(got.headers.at("traceparent") == std::string("00-") + kTrace + "-" + http_call->id + "-01");
+    }
+  CHECK(outbound);
+
+  // Each handler's log line about the request has the trace id.
+  const auto front_lines = lines_saying(front.log(), "front handling");
+  const auto back_lines = lines_saying(front.log(), "back handling");
+  const auto far_lines = lines_saying(far.log(), "far handling");
+  REQUIRE(front_lines.size() == 1);
+  REQUIRE(back_lines.size() == 1);
+  REQUIRE(far_lines.size() == 1);
+  for (const auto& line : {front_lines[0], back_lines[0], far_lines[0]}) CHECK(line.value("trace_id", "") == kTrace);
+}
+
+TEST_CASE("a trace is started, kept unsampled or refused as the standard says", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")},
+                       {{"EDRI_TRACE_PATH", file}, {"EDRI_TRACE_SAMPLE", "1"}, {"EDRI_LOG_FORMAT", "json"}});
+  HttpClient c(server.port());
+  auto traceparent_of = [&](const std::string& sent) {
+    const auto r = c.request("GET", "/chain", {}, sent.empty() ? "" : "traceparent: " + sent + "\r\n");
+    REQUIRE(r.status == 200);
+    return r.header("traceparent");
+  };
+  // Not sampled by the client: carried (the same trace back), not exported.
+  const std::string quiet = "11111111111111111111111111111111";
+  CHECK(traceparent_of("00-" + quiet + "-" + kClientSpan + "-00").substr(3, 32) == quiet);
+  CHECK(traceparent_of("00-" + quiet + "-" + kClientSpan + "-00").substr(52) == "-00");
+  // Invalid (uppercase hex, all-zero trace, version ff, version 00 too
+  // long) or absent: a trace of the server's own, sampled at rate 1.
+  std::set<std::string> started;
+  const std::vector<std::string> refused{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                                         "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                                         std::string("ff-") + kTrace + "-00f067aa0ba902b7-01",
+                                         std::string("00-") + kTrace + "-00f067aa0ba902b7-01-extra", ""};
+  for (const std::string& bad : refused) {
+    const std::string tp = traceparent_of(bad);
+    REQUIRE(tp.size() == 55);
+    CHECK(tp.substr(3, 32) != kTrace);
+    CHECK(tp.substr(52) == "-01");
+    started.insert(tp.substr(3, 32));
+  }
+  CHECK(started.size() == 5);
+  // A later version may be longer: its trace is taken.
+  CHECK(traceparent_of(std::string("01-") + kTrace + "-00f067aa0ba902b7-01-later").substr(3, 32) == kTrace);
+  // A WebSocket command continues its handshake's trace.
+  {
+    WsClient ws(server.port(), "/ws", {{"traceparent", std::string("00-") + kTrace + "-" + kClientSpan + "-01"}});
+    const json answer = ws.command({{"command", "back.work"}});
+    INFO(answer.dump());
+    CHECK(answer.at("response").at("traceparent").get<std::string>().substr(3, 32) == kTrace);
+  }
+
+  // The file: one OTLP export request per line. The started traces' spans
+  // (listener, handler, its call, back's handler) are there; the
+  // unsampled trace's are not.
+  std::vector<Span> spans;
+  REQUIRE(eventually(
+      [&] {
+        std::vector<std::string> lines;
+        std::istringstream in(read_file(file));
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        spans = spans_of(lines);
+        std::size_t whole = 0;
+        for (const auto& t : started) {
+          std::set<std::string> names;
+          for (const auto& s : spans)
+            if (s.trace == t) names.insert(s.process + " " + s.name);
+          whole += names == std::set<std::string>{"listener GET /chain", "front front.chain", "front ask back.work",
+                                                  "back back.work"};
+        }
+        return whole == started.size() && find_span(spans, "listener", "websocket back.work");
+      },
+      10s));
+  for (const auto& s : spans) CHECK(s.trace != quiet);
+  CHECK(find_span(spans, "listener", "websocket back.work")->parent == kClientSpan);
+}
+
+TEST_CASE("a wrong tracing setting stops start-up with a message", "[trace]") {
+  const auto bad_url = run_server_to_exit({}, {{"EDRI_TRACE_OTLP_ENDPOINT", "ftp://127.0.0.1/v1/traces"}});
+  CHECK(bad_url.status == 2);
+  CHECK(bad_url.err.find("EDRI_TRACE_OTLP_ENDPOINT") != std::string::npos);
+  const auto bad_rate = run_server_to_exit({}, {{"EDRI_TRACE_SAMPLE", "1.5"}});
+  CHECK(bad_rate.status == 2);
+  CHECK(bad_rate.err.find("from 0 to 1") != std::string::npos);
+}

@@ -1,0 +1,53 @@
+// The plugin the tracing tests run (docs/operations.md, Traces): a request
+// to domain "front" asks domain "back" (a callback handler that asks
+// nothing), calls a service over HTTP, then asks domain "far" (on another
+// instance, where the test splits the domains). Each handler logs a line
+// about its request, which must carry the request's trace id.
+#include <edri/plugin.hpp>
+
+#include <string>
+
+namespace {
+
+edri::Response said(const edri::Request& req, edri::Context& ctx) {
+  ctx.log(edri::LogLevel::Info, std::string(ctx.domain()) + " handling", &req);
+  return edri::Response::json({{"domain", ctx.domain()}, {"traceparent", req.traceparent}});
+}
+
+void reg(edri::Registry& r) {
+  r.domain("front");
+  // GET /trace/{port}: the three calls, in turn; their statuses answered.
+  r.get("/trace/{port:int}", "front.trace", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
+    ctx.log(edri::LogLevel::Info, "front handling", &req);
+    const edri::Response back = co_await ctx.ask("back.work", nlohmann::json::object());
+    edri::HttpCall call;
+    call.url = "http://127.0.0.1:" + std::to_string(req.int_param("port")) + "/outbound";
+    const edri::HttpReply reply = co_await ctx.fetch(std::move(call));
+    const edri::Response far = co_await ctx.ask("far.work", nlohmann::json::object());
+    co_return edri::Response::json({{"back", back.status},
+                                    {"outbound", reply.status},
+                                    {"far", far.status},
+                                    {"far_body", far.body_bytes()},
+                                    {"traceparent", req.traceparent}});
+  });
+  // A callback handler: its call to another domain goes on its trace too.
+  r.get("/chain", "front.chain", [](const edri::Request& req, edri::Context& ctx) -> edri::Reply {
+    ctx.log(edri::LogLevel::Info, "front handling", &req);
+    auto answer = ctx.defer();
+    ctx.request("back.work", nlohmann::json::object(), [answer](const edri::Response& r) { answer.send(r); });
+    return edri::Deferred{};
+  });
+
+  r.domain("back");
+  r.event("back.work");
+  r.handle("back.work", said);
+  r.command("back.work");  // a WebSocket command too
+
+  r.domain("far");
+  r.event("far.work");
+  r.handle("far.work", said);
+}
+
+}  // namespace
+
+EDRI_PLUGIN("trace", reg)

@@ -1,0 +1,97 @@
+// W3C Trace Context parsing and ids (runtime/trace_context.hpp) and the
+// OTLP JSON of spans (runtime/span_exporter.hpp), without processes.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "runtime/span_exporter.hpp"
+#include "runtime/trace_context.hpp"
+
+using namespace edri;
+
+namespace {
+const std::string kGiven = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+}
+
+TEST_CASE("traceparent: a valid header is read and written back the same", "[trace]") {
+  const auto c = parse_traceparent(kGiven);
+  REQUIRE(c);
+  CHECK(c->sampled());
+  CHECK(hex_of(c->trace_id) == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(hex_of(c->span_id) == "00f067aa0ba902b7");
+  CHECK(c->text() == kGiven);
+  const auto quiet = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+  REQUIRE(quiet);
+  CHECK_FALSE(quiet->sampled());
+}
+
+TEST_CASE("traceparent: what the standard refuses is refused", "[trace]") {
+  for (const std::string& bad :
+       {std::string(""), std::string("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"),
+        std::string("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"),
+        std::string("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+        std::string("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"),
+        std::string("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), kGiven + "-more",
+        std::string("0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        std::string("00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        std::string("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x")}) {
+    INFO(bad);
+    CHECK_FALSE(parse_traceparent(bad));
+  }
+  // A later version may add fields after a '-'.
+  CHECK(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"));
+}
+
+TEST_CASE("trace ids: new traces and spans are random and never zero", "[trace]") {
+  std::set<std::string> traces, spans;
+  for (int i = 0; i < 1000; ++i) {
+    const TraceContext t = new_trace(i % 2 == 0);
+    CHECK(t.sampled() == (i % 2 == 0));
+    traces.insert(hex_of(t.trace_id));
+    spans.insert(hex_of(t.child().span_id));
+    CHECK(parse_traceparent(t.text()));
+  }
+  CHECK(traces.size() == 1000);
+  CHECK(spans.size() == 1000);
+  const TraceContext t = new_trace(true);
+  CHECK(t.child().trace_id == t.trace_id);
+  CHECK(t.child().span_id != t.span_id);
+  int sampled = 0;
+  for (int i = 0; i < 10000; ++i) sampled += sample(0.25);
+  CHECK(sampled > 2000);
+  CHECK(sampled < 3000);
+  CHECK_FALSE(sample(0));
+  CHECK(sample(1));
+}
+
+TEST_CASE("OTLP JSON: spans as an export request, ids in hex, integers as strings", "[trace]") {
+  SpanRecord s;
+  s.context = *parse_traceparent(kGiven);
+  s.parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01")->span_id;
+  s.kind = SpanKind::Server;
+  s.name = "GET /notes/{id}";
+  s.start_ns = 1796601382371691018;
+  s.end_ns = 1796601382372014330;
+  s.error = true;
+  s.attributes.push_back({"http.response.status_code", std::int64_t{503}});
+  s.attributes.push_back({"url.path", std::string("/notes/\"7\"\n")});
+  SpanRecord root = s;
+  root.parent = {};
+  const auto j = nlohmann::json::parse(otlp_json({s, root}, "edri-server", "manager notes"));
+  const auto& rs = j.at("resourceSpans").at(0);
+  CHECK(rs.at("resource").at("attributes").at(0) ==
+        nlohmann::json{{"key", "service.name"}, {"value", {{"stringValue", "edri-server"}}}});
+  const auto& spans = rs.at("scopeSpans").at(0).at("spans");
+  REQUIRE(spans.size() == 2);
+  const auto& a = spans.at(0);
+  CHECK(a.at("traceId") == "4bf92f3577b34da6a3ce929d0e0e4736");
+  CHECK(a.at("spanId") == "00f067aa0ba902b7");
+  CHECK(a.at("parentSpanId") == "1111111111111111");
+  CHECK(a.at("kind") == 2);
+  CHECK(a.at("startTimeUnixNano") == "1796601382371691018");
+  CHECK(a.at("status").at("code") == 2);
+  CHECK(a.at("attributes").at(0).at("value").at("intValue") == "503");
+  CHECK(a.at("attributes").at(1).at("value").at("stringValue") == "/notes/\"7\"\n");
+  CHECK_FALSE(spans.at(1).contains("parentSpanId"));
+}
