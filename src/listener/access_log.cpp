@@ -85,8 +85,11 @@ void AccessLog::start_trace(AccessRecord& r, const http::HttpRequest* head) {
   r.traced = true;
   r.span = client ? client->child() : new_trace(sample(trace_sample_));
   r.parent = client ? client->span_id : SpanId{};
-  r.trace_id = hex_of(r.span.trace_id);
-  r.trace_section = r.span.text();
+  // Into the record's own strings, kept from call to call: no allocation.
+  char text[TraceContext::kTextSize];
+  r.span.write(text);
+  r.trace_id.assign(text + 3, 32);
+  r.trace_section.assign(text, sizeof text);
   // A vendor's state goes on only with the trace it belongs to.
   const std::string_view state = client ? head->header("tracestate") : std::string_view();
   if (!state.empty() && state.size() <= 512 && state.find('\n') == std::string_view::npos)

@@ -185,19 +185,24 @@ void SpanExporter::run() {
       last = stop_;
       taken.swap(queued_);
     }
+    bool post = curl_ != nullptr;
     for (std::size_t at = 0; at < taken.size(); at += kBatch) {
       const auto end = taken.begin() + static_cast<std::ptrdiff_t>(std::min(taken.size(), at + kBatch));
       export_batch(std::vector<SpanRecord>(std::make_move_iterator(taken.begin() + static_cast<std::ptrdiff_t>(at)),
-                                           std::make_move_iterator(end)));
+                                           std::make_move_iterator(end)),
+                   post);
     }
     taken.clear();
   }
 }
 
-void SpanExporter::export_batch(const std::vector<SpanRecord>& spans) {
+void SpanExporter::export_batch(const std::vector<SpanRecord>& spans, bool& post_it) {
   if (spans.empty()) return;
   std::string body = otlp_json(spans, "edri-server", settings_.process);
-  if (curl_ && !post(body)) failed_.fetch_add(1, std::memory_order_relaxed);
+  if (curl_ && !(post_it && post(body))) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    post_it = false;
+  }
   if (!file_) return;
   body += '\n';
   // One write of whole lines: O_APPEND keeps those of several processes apart.

@@ -5,7 +5,8 @@
 // as one request per line (EDRI_TRACE_PATH), a batch at a time (every
 // 200 ms, or 512 spans). A role's loop only queues a span: it never
 // waits on the export. Past EDRI_TRACE_BUFFER spans waiting, a span is
-// dropped and counted; a failed POST drops its batch and is counted.
+// dropped and counted; a failed POST drops its batch and is counted, and
+// so do the round's later batches (they are still written to the file).
 #pragma once
 
 #include <atomic>
@@ -79,7 +80,10 @@ class SpanExporter {
 
  private:
   void run();
-  void export_batch(const std::vector<SpanRecord>& spans);
+  // `post`: whether to POST it (false once a POST of this round failed:
+  // a receiver that is down costs one timeout per round, not one per
+  // batch, and a stop waits for at most one).
+  void export_batch(const std::vector<SpanRecord>& spans, bool& post);
   bool post(const std::string& body);
   void notice(std::string text);
 

@@ -1,6 +1,10 @@
 // W3C Trace Context parsing and ids (runtime/trace_context.hpp) and the
 // OTLP JSON of spans (runtime/span_exporter.hpp), without processes.
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -94,4 +98,29 @@ TEST_CASE("OTLP JSON: spans as an export request, ids in hex, integers as string
   CHECK(a.at("attributes").at(0).at("value").at("intValue") == "503");
   CHECK(a.at("attributes").at(1).at("value").at("stringValue") == "/notes/\"7\"\n");
   CHECK_FALSE(spans.at(1).contains("parentSpanId"));
+}
+
+TEST_CASE("span exporter: spans queued by one thread reach the file, a batch per line", "[trace][threads]") {
+  char folder[] = "/tmp/edri-spans.XXXXXX";
+  REQUIRE(::mkdtemp(folder));
+  const std::string path = std::string(folder) + "/spans.jsonl";
+  std::uint64_t dropped = 0;
+  {
+    SpanExporter exporter({"", path, 64, "test"});
+    for (int i = 0; i < 100; ++i) {
+      SpanRecord s;
+      s.context = new_trace(true);
+      s.name = "span " + std::to_string(i);
+      exporter.submit(std::move(s));
+    }
+    dropped = exporter.dropped();  // past the buffer of 64 waiting
+  }                                // the destructor writes what is queued
+  std::ifstream in(path);
+  std::size_t spans = 0, lines = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    spans += nlohmann::json::parse(line).at("resourceSpans").at(0).at("scopeSpans").at(0).at("spans").size();
+  CHECK(lines >= 1);
+  CHECK(spans >= 64);
+  CHECK(spans + dropped == 100);
+  std::filesystem::remove_all(folder);
 }
