@@ -102,6 +102,8 @@ void Http1Codec::stop() {
 
 void Http1Codec::go_away() {
   stop();
+  // An event stream has no last answer to wait for: it ends now.
+  if (events_) return host_.close();
   if (answers_.empty() && host_.output_idle()) return host_.close();
   answers_.close_after_last();
   host_.end_after_output();
@@ -111,8 +113,9 @@ void Http1Codec::go_away() {
 void Http1Codec::go_away_gently() {
   // Idle: the next request is read and answered with Connection: close
   // (the listener is draining), or the sweep closes the quiet connection.
-  // Closing it now would race a request the client may be sending.
-  if (!events_ && answers_.empty() && host_.output_idle() && !reader_.mid_message()) return;
+  // Closing it now would race a request the client may be sending. An
+  // event stream stays for EDRI_RELOAD_GRACE: the listener ends it.
+  if (events_ || (answers_.empty() && host_.output_idle() && !reader_.mid_message())) return;
   go_away();
 }
 

@@ -99,6 +99,11 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                         table_.for_each_open([](Connection& c) { c.close(); });
                         loop_.stop();
                       }),
+      reload_grace_(loop.events(),
+                    [this] {
+                      spdlog::info("EDRI_RELOAD_GRACE is over: {} connections to close", table_.open());
+                      table_.for_each_open([](Connection& c) { c.drain(); });
+                    }),
       lost_watch_(loop, [this] { answer_lost(); }) {
   if (unix_fd >= 0) unix_fd_ = duplicate(unix_fd, "Unix domain socket");
   if (admin_fd >= 0) admin_fd_ = duplicate(admin_fd, "admin socket");
@@ -318,7 +323,10 @@ void Listener::on_stop_signal() {
 void Listener::begin_drain(bool gently) {
   if (draining_) {
     // Stopping after a reload's drain: the idle connections go now.
-    if (!gently) table_.for_each_open([](Connection& c) { c.drain(); });
+    if (!gently) {
+      reload_grace_.cancel();
+      table_.for_each_open([](Connection& c) { c.drain(); });
+    }
     return;
   }
   draining_ = true;
@@ -337,8 +345,12 @@ void Listener::begin_drain(bool gently) {
     else
       c.drain();
   });
-  drain_deadline_.expires_after(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(config_.shutdown_timeout_s)));
+  auto after = [](double s) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
+  };
+  drain_deadline_.expires_after(after(config_.shutdown_timeout_s));
+  if (gently && config_.reload_grace_s < config_.shutdown_timeout_s)
+    reload_grace_.expires_after(after(config_.reload_grace_s));
   stop_if_drained();
 }
 

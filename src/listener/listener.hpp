@@ -164,6 +164,9 @@ class Listener final : public ConnectionOwner,
   EventLoop::Timer accept_retry_;
   EventLoop::Timer sweep_;
   EventLoop::Timer drain_deadline_;
+  // A reload's drain: EDRI_RELOAD_GRACE after it, what stayed open
+  // (WebSockets, event streams) is drained as SIGTERM drains it.
+  EventLoop::Timer reload_grace_;
   SuccessorWatch lost_watch_;
   bool draining_ = false;
   bool stop_signaled_ = false;

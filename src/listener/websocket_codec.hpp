@@ -42,6 +42,9 @@ class WebSocketCodec final : public Codec, public WebSocketSession::Owner, priva
   bool must_pause(std::size_t backlog) const override;
   void output_taken() override { update_flow(); }
   void go_away() override { close(1001, "the server is stopping"); }
+  // A reload: kept open for EDRI_RELOAD_GRACE; the listener then calls
+  // go_away().
+  void go_away_gently() override {}
   void check_time(Clock::time_point now) override;
   bool waiting() const override { return commands_.pending() > 0; }
   void for_each_overdue(Clock::time_point cutoff, const std::function<void(std::uint32_t)>& f) override {

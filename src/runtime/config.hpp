@@ -82,6 +82,7 @@ struct Config {
   double lingering_time_s = 30.0;
   double lingering_timeout_s = 5.0;
   std::uint32_t max_json_depth = 128;  // EDRI_MAX_JSON_DEPTH: nesting of arrays and objects in client JSON
+  double reload_grace_s = 10.0;        // EDRI_RELOAD_GRACE: an old generation's WebSockets, event streams
   double shutdown_timeout_s = 30.0;    // EDRI_SHUTDOWN_TIMEOUT: seconds SIGTERM waits for requests in flight
   std::string log_level = "info";      // EDRI_LOG_LEVEL
   std::string log_format = "text";     // EDRI_LOG_FORMAT: "text" or "json"

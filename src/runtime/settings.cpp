@@ -157,10 +157,14 @@ std::vector<Setting> make_settings() {
       {"EDRI_LINGERING_TIMEOUT", "`5`", parse::seconds(&Config::lingering_timeout_s),
        "seconds of silence that end such a lingering close early (nginx's `lingering_timeout`); also how long a "
        "WebSocket client has to answer a close frame of the server's once it is out"},
+      {"EDRI_RELOAD_GRACE", "`10`", parse::seconds(&Config::reload_grace_s),
+       "seconds a reload leaves the old generation's WebSockets and HTTP/1.1 event streams open (their commands "
+       "answered and their pushes made by the old generation) before a WebSocket closes with 1001 and an event "
+       "stream ends (EventSource reconnects, to the new one); `EDRI_SHUTDOWN_TIMEOUT` bounds it"},
       {"EDRI_SHUTDOWN_TIMEOUT", "`30`", parse::seconds(&Config::shutdown_timeout_s),
        "seconds a SIGTERM waits for requests in flight: the port stops accepting at once, idle connections close, the "
-       "others close after their last answer (which says `Connection: close`), WebSockets close with 1001; what is "
-       "still open after this is closed"},
+       "others close after their last answer (which says `Connection: close`), WebSockets close with 1001, event "
+       "streams end; what is still open after this is closed"},
       {"EDRI_LOG_LEVEL", "`info`", log_level(), "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`"},
       {"EDRI_LOG_FORMAT", "`text`",
        parse::choice<std::string>(&Config::log_format, {{"text", "text"}, {"json", "json"}}),

@@ -4,8 +4,11 @@
 // generation keeps the plugin code it started with, also for a process
 // restarted after the file changed; a reload that cannot start leaves the
 // old generation serving and says why.
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,6 +24,7 @@
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
+#include "support/ws_client.hpp"
 
 using namespace edri::test;
 using namespace std::chrono_literals;
@@ -38,6 +42,18 @@ bool reload_to(ServerProcess& server, unsigned n) {
   ::kill(server.pid(), SIGHUP);
   return eventually(
       [&] { return server.log().find("generation " + std::to_string(n) + " serves") != std::string::npos; }, 10s);
+}
+
+// Bytes from `fd` until it is closed (true) or `ms` pass quiet (false).
+bool read_to_close(int fd, std::string& got, int ms) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return true;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 // Replaces `to` with `from` as a deploy would: a new file renamed over it.
@@ -163,5 +179,31 @@ TEST_CASE("a reload that cannot start leaves the old generation serving and says
   CHECK(server.log().find("cannot change on reload") != std::string::npos);
   CHECK(http_get(server.port(), "/hello/still").status == 200);
   CHECK(shm_segments(server.segment_prefix()).size() == 1);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("a reload keeps WebSockets and event streams for EDRI_RELOAD_GRACE, then closes them", "[reload]") {
+  ServerProcess server{{plugin_path("bench_app")}, {{"EDRI_RELOAD_GRACE", "2"}}};
+  WsClient ws(server.port());
+  CHECK(ws.command({{"command", "noop"}}).contains("response"));
+  const int sse = connect_loopback(server.port());
+  const std::string get = "GET /sse/graced HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n";
+  REQUIRE(::send(sse, get.data(), get.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(get.size()));
+  std::string events;
+  CHECK_FALSE(read_to_close(sse, events, 500));  // open, its head sent
+  CHECK(events.rfind("HTTP/1.1 200", 0) == 0);
+
+  REQUIRE(reload_to(server, 2));
+  REQUIRE(eventually([&] { return server.log().find("replaced by a reload") != std::string::npos; }));
+  // Draining, the old generation still answers on it; new connections
+  // meet the new generation.
+  CHECK(ws.command({{"command", "noop"}}).contains("response"));
+  CHECK(http_get(server.port(), "/noop").status == 200);
+  // Then 1001, and the event stream ends.
+  CHECK(ws.read_close_code() == 1001);
+  CHECK(read_to_close(sse, events, 5000));
+  ::close(sse);
+  CHECK(server.log().find("EDRI_RELOAD_GRACE is over") != std::string::npos);
+  CHECK(eventually([&] { return count_of(server.log(), "finished and stopped") == 1; }, 10s));
   CHECK(server.stop() == 0);
 }
