@@ -41,7 +41,7 @@ ctest --test-dir build-asan --output-on-failure -j2 -R '^unit:'
 EDRI_TEST_SERVER_BUILD="$PWD/build-asan" ctest --test-dir build --output-on-failure -j2 -R '^integration:'
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-stage "ThreadSanitizer: the channels, the worker thread pool, SQLite's threads, guest loops, the access log's writer"
+stage "ThreadSanitizer: the channels, the worker thread pool, SQLite's threads, guest loops, the access log's writer, the span exporter"
 scripts/build.sh tsan
 TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/unit_tests "[threads],[outbox],[process_loop],[channel]~[stress]"
 

@@ -60,15 +60,21 @@ std::string BuiltinEndpoints::label(std::string_view v) {
 
 BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
                                    const transport::Topology& topology, const plugin::PluginSet& plugins,
-                                   const std::vector<std::string>& manager_titles)
+                                   const std::vector<std::string>& manager_domains)
     : config_(config), segment_(segment), topology_(topology) {
+  const auto manager_titles = plugin::manager_titles(manager_domains);
   slot_names_.resize(topology.process_slots());
   slot_names_[transport::Topology::kBroker] = "broker";
   slot_names_[transport::Topology::kRouter] = "router";
   for (std::uint32_t i = 0; i < topology.listeners(); ++i)
     slot_names_[topology.listener_slot(i)] = topology.listeners() == 1 ? "listener" : "listener " + std::to_string(i);
-  for (std::uint32_t j = 0; j < topology.managers(); ++j)
+  slot_domains_.resize(topology.process_slots());
+  for (std::uint32_t j = 0; j < topology.managers(); ++j) {
     slot_names_[topology.manager_slot(j)] = "manager " + manager_titles.at(j);
+    slot_domains_[topology.manager_slot(j)] = manager_domains.at(j);
+    if (std::find(domains_.begin(), domains_.end(), manager_domains[j]) == domains_.end())
+      domains_.push_back(manager_domains[j]);
+  }
   if (topology.has_switch()) slot_names_[topology.switch_slot()] = "switch";
   for (const auto& r : plugins.routes()) route_labels_.push_back(std::string(method_name(r.method)) + " " + r.path);
   route_labels_.push_back("(none)");  // answers given without a route
@@ -287,6 +293,7 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
       << "edri_blob_bytes{state=\"capacity\"} " << blobs_->capacity() << '\n';
   }
   loop_metrics(o);
+  domain_metrics(o);
   if (topology_.has_switch()) cluster_metrics(o);
   return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
 }

@@ -29,7 +29,7 @@ class BuiltinEndpoints {
   };
 
   BuiltinEndpoints(const Config& config, const transport::Segment& segment, const transport::Topology& topology,
-                   const plugin::PluginSet& plugins, const std::vector<std::string>& manager_titles);
+                   const plugin::PluginSet& plugins, const std::vector<std::string>& manager_domains);
 
   // The blob area whose use /metrics reports (none: not reported).
   void set_blobs(const transport::BlobArena* blobs) { blobs_ = blobs; }
@@ -71,11 +71,15 @@ class BuiltinEndpoints {
   void cluster_metrics(std::ostringstream& o) const;
   // What each process's loop did, and its CPU (builtin_loop_metrics.cpp).
   void loop_metrics(std::ostringstream& o) const;
+  // Each domain's queue and waiting requests, its managers summed.
+  void domain_metrics(std::ostringstream& o) const;
 
   const Config& config_;
   const transport::Segment& segment_;
   const transport::Topology& topology_;
   std::vector<std::string> slot_names_;    // by process slot
+  std::vector<std::string> slot_domains_;  // the same: a manager's domain, else empty
+  std::vector<std::string> domains_;       // those of the managers, each once, in order
   std::vector<std::string> route_labels_;  // by route row: "GET /notes/{id:int}"
   const transport::BlobArena* blobs_ = nullptr;
   struct Placement {

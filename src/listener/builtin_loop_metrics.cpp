@@ -1,7 +1,8 @@
 // BuiltinEndpoints, the loops' part of /metrics: what each process's loop
 // did (LoopStats in shm_layout.hpp) and the CPU it used, so that a request
 // can be followed by the wake-ups it caused (issue 39; docs/performance.md
-// "Where a request waits").
+// "Where a request waits"); and per domain, its managers summed, what
+// waits in their channels and in their handlers.
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,41 @@ void BuiltinEndpoints::loop_metrics(std::ostringstream& o) const {
     counted.push_back(pid);
     if (const auto cpu = cpu_seconds(pid))
       o << "edri_process_cpu_seconds_total{process=\"" << label(slot_names_[s]) << "\"} " << *cpu << '\n';
+  }
+}
+
+void BuiltinEndpoints::domain_metrics(std::ostringstream& o) const {
+  std::vector<std::uint64_t> queued(domains_.size()), waiting(domains_.size()), calls(domains_.size());
+  auto domain_of = [&](std::uint32_t slot) -> std::size_t {
+    const auto it = std::find(domains_.begin(), domains_.end(), slot_domains_[slot]);
+    return slot_domains_[slot].empty() ? domains_.size() : static_cast<std::size_t>(it - domains_.begin());
+  };
+  const auto& specs = topology_.channels();
+  for (std::uint32_t c = 0; c < specs.size(); ++c)
+    if (const auto d = domain_of(specs[c].consumer); d < domains_.size()) {
+      const auto& ctl = segment_.control(c);
+      queued[d] += ctl.tail.load(std::memory_order_relaxed) - ctl.head.load(std::memory_order_relaxed);
+    }
+  for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
+    if (const auto d = domain_of(s); d < domains_.size()) {
+      waiting[d] += segment_.doorbell(s).loop.waiting.load(std::memory_order_relaxed);
+      calls[d] += segment_.doorbell(s).loop.calls.load(std::memory_order_relaxed);
+    }
+  const struct {
+    const char* name;
+    const char* help;
+    const std::vector<std::uint64_t>& values;
+  } gauges[] = {
+      {"edri_domain_queue_bytes", "Bytes written to a domain's managers and not yet read.", queued},
+      {"edri_domain_waiting_requests",
+       "Requests a domain's handlers hold while they wait (coroutines, streamed answers being made).", waiting},
+      {"edri_domain_waiting_calls", "Calls a domain's handlers made (to other domains, live streams) not yet answered.",
+       calls},
+  };
+  for (const auto& g : gauges) {
+    o << "# HELP " << g.name << ' ' << g.help << "\n# TYPE " << g.name << " gauge\n";
+    for (std::size_t d = 0; d < domains_.size(); ++d)
+      o << g.name << "{domain=\"" << label(domains_[d]) << "\"} " << g.values[d] << '\n';
   }
 }
 

@@ -72,8 +72,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
                                           : std::make_unique<TlsContext>(config.ssl_certificate, config.ssl_key)),
       cors_(make_cors(config)),
       builtins_(config, loop.segment(), loop.topology(), plugins,
-                plugin::manager_titles(
-                    plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas))),
+                plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas)),
       validators_(make_validators(plugins, config)),
       answers_(config, table_, sender_, loop.blobs(), plugins.middlewares(),
                Answers::Metrics{loop.segment().listener_metrics(index), &loop.segment().request_counter(index, 0, 0),

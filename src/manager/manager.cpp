@@ -107,6 +107,9 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     // Before the notices: what the HTTP client finishes may answer.
     const bool ran = http_ && http_->run_due();
     report_answered();
+    auto& stats = loop_.segment().doorbell(loop_.slot()).loop;
+    stats.waiting.store(static_cast<std::uint32_t>(coroutines_.waiting() + streams_.size()), std::memory_order_relaxed);
+    stats.calls.store(static_cast<std::uint32_t>(outstanding_.size()), std::memory_order_relaxed);
     return ran;
   });
   if (home_cpu)

@@ -37,7 +37,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 9;
+inline constexpr std::uint32_t kLayoutVersion = 10;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -82,6 +82,11 @@ struct alignas(kCacheLine) LoopStats {
   std::atomic<std::uint64_t> slept_us;  // time blocked
   std::atomic<std::uint64_t> woken;     // sleeps a ring ended (rang_ns was set)
   std::atomic<std::uint64_t> wake_us;   // their time from the ring to the turn
+  // A manager's, stored at the end of each turn (/metrics, per domain):
+  // requests its handlers hold while they wait (coroutines, streamed
+  // answers being made), and calls they made that are not answered yet.
+  std::atomic<std::uint32_t> waiting;
+  std::atomic<std::uint32_t> calls;
 };
 
 // One per process slot: the process's eventfd doorbell state, and what the

@@ -8,9 +8,12 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "edri/v1/edri.pb.h"
 #include "grpc/framing.hpp"
@@ -344,4 +347,26 @@ TEST_CASE("a gRPC Call whose grpc-timeout passes ends DEADLINE_EXCEEDED and canc
   std::this_thread::sleep_until(t0 + 3300ms);
   CHECK(cancelled_count(server) == 1);
   CHECK(http_get(server.port(), "/co/sleep/10").status == 200);
+}
+
+TEST_CASE("/metrics shows the requests a domain's handlers hold while they wait", "[coroutine]") {
+  ServerProcess server({test_plugin_path("coroutines")});
+  // The value of `series` in /metrics, or -1 when it is not there.
+  auto gauge = [&](const std::string& series) {
+    const std::string text = http_get(server.port(), "/metrics").body;
+    const auto at = text.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
+  };
+  CHECK(gauge(R"(edri_domain_waiting_requests{domain="co"})") == 0);
+  CHECK(gauge(R"(edri_domain_waiting_calls{domain="co"})") == 0);
+  CHECK(gauge(R"(edri_domain_queue_bytes{domain="co"})") >= 0);
+  CHECK(gauge(R"(edri_domain_waiting_requests{domain="peer"})") == 0);
+  std::vector<std::unique_ptr<HttpClient>> sleepers;
+  for (int i = 0; i < 3; ++i) {
+    sleepers.push_back(std::make_unique<HttpClient>(server.port(), 10000));
+    sleepers.back()->send_raw("GET /co/sleep/2000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  CHECK(eventually([&] { return gauge(R"(edri_domain_waiting_requests{domain="co"})") == 3; }));
+  for (auto& c : sleepers) CHECK(c->read_response().status == 200);
+  CHECK(eventually([&] { return gauge(R"(edri_domain_waiting_requests{domain="co"})") == 0; }));
 }
