@@ -12,12 +12,6 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-bool is_lower_hex(std::string_view s) {
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 bool plain_in_combined(unsigned char c) { return c >= 32 && c <= 126 && c != '"' && c != '\\'; }
 
 // As nginx escapes its combined format: '"', '\' and bytes outside
@@ -74,15 +68,8 @@ std::string_view request_protocol(std::string_view protocol) {
 }  // namespace
 
 std::string_view trace_id_of(std::string_view tp) {
-  // version "00": exactly 55 characters; a later version may be longer.
-  if (tp.size() < 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-') return {};
-  if (!is_lower_hex(tp.substr(0, 2)) || tp.substr(0, 2) == "ff") return {};
-  if (tp.substr(0, 2) == "00" && tp.size() != 55) return {};
-  const std::string_view trace = tp.substr(3, 32), parent = tp.substr(36, 16);
-  if (!is_lower_hex(trace) || !is_lower_hex(parent) || !is_lower_hex(tp.substr(53, 2))) return {};
-  if (trace.find_first_not_of('0') == std::string_view::npos) return {};   // all zeros: invalid
-  if (parent.find_first_not_of('0') == std::string_view::npos) return {};  // the same
-  return trace;
+  // The standard's rules are parse_traceparent's alone.
+  return parse_traceparent(tp) ? tp.substr(3, 32) : std::string_view();
 }
 
 void AccessFormatter::set_second(std::chrono::system_clock::time_point t) {

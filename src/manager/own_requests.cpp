@@ -197,7 +197,7 @@ std::function<void()> Manager::http(HttpCall call, std::chrono::steady_clock::ti
 // handler's `traceparent` in its headers; a callback handler's runs now).
 void Manager::trace_http(HttpCall& call, std::function<void(HttpReply)>& done) {
   auto given = std::find_if(call.headers.begin(), call.headers.end(),
-                            [](const auto& h) { return http::lowered(h.first) == "traceparent"; });
+                            [](const auto& h) { return http::iequals(h.first, "traceparent"); });
   const auto traced = trace_call(nullptr, given != call.headers.end() ? given->second : std::string());
   if (!traced) return;
   if (given != call.headers.end()) call.headers.erase(given);

@@ -3,7 +3,6 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -35,15 +34,6 @@ void decimal(std::string& out, std::uint64_t n) {
   out.append(digits, end);
 }
 
-template <std::size_t N>
-void hex(std::string& out, const std::array<std::uint8_t, N>& bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (const auto b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-}
-
 void attribute(std::string& out, const SpanAttribute& a) {
   out += R"({"key":)";
   quoted(out, a.key);
@@ -68,13 +58,13 @@ bool is_root(const SpanId& parent) {
 
 void append_span(std::string& out, const SpanRecord& s) {
   out += R"({"traceId":")";
-  hex(out, s.context.trace_id);
+  append_hex(out, s.context.trace_id);
   out += R"(","spanId":")";
-  hex(out, s.context.span_id);
+  append_hex(out, s.context.span_id);
   out += '"';
   if (!is_root(s.parent)) {
     out += R"(,"parentSpanId":")";
-    hex(out, s.parent);
+    append_hex(out, s.parent);
     out += '"';
   }
   out += R"(,"flags":)";

@@ -125,9 +125,15 @@ bool sample(double rate) {
   return static_cast<double>(generator()() >> 11) * 0x1.0p-53 < rate;
 }
 
+void append_hex(std::string& out, const std::uint8_t* bytes, std::size_t size) {
+  const std::size_t at = out.size();
+  out.resize(at + 2 * size);
+  put_hex(out.data() + at, bytes, size);
+}
+
 std::string hex_of(const std::uint8_t* bytes, std::size_t size) {
-  std::string out(2 * size, '0');
-  put_hex(out.data(), bytes, size);
+  std::string out;
+  append_hex(out, bytes, size);
   return out;
 }
 

@@ -48,7 +48,12 @@ SpanId new_span_id();
 // True with probability `rate` (0..1), from the same generator.
 bool sample(double rate);
 
-// Lowercase hex of `bytes`.
+// Lowercase hex of `bytes`, appended to `out` or as a string.
+void append_hex(std::string& out, const std::uint8_t* bytes, std::size_t size);
+template <std::size_t N>
+void append_hex(std::string& out, const std::array<std::uint8_t, N>& bytes) {
+  append_hex(out, bytes.data(), N);
+}
 std::string hex_of(const std::uint8_t* bytes, std::size_t size);
 template <std::size_t N>
 std::string hex_of(const std::array<std::uint8_t, N>& bytes) {
