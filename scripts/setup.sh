@@ -68,6 +68,23 @@ install_node_reference() {
     echo "setup: npm ci in $dir failed; bench fanout will run without its Node reference" >&2
 }
 
+# promtool, Prometheus's linter of the /metrics text (the plugin metrics
+# test runs it): taken out of Debian's prometheus package into .tools/
+# rather than installed, since the package would also start a Prometheus
+# server as a service.
+install_promtool() {
+  local tools
+  tools="$(cd "$(dirname "$0")/.." && pwd)/.tools"
+  [ -x "$tools/prometheus/usr/bin/promtool" ] && return 0
+  local scratch
+  scratch="$(mktemp -d)"
+  mkdir -p "$tools"
+  (cd "$scratch" && apt-get download -qq prometheus > /dev/null 2>&1 &&
+    dpkg -x prometheus_*.deb "$tools/prometheus" && rm -f "$tools/prometheus/usr/bin/prometheus") ||
+    echo "setup: promtool could not be fetched; the plugin metrics test will fail until it is" >&2
+  rm -rf "$scratch"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -75,6 +92,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   install_node_reference
+  install_promtool
   exit 0
 fi
 
@@ -84,3 +102,4 @@ echo "setup: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 install_node_reference
+install_promtool

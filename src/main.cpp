@@ -26,6 +26,7 @@
 #include "listener/listener.hpp"
 #include "manager/manager.hpp"
 #include "manager/worker_process.hpp"
+#include "plugin/plugin_metrics.hpp"
 #include "plugin/plugin_set.hpp"
 #include "router/router.hpp"
 #include "runtime/command_line.hpp"
@@ -203,6 +204,9 @@ int run_child(std::uint32_t slot) {
   apply_placement(config, home, manager_floats || broker_floats);
 
   const auto segment = transport::Segment::open(required_env("EDRI_INTERNAL_INSTANCE"));
+  // The plugins' metric handles write to the segment from here on.
+  std::optional<plugin::BoundMetrics> metrics;
+  if (plugins) metrics.emplace(segment, *plugins);
   const auto doorbells = parse_fds(required_env("EDRI_INTERNAL_DOORBELLS"));
   if (doorbells.size() != topology.process_slots()) throw std::runtime_error("doorbell count mismatch");
   ProcessLoop loop(segment, topology, slot, doorbells, config, placement.spin);

@@ -7,6 +7,7 @@
 //   edri/fields.hpp    the fields of an event, checked by the listener
 //   edri/registry.hpp  what a plugin declares, and EDRI_PLUGIN
 //   edri/setting.hpp   a setting a plugin reads, from the environment or the config file
+//   edri/metric.hpp    a plugin's own metrics in /metrics: counters, gauges, histograms
 //   edri/admission.hpp what a middleware adds to a request it lets through
 //   edri/abi.hpp       what a plugin and edri-server must share
 //   edri/status.hpp    status codes by name
@@ -30,6 +31,7 @@
 #include <edri/context.hpp>
 #include <edri/database.hpp>
 #include <edri/fields.hpp>
+#include <edri/metric.hpp>
 #include <edri/registry.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>

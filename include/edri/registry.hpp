@@ -18,6 +18,7 @@
 #include <edri/context.hpp>
 #include <edri/fields.hpp>
 #include <edri/grpc_service.hpp>
+#include <edri/metric.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 #include <edri/setting.hpp>
@@ -150,10 +151,11 @@ struct RegistryDeclarations {
   std::vector<std::string> replayed;                                // events declared with replay()
   std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
   std::vector<GrpcServiceDecl> grpc_services;
-  std::vector<std::string> all_headers;  // events declared with all_headers()
-  std::vector<LifecycleDecl> lifecycle;  // on_start() and on_stop() hooks, by domain
-  std::vector<DatabaseDecl> databases;   // database(), by domain
-  std::vector<SettingDecl> settings;     // setting(), in declaration order
+  std::vector<std::string> all_headers;     // events declared with all_headers()
+  std::vector<LifecycleDecl> lifecycle;     // on_start() and on_stop() hooks, by domain
+  std::vector<DatabaseDecl> databases;      // database(), by domain
+  std::vector<SettingDecl> settings;        // setting(), in declaration order
+  std::vector<MetricRegistration> metrics;  // counter(), gauge(), histogram(), in declaration order
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -383,7 +385,20 @@ class Registry {
     return value;
   }
 
+  // Declares a metric of the plugin's own (include/edri/metric.hpp) and
+  // returns the handle that writes it: kept by the handlers, tasks and
+  // middleware that count with it.
+  Counter counter(MetricDecl m) { return Counter(declare(MetricKind::Counter, std::move(m))); }
+  Gauge gauge(MetricDecl m) { return Gauge(declare(MetricKind::Gauge, std::move(m))); }
+  Histogram histogram(MetricDecl m) { return Histogram(declare(MetricKind::Histogram, std::move(m))); }
+
  private:
+  std::shared_ptr<MetricCell> declare(MetricKind kind, MetricDecl m) {
+    auto cell = std::make_shared<MetricCell>();
+    d_.metrics.push_back(MetricRegistration{kind, std::move(m), cell});
+    return cell;
+  }
+
   friend struct PluginBinding;
   RegistryDeclarations d_;
   std::string current_domain_;

@@ -186,18 +186,15 @@ void Answers::record(SlotInfo& info, int status, std::uint64_t bytes_out) {
   using transport::bump_owned;  // this listener is the only writer of its block
   const auto now = std::chrono::steady_clock::now();
   if (info.access && access_log_) access_log_->end(std::move(info.access), {status, -1, bytes_out, now});
-  if (info.route == SlotInfo::kUncounted)  // a WebSocket command's answer
-    return bump_owned(metrics_.header.websocket_commands[transport::status_column(status)]);
-  const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
-  bump_owned(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)]);
   const auto us =
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - info.opened).count());
-  std::size_t b = 0;
-  while (b < std::size(transport::kLatencyBucketsUs) && us > transport::kLatencyBucketsUs[b]) ++b;
-  auto* latency = metrics_.route_latency + std::size_t{row} * transport::kRouteLatencyCells;
-  bump_owned(latency[b]);
-  bump_owned(latency[transport::kLatencyBuckets], us);
-  bump_owned(latency[transport::kLatencyBuckets + 1]);
+  if (info.route == SlotInfo::kUncounted) {  // a WebSocket command's answer
+    bump_owned(metrics_.header.websocket_commands[transport::status_column(status)]);
+    return transport::observe_latency_us(metrics_.header.websocket_command_latency, us);
+  }
+  const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
+  bump_owned(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)]);
+  transport::observe_latency_us(metrics_.route_latency + std::size_t{row} * transport::kRouteLatencyCells, us);
 }
 
 void Answers::count_refusal() {

@@ -11,6 +11,7 @@
 
 #include "grpc/status.hpp"
 #include "listener/proc_stat.hpp"
+#include "plugin/plugin_metrics.hpp"
 
 namespace edri::listener {
 
@@ -61,7 +62,7 @@ std::string BuiltinEndpoints::label(std::string_view v) {
 BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
                                    const transport::Topology& topology, const plugin::PluginSet& plugins,
                                    const std::vector<std::string>& manager_domains)
-    : config_(config), segment_(segment), topology_(topology) {
+    : config_(config), segment_(segment), topology_(topology), plugins_(plugins) {
   const auto manager_titles = plugin::manager_titles(manager_domains);
   slot_names_.resize(topology.process_slots());
   slot_names_[transport::Topology::kBroker] = "broker";
@@ -172,30 +173,31 @@ BuiltinEndpoints::Answer BuiltinEndpoints::ready() const {
 
 // One route's histogram, the listeners' cells summed; nothing for a route
 // no request took.
-void BuiltinEndpoints::route_latency(std::ostringstream& o, std::uint32_t row) const {
+void BuiltinEndpoints::latency(std::ostringstream& o, std::string_view name, const std::string& labels,
+                               const CellsOf& cells_of) const {
   using namespace transport;
   const auto listeners = segment_.header().listener_count;
   std::uint64_t cells[kRouteLatencyCells] = {};
   for (std::uint32_t l = 0; l < listeners; ++l) {
-    const auto* first = &segment_.route_latency(l, row);
+    const auto* first = cells_of(l);
     for (std::size_t i = 0; i < kRouteLatencyCells; ++i) cells[i] += first[i].load(std::memory_order_relaxed);
   }
   const std::uint64_t count = cells[kLatencyBuckets + 1];
   if (count == 0) return;
-  const std::string route = "route=\"" + label(route_labels_.at(row)) + "\"";
+  const std::string open = labels.empty() ? "{" : "{" + labels + ",";
+  const std::string only = labels.empty() ? "" : "{" + labels + "}";
   std::uint64_t cumulative = 0;
   for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
     cumulative += cells[b];
-    o << "edri_request_duration_seconds_bucket{" << route << ",le=\"";
+    o << name << "_bucket" << open << "le=\"";
     if (b < std::size(kLatencyBucketsUs))
       o << static_cast<double>(kLatencyBucketsUs[b]) / 1e6;
     else
       o << "+Inf";
     o << "\"} " << cumulative << '\n';
   }
-  o << "edri_request_duration_seconds_sum{" << route << "} " << static_cast<double>(cells[kLatencyBuckets]) / 1e6
-    << '\n'
-    << "edri_request_duration_seconds_count{" << route << "} " << count << '\n';
+  o << name << "_sum" << only << ' ' << static_cast<double>(cells[kLatencyBuckets]) / 1e6 << '\n'
+    << name << "_count" << only << ' ' << count << '\n';
 }
 
 BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
@@ -218,7 +220,9 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   o << "# HELP edri_request_duration_seconds Time from a request's arrival in the listener to its response, by "
        "route.\n"
        "# TYPE edri_request_duration_seconds histogram\n";
-  for (std::uint32_t row = 0; row <= h.route_count; ++row) route_latency(o, row);
+  for (std::uint32_t row = 0; row <= h.route_count; ++row)
+    latency(o, "edri_request_duration_seconds", "route=\"" + label(route_labels_.at(row)) + "\"",
+            [&](std::uint32_t l) { return &segment_.route_latency(l, row); });
 
   o << "# HELP edri_client_output_bytes Bytes a listener holds unsent for its clients (EDRI_OUTPUT_BUFFER_TOTAL).\n"
        "# TYPE edri_client_output_bytes gauge\n";
@@ -267,6 +271,15 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   for (std::size_t code = 0; code < kGrpcCodes; ++code)
     if (const auto n = listeners_column(&ListenerMetricsHeader::grpc_calls, code))
       o << "edri_grpc_calls_total{code=\"" << grpc::code_name(static_cast<grpc::Code>(code)) << "\"} " << n << '\n';
+  o << "# HELP edri_websocket_command_duration_seconds Time from a WebSocket command's arrival to its answer.\n"
+       "# TYPE edri_websocket_command_duration_seconds histogram\n";
+  latency(o, "edri_websocket_command_duration_seconds", "",
+          [&](std::uint32_t l) { return segment_.listener_metrics(l).websocket_command_latency; });
+  o << "# HELP edri_grpc_call_duration_seconds Time from a unary gRPC call's arrival to its end (streaming calls "
+       "are not counted).\n"
+       "# TYPE edri_grpc_call_duration_seconds histogram\n";
+  latency(o, "edri_grpc_call_duration_seconds", "",
+          [&](std::uint32_t l) { return segment_.listener_metrics(l).grpc_call_latency; });
 
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";
@@ -295,6 +308,7 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   loop_metrics(o);
   domain_metrics(o);
   if (topology_.has_switch()) cluster_metrics(o);
+  plugin::write_plugin_metrics(o, segment_, plugins_);
   return {200, "text/plain; version=0.0.4; charset=utf-8", o.str()};
 }
 

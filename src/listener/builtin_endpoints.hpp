@@ -5,7 +5,9 @@
 // alone; /health names pids only there.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -66,7 +68,11 @@ class BuiltinEndpoints {
   Answer health(bool pids) const;
   Answer ready() const;
   Answer metrics() const;
-  void route_latency(std::ostringstream& o, std::uint32_t row) const;
+  // Sums the listeners' kRouteLatencyCells (shm_layout.hpp) found by
+  // `cells_of(listener)` and writes them as histogram `name`, with
+  // `labels` ("route=\"...\"", or none); nothing when none was counted.
+  using CellsOf = std::function<const std::atomic<std::uint64_t>*(std::uint32_t)>;
+  void latency(std::ostringstream& o, std::string_view name, const std::string& labels, const CellsOf& cells_of) const;
   // The switch's counters (docs/cluster.md), where the instance has one.
   void cluster_metrics(std::ostringstream& o) const;
   // What each process's loop did, and its CPU (builtin_loop_metrics.cpp).
@@ -77,6 +83,7 @@ class BuiltinEndpoints {
   const Config& config_;
   const transport::Segment& segment_;
   const transport::Topology& topology_;
+  const plugin::PluginSet& plugins_;
   std::vector<std::string> slot_names_;    // by process slot
   std::vector<std::string> slot_domains_;  // the same: a manager's domain, else empty
   std::vector<std::string> domains_;       // those of the managers, each once, in order

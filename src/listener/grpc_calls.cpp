@@ -25,12 +25,17 @@ void GrpcCall::clear() {
 }
 
 GrpcCall& GrpcCalls::open(std::int32_t stream, GrpcCall::Method m, std::size_t max_message) {
-  if (spare_.empty() || calls_.contains(stream)) return calls_.try_emplace(stream, m, max_message).first->second;
+  if (spare_.empty() || calls_.contains(stream)) {
+    const auto [it, made] = calls_.try_emplace(stream, m, max_message);
+    if (made) it->second.started = std::chrono::steady_clock::now();
+    return it->second;
+  }
   auto node = std::move(spare_.back());
   spare_.pop_back();
   node.key() = stream;
   GrpcCall& call = node.mapped();  // cleared when its last call ended
   call.method = m;
+  call.started = std::chrono::steady_clock::now();
   call.reader.set_limit(max_message);
   return calls_.insert(std::move(node)).position->second;
 }

@@ -56,6 +56,7 @@ struct GrpcCall {
   bool streams() const { return method == Method::Connect || method == Method::Reflection; }
 
   Method method;
+  std::chrono::steady_clock::time_point started;        // when its HEADERS came (edri_grpc_call_duration_seconds)
   const grpc::ServiceCatalog::Method* typed = nullptr;  // a Typed call's
   grpc::MessageReader reader;
   http::HttpRequest head;  // the call's metadata: header and cookie fields of its events

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "envelope/envelope.hpp"
+#include "plugin/plugin_metrics.hpp"
 
 namespace edri::plugin {
 
@@ -192,6 +193,7 @@ class PluginSet::Builder {
   void take_assets(const RegistryDeclarations& d);
   void take_middlewares(RegistryDeclarations& d);
   void take_settings(RegistryDeclarations& d, const std::string& plugin);
+  void take_metrics(RegistryDeclarations& d);
   void resolve_subscribers();
   void check_complete() const;
   std::size_t declared_event(const std::string& name) const;  // its index, or npos
@@ -239,6 +241,7 @@ void PluginSet::Builder::add(const std::string& path, const std::string& code) {
   take_assets(d);
   take_middlewares(d);
   take_settings(d, plugin_name_);
+  take_metrics(d);
 }
 
 PluginSet PluginSet::Builder::finish() {
@@ -335,6 +338,15 @@ void PluginSet::Builder::take_settings(RegistryDeclarations& d, const std::strin
       if (known.decl.variable == s.variable) throw PluginError(what + ": the variable is declared twice");
     }
     set_.settings_.push_back(LoadedSetting{plugin, std::move(s)});
+  }
+}
+
+void PluginSet::Builder::take_metrics(RegistryDeclarations& d) {
+  for (auto& m : d.metrics) {
+    check_metric(m, where_);
+    for (const auto& known : set_.metrics_)
+      if (known.decl.name == m.decl.name) throw PluginError(where_ + ": metric " + m.decl.name + " is declared twice");
+    set_.metrics_.push_back(std::move(m));
   }
 }
 

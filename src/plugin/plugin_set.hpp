@@ -95,6 +95,8 @@ class PluginSet {
   // Typed gRPC services, their methods' events declared (Registry::grpc_service).
   const std::vector<GrpcServiceDecl>& grpc_services() const { return grpc_services_; }
   const std::vector<LoadedSetting>& settings() const { return settings_; }
+  // Every plugin's own metrics (Registry::counter, gauge, histogram), checked.
+  const std::vector<MetricRegistration>& metrics() const { return metrics_; }
   // The domain of each manager process, in slot order: every domain, each
   // repeated for its replicas (`replicas` when not 0, else what its plugin
   // asked for, else 1). Supervisor and children compute it alike. Where
@@ -156,6 +158,7 @@ class PluginSet {
   std::vector<TaskDecl> tasks_;
   std::vector<std::pair<std::string, std::size_t>> replica_counts_;
   std::vector<LoadedSetting> settings_;
+  std::vector<MetricRegistration> metrics_;
 };
 
 // EDRI_INTERNAL_PLUGIN_CODE: the copies of the plugins a generation of

@@ -1,5 +1,6 @@
 #include "supervisor/supervisor.hpp"
 
+#include "plugin/plugin_metrics.hpp"
 #include "runtime/placement.hpp"
 
 #include <sys/eventfd.h>
@@ -41,9 +42,11 @@ std::string join(const std::vector<UniqueFd>& fds) {
 
 // The segment, or a start-up error that says what to change when /dev/shm
 // has no room for it.
-transport::Segment create_segment(const Topology& topology, const Config& config, std::uint32_t routes) {
+transport::Segment create_segment(const Topology& topology, const Config& config, const plugin::PluginSet& plugins) {
+  const auto routes = static_cast<std::uint32_t>(plugins.routes().size());
   try {
-    return transport::Segment::create(instance_name(), topology, config.ring_bytes, routes);
+    return transport::Segment::create(instance_name(), topology, config.ring_bytes, routes,
+                                      plugin::plugin_metrics_layout(plugins).bytes);
   } catch (const std::system_error& e) {
     if (e.code() != std::errc::no_space_on_device) throw;
     throw std::runtime_error(
@@ -94,8 +97,7 @@ std::unique_ptr<Supervisor::Generation> Supervisor::make_generation(GenerationPl
           plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas).size()),
       config.clustered());
   auto g = std::make_unique<Generation>(std::move(plan), std::move(topology), number);
-  const auto routes = static_cast<std::uint32_t>(g->plan.plugins->routes().size());
-  g->segment.reset(new transport::Segment(create_segment(g->topology, g->config(), routes)));
+  g->segment.reset(new transport::Segment(create_segment(g->topology, g->config(), *g->plan.plugins)));
   for (std::uint32_t s = 0; s < g->topology.process_slots(); ++s) {
     // Inherited by every child (no CLOEXEC): slot s's doorbell.
     UniqueFd fd(::eventfd(0, EFD_NONBLOCK));

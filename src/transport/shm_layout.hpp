@@ -8,6 +8,7 @@
 //   ChannelControl x channel_count     (three cache lines each)
 //   ring data      x channel_count     (ring_bytes each, page aligned)
 //   ListenerMetrics x listener_count   (page aligned; written by its listener only)
+//   plugin metrics                     (page aligned; MetricHead and series per metric)
 //
 // A channel is a single-producer single-consumer byte ring. Records are
 //   [u32 length][u32 tag][payload, padded to 8 bytes]
@@ -37,7 +38,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 10;
+inline constexpr std::uint32_t kLayoutVersion = 11;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -156,9 +157,11 @@ struct alignas(kPage) SegmentHeader {
   std::uint64_t total_bytes;
   std::uint64_t supervisor_pid;
   std::uint32_t listener_count;
-  std::uint32_t route_count;                       // routes in the listeners' table (metrics rows)
-  std::uint64_t metrics_offset;                    // first ListenerMetrics block
-  std::uint64_t metrics_stride;                    // bytes per listener's block
+  std::uint32_t route_count;            // routes in the listeners' table (metrics rows)
+  std::uint64_t metrics_offset;         // first ListenerMetrics block
+  std::uint64_t metrics_stride;         // bytes per listener's block
+  std::uint64_t plugin_metrics_offset;  // the plugins' metrics (metric_area.hpp)
+  std::uint64_t plugin_metrics_bytes;
   std::atomic<std::uint32_t> managers_subscribed;  // written by the router
   std::atomic<std::uint32_t> manager_count;
   // Child deaths so far. The supervisor adds one after it has reaped a child
@@ -230,6 +233,16 @@ inline void bump_owned(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
+// Counts a call of `us` microseconds into a latency's kRouteLatencyCells,
+// owned by this process.
+inline void observe_latency_us(std::atomic<std::uint64_t>* cells, std::uint64_t us) {
+  std::size_t b = 0;
+  while (b < std::size(kLatencyBucketsUs) && us > kLatencyBucketsUs[b]) ++b;
+  bump_owned(cells[b]);
+  bump_owned(cells[kLatencyBuckets], us);
+  bump_owned(cells[kLatencyBuckets + 1]);
+}
+
 struct ListenerMetricsHeader {
   // Bytes the listener holds unsent for its clients now
   // (EDRI_OUTPUT_BUFFER_TOTAL bounds it), and the clients it closed for
@@ -251,6 +264,9 @@ struct ListenerMetricsHeader {
   std::atomic<std::uint64_t> grpc_calls[kGrpcCodes];
   std::atomic<std::uint64_t> sse_streams;
   std::atomic<std::uint64_t> stream_frames;
+  // WebSocket commands' and unary gRPC calls' latency, as a route's.
+  std::atomic<std::uint64_t> websocket_command_latency[kRouteLatencyCells];
+  std::atomic<std::uint64_t> grpc_call_latency[kRouteLatencyCells];
   // followed by (route_count + 1) * kStatusColumns counters
 };
 
@@ -264,9 +280,55 @@ inline constexpr std::size_t metrics_offset(std::uint32_t channel_count, std::si
   return ring_data_offset(channel_count) + channel_count * ring_bytes;
 }
 
-inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes, std::uint32_t listeners,
-                                           std::uint32_t route_count) {
+// The plugins' own metrics (include/edri/metric.hpp), written by every
+// process that runs plugin code, with locked instructions: each metric a
+// MetricHead, then its `max_series` series of metric_series_bytes(buckets)
+// each. Every process lays the metrics out alike, from the same plugins
+// in the same order (plugin/plugin_metrics.hpp).
+inline constexpr std::size_t kMetricLabelBytes = 184;  // a series' label values, encoded
+inline constexpr std::size_t kMetricMaxBuckets = 32;   // a histogram's, besides +Inf
+
+struct alignas(kCacheLine) MetricHead {
+  // Writes dropped: the metric had no room for another series, or the
+  // label values did not fit or were not as many as its labels.
+  std::atomic<std::uint64_t> dropped;
+};
+
+// A series: free, then claimed by the first writer of its label values
+// (which it copies in), then ready. Claimed is seen only for the few
+// instructions of the copy, unless its writer died in them: a reader that
+// waited long enough passes it by.
+enum : std::uint32_t { kSeriesFree = 0, kSeriesClaimed = 1, kSeriesReady = 2 };
+struct MetricSeriesHead {
+  std::atomic<std::uint32_t> state;
+  std::uint32_t label_bytes;
+  // Each label value as a length byte, then its bytes, in declared order.
+  char labels[kMetricLabelBytes];
+  // A counter's or gauge's value; a histogram's sum. Its buckets' counts
+  // follow (one per bound, then +Inf; not cumulative).
+  std::atomic<double> value;
+};
+
+static_assert(std::atomic<double>::is_always_lock_free);
+static_assert(sizeof(MetricHead) == kCacheLine);
+static_assert(sizeof(MetricSeriesHead) == 200);
+
+inline constexpr std::size_t metric_series_bytes(std::size_t buckets) {
+  return align_up(sizeof(MetricSeriesHead) + (buckets == 0 ? 0 : (buckets + 1) * sizeof(std::uint64_t)), kCacheLine);
+}
+inline constexpr std::size_t metric_bytes(std::size_t buckets, std::uint32_t max_series) {
+  return sizeof(MetricHead) + max_series * metric_series_bytes(buckets);
+}
+
+inline constexpr std::size_t plugin_metrics_offset(std::uint32_t channel_count, std::size_t ring_bytes,
+                                                   std::uint32_t listeners, std::uint32_t route_count) {
   return metrics_offset(channel_count, ring_bytes) + listeners * listener_metrics_bytes(route_count);
+}
+
+inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes, std::uint32_t listeners,
+                                           std::uint32_t route_count, std::size_t plugin_metric_bytes = 0) {
+  return plugin_metrics_offset(channel_count, ring_bytes, listeners, route_count) +
+         align_up(plugin_metric_bytes, kPage);
 }
 
 inline std::size_t status_column(int status) {

@@ -10,6 +10,7 @@
 
 #include "support/grpc_scenario.hpp"
 #include "support/http_client.hpp"
+#include "support/promtool.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
 #include "support/ws_client.hpp"
@@ -179,4 +180,12 @@ TEST_CASE("metrics count WebSocket commands by status and gRPC calls by code", "
   CHECK(metric(m, "edri_grpc_calls_total{code=\"UNIMPLEMENTED\"}") == 1);
   // Neither is an HTTP request of a route.
   CHECK(metric(m, "edri_requests_total{route=\"GET /hello/{name}\"") == -1);
+  // Each has its latency, the commands' and the unary calls'.
+  CHECK(metric(m, "edri_websocket_command_duration_seconds_count ") == 5);
+  CHECK(metric(m, "edri_websocket_command_duration_seconds_bucket{le=\"+Inf\"} ") == 5);
+  CHECK(metric(m, "edri_websocket_command_duration_seconds_sum ") > 0);
+  CHECK(metric(m, "edri_grpc_call_duration_seconds_count ") == 3);
+  const auto lint = promtool_check_metrics(m);
+  INFO(lint.output);
+  CHECK(lint.status == 0);
 }
