@@ -419,8 +419,7 @@ void restore_environment(const std::vector<std::string>& entries) {
 class CodeDir {
  public:
   CodeDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/edri-" + std::to_string(::getpid()) + "-plugins-XXXXXX";
+    path_ = plugin::plugin_copies_root() + "/edri-" + std::to_string(::getpid()) + "-plugins-XXXXXX";
     if (!::mkdtemp(path_.data()))
       throw std::runtime_error("cannot make a folder for the plugins' copies, " + path_ + ": " + std::strerror(errno));
   }

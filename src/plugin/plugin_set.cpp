@@ -1,6 +1,7 @@
 #include "plugin/plugin_set.hpp"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -551,6 +552,27 @@ void PluginSet::Builder::check_complete() const {
   for (const auto& e : set_.events_)
     if (e.handler < 0 && !e.notification)
       throw PluginError("plugin " + set_.paths_[e.plugin] + ": event " + e.name + " has no handler");
+}
+
+std::string plugin_copies_root() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+std::vector<std::string> remove_stale_plugin_copies() {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(plugin_copies_root(), ec)) {
+    // edri-<pid>-plugins-XXXXXX: stale when that pid is gone.
+    const auto name = entry.path().filename().string();
+    const auto end = name.find("-plugins-");
+    if (name.rfind("edri-", 0) != 0 || end == std::string::npos || !entry.is_directory(ec)) continue;
+    const long pid = std::strtol(name.substr(5, end - 5).c_str(), nullptr, 10);
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (!ec) removed.push_back(entry.path().string());
+  }
+  return removed;
 }
 
 std::vector<std::string> copy_plugins(const std::vector<std::string>& paths, const std::string& dir) {

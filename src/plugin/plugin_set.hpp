@@ -169,6 +169,12 @@ std::vector<std::string> plugin_code_paths();
 // Copies each plugin file (checked as a plugin to load is) into `dir`,
 // "<n>-<name>" in order; their paths, for EDRI_INTERNAL_PLUGIN_CODE.
 std::vector<std::string> copy_plugins(const std::vector<std::string>& paths, const std::string& dir);
+// Where the supervisor makes each generation's folder of copies
+// ("edri-<pid>-plugins-XXXXXX"): TMPDIR, else /tmp.
+std::string plugin_copies_root();
+// Removes the folders of copies that supervisors no longer running left
+// (one killed by SIGKILL cannot remove its own). Returns their paths.
+std::vector<std::string> remove_stale_plugin_copies();
 
 // How a manager is named (ps, logs, /health): its domain, then the replica
 // number from the second replica on ("notes", "notes 2", ...).

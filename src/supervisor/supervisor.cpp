@@ -72,6 +72,8 @@ Supervisor::Supervisor(GenerationPlan first, PlanGeneration plan)
   signals_.add(SIGUSR1);  // passed on to the listeners (reopen_logs)
   signals_.add(SIGHUP);   // reload: a new generation
   raise_descriptor_limit(first.config);
+  for (const auto& dir : plugin::remove_stale_plugin_copies())
+    spdlog::warn("removed the plugin copies in {} left by a dead instance", dir);
   for (const auto& name : transport::Segment::remove_stale())
     spdlog::warn("removed shared memory {} left by a dead instance", name);
   auto g = make_generation(std::move(first), next_number_++);

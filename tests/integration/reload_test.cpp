@@ -207,3 +207,24 @@ TEST_CASE("a reload keeps WebSockets and event streams for EDRI_RELOAD_GRACE, th
   CHECK(eventually([&] { return count_of(server.log(), "finished and stopped") == 1; }, 10s));
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("plugin copies that a killed supervisor left are removed by the next start", "[reload]") {
+  TempDir tmp;
+  // A supervisor killed by SIGKILL leaves its copies: its pid is no process now.
+  const auto stale = tmp.path / "edri-2147483000-plugins-AbCdEf";
+  std::filesystem::create_directories(stale);
+  std::ofstream(stale / "0-test_app.so") << "left behind";
+  // One of a supervisor still running (this test's own pid stands for it).
+  const auto live = tmp.path / ("edri-" + std::to_string(::getpid()) + "-plugins-GhIjKl");
+  std::filesystem::create_directories(live);
+  ServerProcess server({test_plugin_path("test_app")}, {{"TMPDIR", tmp.path.string()}});
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(live));
+  CHECK(server.log().find("removed the plugin copies in " + stale.string() + " left by a dead instance") !=
+        std::string::npos);
+  std::size_t own = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path))
+    own += e.path().filename().string().rfind("edri-" + std::to_string(server.pid()) + "-plugins-", 0) == 0;
+  CHECK(own == 1);
+  CHECK(server.stop() == 0);
+}
