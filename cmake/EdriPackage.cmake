@@ -34,6 +34,11 @@ install(CODE "
   configure_file(\"${EDRI_PACKAGING_DIR}/edri.service.in\" \"\${generated}/edri.service\" @ONLY)
   configure_file(\"${EDRI_PACKAGING_DIR}/edri.toml.in\" \"\${generated}/edri.toml\" @ONLY)
   configure_file(\"${EDRI_PACKAGING_DIR}/edri.pc.in\" \"\${generated}/edri.pc\" @ONLY)
+  # edri-server(1), from the settings table (src/runtime/manpage.hpp).
+  execute_process(COMMAND \"$<TARGET_FILE:edri-server>\" --print-manpage
+                  OUTPUT_FILE \"\${generated}/edri-server.1\" COMMAND_ERROR_IS_FATAL ANY)
+  execute_process(COMMAND gzip -9nf \"\${generated}/edri-server.1\" COMMAND_ERROR_IS_FATAL ANY)
+  file(INSTALL \"\${generated}/edri-server.1.gz\" DESTINATION \"\${CMAKE_INSTALL_PREFIX}/share/man/man1\")
   execute_process(COMMAND gzip -9nc \"${EDRI_PACKAGING_DIR}/debian/changelog\"
                   OUTPUT_FILE \"\${generated}/changelog.gz\" COMMAND_ERROR_IS_FATAL ANY)
   file(INSTALL \"\${generated}/edri.service\" DESTINATION \"\${root}/lib/systemd/system\")

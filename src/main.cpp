@@ -33,6 +33,7 @@
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
 #include "runtime/loop_placement.hpp"
+#include "runtime/manpage.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/settings.hpp"
@@ -44,9 +45,12 @@ namespace {
 
 using namespace edri;
 
+constexpr const char* kVersion = EDRI_VERSION;  // the CMake project's
+
 constexpr const char* kUsage =
     "usage: edri-server [--config FILE] [--KEY VALUE ...]\n"
-    "                   [--print-config | --print-config-toml | --print-config-markdown | --help | --version]\n"
+    "                   [--print-config | --print-config-toml | --print-config-markdown | --print-manpage |\n"
+    "                    --help | --version]\n"
     "\n"
     "Serves the plugins named in EDRI_PLUGINS (paths to .so files, ':' or ','\n"
     "separated) on http://EDRI_HOST:EDRI_PORT. A setting comes from the command\n"
@@ -54,7 +58,8 @@ constexpr const char* kUsage =
     "--config names (port = 8081), else its default. --print-config shows the\n"
     "effective values (the plugins' settings too), --print-config-toml the same\n"
     "as a config file, --print-config-markdown every setting with its default\n"
-    "and meaning (the table of docs/configuration.md).\n";
+    "and meaning (the table of docs/configuration.md), --print-manpage the\n"
+    "manual page (man edri-server).\n";
 
 std::string required_env(const char* name) {
   const char* v = std::getenv(name);
@@ -497,7 +502,8 @@ int main(int argc, char** argv) {
     using Action = CommandLine::Action;
     switch (line.action) {
       case Action::Help: std::fputs(kUsage, stdout); return 0;
-      case Action::Version: std::printf("edri-server 0.1.0 (plugin ABI %u)\n", kPluginAbiVersion); return 0;
+      case Action::Version: std::printf("edri-server %s (plugin ABI %u)\n", kVersion, kPluginAbiVersion); return 0;
+      case Action::PrintManpage: std::fputs(manpage(kVersion).c_str(), stdout); return 0;
       case Action::PrintConfigMarkdown: std::fputs(settings_markdown().c_str(), stdout); return 0;
       default: break;
     }

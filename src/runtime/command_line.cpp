@@ -18,6 +18,7 @@ const std::map<std::string, Action>& actions() {
   static const std::map<std::string, Action> table = {{"--print-config", Action::PrintConfig},
                                                       {"--print-config-markdown", Action::PrintConfigMarkdown},
                                                       {"--print-config-toml", Action::PrintConfigToml},
+                                                      {"--print-manpage", Action::PrintManpage},
                                                       {"--help", Action::Help},
                                                       {"-h", Action::Help},
                                                       {"--version", Action::Version}};

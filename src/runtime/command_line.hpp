@@ -14,7 +14,7 @@
 namespace edri {
 
 struct CommandLine {
-  enum class Action { Serve, PrintConfig, PrintConfigMarkdown, PrintConfigToml, Help, Version };
+  enum class Action { Serve, PrintConfig, PrintConfigMarkdown, PrintConfigToml, PrintManpage, Help, Version };
   Action action = Action::Serve;
   std::string config_file;  // --config FILE
   // (variable, text) of each --KEY VALUE or --KEY=VALUE, in order: each

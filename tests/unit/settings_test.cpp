@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/manpage.hpp"
 #include "runtime/settings.hpp"
 
 using edri::Config;
@@ -129,4 +130,17 @@ TEST_CASE("every setting has one name and one print-config line", "[config]") {
   REQUIRE(described.size() == settings().size());
   for (std::size_t i = 0; i < described.size(); ++i)
     CHECK(described[i].rfind(std::string(settings()[i].name) + "=", 0) == 0);
+}
+
+TEST_CASE("the manual page names every setting, its text in troff", "[config][docs]") {
+  const auto page = edri::manpage("9.8.7");
+  CHECK(page.rfind(".TH EDRI\\-SERVER 1 \"\" \"edri 9.8.7\"", 0) == 0);
+  for (const auto& s : edri::settings()) CHECK(page.find(std::string("\n.B ") + s.name + "\n") != std::string::npos);
+  for (const auto* section : {".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH ENVIRONMENT", ".SH SIGNALS",
+                              ".SH EXIT STATUS", ".SH FILES", ".SH SEE ALSO"})
+    CHECK(page.find(std::string("\n") + section + "\n") != std::string::npos);
+  CHECK(edri::troff_text("a `--port` b-c") == "a \\fB\\-\\-port\\fR b-c");
+  CHECK(edri::troff_text("`a,b` c\\d") == "\\fBa,\\:b\\fR c\\ed");
+  CHECK(edri::troff_text(".hidden") == "\\&.hidden");
+  CHECK(edri::troff_text("`open") == "\\fBopen\\fR");
 }
