@@ -2,6 +2,7 @@
 
 #include "grpc/framing.hpp"
 #include "http/content_coding.hpp"
+#include "runtime/trace_context.hpp"
 
 namespace edri::listener {
 
@@ -22,7 +23,12 @@ bool agree_encodings(const Config& config, const http::HttpRequest& head, GrpcCa
 std::string grpc_head_lines(const Config& config, const GrpcCall& call) {
   std::string lines(grpc_accept_line(config));
   if (call.gzip_out) lines += "grpc-encoding: gzip\r\n";
-  return lines;
+  return lines.append(grpc_trace_line(call));
+}
+
+std::string grpc_trace_line(const GrpcCall& call) {
+  if (!call.access || !call.access->traced) return {};
+  return "traceparent: " + call.access->trace_section.substr(0, TraceContext::kTextSize) + "\r\n";
 }
 
 std::string coded_message(const Config& config, const GrpcCall& call, std::string framed) {

@@ -25,6 +25,9 @@ bool agree_encodings(const Config& config, const http::HttpRequest& head, GrpcCa
 // The lines an answer's head starts with: grpc-accept-encoding, and
 // grpc-encoding where the call's answers may be compressed.
 std::string grpc_head_lines(const Config& config, const GrpcCall& call);
+// The call's trace, back to the client as an HTTP answer's goes
+// (`traceparent: ...\r\n`); empty when the call is not traced.
+std::string grpc_trace_line(const GrpcCall& call);
 
 // One framed message (prefix included), gzipped when the call takes gzip
 // and it has EDRI_COMPRESSION_MIN_SIZE bytes or more; as it is otherwise,

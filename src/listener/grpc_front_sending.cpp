@@ -109,6 +109,8 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
   if (call.finished) return;
   call.finished = true;
   forget_deadline(call);
+  // Before ended() hands the access record (and its trace) to the log.
+  const std::string trace = call.body ? std::string() : grpc_trace_line(call);
   ended(call, code);
   std::string trailers = "grpc-status: " + std::to_string(static_cast<int>(code)) + "\r\n";
   if (!message.empty()) trailers.append("grpc-message: ").append(grpc::percent_encode(message)).append("\r\n");
@@ -119,7 +121,7 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
     return w.link.grpc_resume(w.stream);
   }
   // Trailers-Only: one HEADERS frame that ends the stream.
-  w.link.grpc_respond(w.stream, std::string(grpc_accept_line(config_)) + trailers, nullptr);
+  w.link.grpc_respond(w.stream, std::string(grpc_accept_line(config_)) + trace + trailers, nullptr);
 }
 
 void GrpcFront::ended(GrpcCall& call, Code code) {

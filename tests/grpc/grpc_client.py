@@ -377,6 +377,29 @@ def scenario_access_log():
                 "no_method": outcome(other, Event(type="hello"))}
 
 
+def traceparent_of(metadata):
+    return dict(metadata or ()).get("traceparent", "")
+
+
+def scenario_traced():
+    """A call carrying a traceparent to trace_app's back.work, and one to a
+    method no service has (a Trailers-Only answer): the traceparent each
+    answer carries back."""
+    sent = [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")]
+    with channel() as ch:
+        _, call = unary(ch).with_call(Event(type="back.work", body=b'{}'), timeout=10, metadata=sent)
+        other = ch.unary_unary("/edri.v1.Other/Nothing", request_serializer=Event.SerializeToString,
+                               response_deserializer=Event.FromString)
+        try:
+            other(Event(type="x"), timeout=10, metadata=sent)
+            refused = {}
+        except grpc.RpcError as e:
+            refused = {"code": e.code().name,
+                       "traceparent": traceparent_of(e.initial_metadata()) or traceparent_of(e.trailing_metadata())}
+        return {"answered": {"code": call.code().name, "traceparent": traceparent_of(call.initial_metadata())},
+                "refused": refused}
+
+
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items() if name.startswith("scenario_")}
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/grpc_scenario.hpp"
 #include "support/http_client.hpp"
 #include "support/nats_server.hpp"
 #include "support/otlp_receiver.hpp"
@@ -223,6 +224,18 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
     const json answer = ws.command({{"command", "back.work"}});
     INFO(answer.dump());
     CHECK(answer.at("response").at("traceparent").get<std::string>().substr(3, 32) == kTrace);
+  }
+
+  // A gRPC call's answer carries its trace back too, in its head, or in
+  // its one HEADERS frame when it is Trailers-Only.
+  {
+    const json g = run_scenario(server.port(), "traced");
+    INFO(g.dump());
+    CHECK(g.at("answered").at("code") == "OK");
+    CHECK(g.at("answered").at("traceparent").get<std::string>().substr(0, 35) == std::string("00-") + kTrace);
+    CHECK(g.at("refused").at("code") == "UNIMPLEMENTED");
+    CHECK(g.at("refused").at("traceparent").get<std::string>().substr(0, 35) == std::string("00-") + kTrace);
+    CHECK(g.at("answered").at("traceparent") != g.at("refused").at("traceparent"));  // each call its own span
   }
 
   // The file: one OTLP export request per line. The started traces' spans
