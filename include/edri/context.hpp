@@ -215,6 +215,7 @@ class Context {
       if (const Request* req = done.request()) {
         if (!req->id.empty()) call.headers.emplace_back("X-Request-Id", std::string(req->id));
         if (!req->traceparent.empty()) call.headers.emplace_back("traceparent", std::string(req->traceparent));
+        if (!req->tracestate.empty()) call.headers.emplace_back("tracestate", std::string(req->tracestate));
         deadline = req->deadline;
       }
       done.on_cancel(http(std::move(call), deadline, done));

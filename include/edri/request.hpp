@@ -120,6 +120,9 @@ class Request {
   // http) carry the trace on by themselves, and Context::log's lines
   // about the request show its trace id. Empty when tracing is off.
   std::string_view traceparent;
+  // The trace's `tracestate` (vendors' entries), as its client sent it and
+  // as the calls above carry it on; empty when there is none.
+  std::string_view tracestate;
   std::vector<Param> path_params;
   std::string_view query;  // raw query string, without '?'
   // Declared query fields, percent-decoded, defaults applied.

@@ -279,6 +279,7 @@ bool Manager::fill_request(const env::EnvelopeView& v, std::string_view event) {
   request_.claims_json = v.text(env::SectionType::Claims);
   request_.body_file = {};
   request_.traceparent = {};
+  request_.tracestate = {};
   request_.form.clear();
   return read_params(v.section(env::SectionType::PathParams), request_.path_params) &&
          read_params(v.section(env::SectionType::QueryParams), request_.query_params) &&
@@ -328,7 +329,11 @@ void Manager::on_request(env::EnvelopeView& v) {
     request_.body_file = upload.path();
   }
   if (!split_form(h)) return;
-  if (traces_.on()) request_.traceparent = traces_.begin(h, v.text(env::SectionType::Trace), it->second.event, domain_);
+  if (traces_.on()) {
+    const std::string_view section = v.text(env::SectionType::Trace);
+    request_.traceparent = traces_.begin(h, section, it->second.event, domain_);
+    if (!request_.traceparent.empty()) request_.tracestate = Traces::state_of(section);
+  }
   current_ = &h;
   Reply reply = call_handler(it->second);
   current_ = nullptr;

@@ -81,8 +81,9 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
 
 std::optional<Traces::Call> Manager::trace_call(const Request* about, std::string_view traceparent) const {
   if (!traces_.on()) return std::nullopt;
-  if (traceparent.empty()) traceparent = about ? about->traceparent : current_ ? request_.traceparent : "";
-  return traces_.call(traceparent);
+  const Request* handler = about ? about : current_ ? &request_ : nullptr;
+  if (traceparent.empty() && handler) traceparent = handler->traceparent;
+  return traces_.call(traceparent, handler ? handler->tracestate : std::string_view());
 }
 
 bool Manager::request_for(const Request* about, std::string_view event, const nlohmann::json& body,
@@ -97,10 +98,10 @@ bool Manager::request_for(const Request* about, std::string_view event, const nl
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::Body, text);
   const auto traced = trace_call(about);
-  char trace[TraceContext::kTextSize];
+  std::string trace;
   if (traced) {
-    traced->context.write(trace);
-    w.text(env::SectionType::Trace, std::string_view(trace, sizeof trace));
+    trace = traced->section();
+    w.text(env::SectionType::Trace, trace);
     on_response = [this, call = *traced, name = std::string(event), then = std::move(on_response)](const Response& r) {
       traces_.finish(call, "ask " + name, r.status >= 500,
                      {{"edri.event", name}, {"http.response.status_code", std::int64_t{r.status}}});
@@ -202,6 +203,9 @@ void Manager::trace_http(HttpCall& call, std::function<void(HttpReply)>& done) {
   if (!traced) return;
   if (given != call.headers.end()) call.headers.erase(given);
   call.headers.emplace_back("traceparent", traced->context.text());
+  const bool has_state = std::any_of(call.headers.begin(), call.headers.end(),
+                                     [](const auto& h) { return http::iequals(h.first, "tracestate"); });
+  if (!traced->state.empty() && !has_state) call.headers.emplace_back("tracestate", traced->state);
   done = [this, span = *traced, method = call.method, url = call.url, then = std::move(done)](HttpReply reply) {
     std::vector<SpanAttribute> a{{"http.request.method", method}, {"url.full", url}};
     if (reply.status) a.push_back({"http.response.status_code", std::int64_t{reply.status}});

@@ -8,7 +8,7 @@ namespace {
 template <class F>
 void for_each_view(Request& r, F&& f) {
   for (std::string_view* v : {&r.path, &r.event, &r.protocol, &r.client_address, &r.principal, &r.claims_json, &r.id,
-                              &r.traceparent, &r.query, &r.body, &r.content_type, &r.body_file})
+                              &r.traceparent, &r.tracestate, &r.query, &r.body, &r.content_type, &r.body_file})
     f(*v);
   for (auto* params : {&r.path_params, &r.query_params, &r.headers, &r.cookies})
     for (Param& p : *params) f(p.name), f(p.value);

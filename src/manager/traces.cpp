@@ -49,11 +49,11 @@ void Traces::end(const envelope::EnvelopeHeader& h, int status) {
   exporter_->submit(std::move(s));
 }
 
-std::optional<Traces::Call> Traces::call(std::string_view parent) const {
+std::optional<Traces::Call> Traces::call(std::string_view parent, std::string_view state) const {
   if (!exporter_ || parent.empty()) return std::nullopt;
   const auto p = parse_traceparent(parent);
   if (!p) return std::nullopt;
-  return Call{p->child(), p->span_id, unix_now_ns()};
+  return Call{p->child(), p->span_id, unix_now_ns(), std::string(state)};
 }
 
 void Traces::finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes) {

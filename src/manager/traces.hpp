@@ -39,14 +39,23 @@ class Traces {
   // Request `h` was answered with `status`: its span ends.
   void end(const envelope::EnvelopeHeader& h, int status);
 
-  // A call out on behalf of the span whose `traceparent` is `parent`.
+  // The `tracestate` a Trace section carries after its traceparent, or empty.
+  static std::string_view state_of(std::string_view section) {
+    return section.size() > TraceContext::kTextSize + 1 ? section.substr(TraceContext::kTextSize + 1) : "";
+  }
+
+  // A call out on behalf of the span whose `traceparent` is `parent`,
+  // with the trace's `state`.
   struct Call {
     TraceContext context;  // what the call carries
     SpanId parent;
     std::uint64_t start_ns;
+    std::string state;  // tracestate, carried on as it came
+    // The call's Trace section: its traceparent, then the state after a newline.
+    std::string section() const { return state.empty() ? context.text() : context.text() + "\n" + state; }
   };
   // None when `parent` is not a trace (or tracing is off).
-  std::optional<Call> call(std::string_view parent) const;
+  std::optional<Call> call(std::string_view parent, std::string_view state = {}) const;
   // The call ended: its client span is exported (when sampled).
   void finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes);
 

@@ -32,6 +32,7 @@ using Env = std::map<std::string, std::string>;
 
 constexpr char kTrace[] = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr char kClientSpan[] = "00f067aa0ba902b7";
+constexpr char kState[] = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
 
 struct Span {
   std::string process, name, trace, id, parent;
@@ -121,8 +122,9 @@ TEST_CASE("one trace through a listener, two domains, an HTTP call and another i
   REQUIRE(joined(front.port(), 2));
 
   HttpClient c(front.port());
-  const auto r = c.request("GET", "/trace/" + std::to_string(receiver.port()), {},
-                           std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  const auto r =
+      c.request("GET", "/trace/" + std::to_string(receiver.port()), {},
+                std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\ntracestate: " + kState + "\r\n");
   REQUIRE(r.status == 200);
   const json answer = json::parse(r.body);
   CHECK(answer["back"] == 200);
@@ -164,8 +166,11 @@ TEST_CASE("one trace through a listener, two domains, an HTTP call and another i
   }
   CHECK(find_span(spans, "back", "back.work")->parent == ask_back->id);
   CHECK(find_span(spans, "far", "far.work")->parent == ask_far->id);
-  // The far handler saw its own span's traceparent.
-  CHECK(json::parse(answer["far_body"].get<std::string>())["traceparent"].get<std::string>().substr(3, 32) == kTrace);
+  // The far handler, two hops and an instance away, saw its own span's
+  // traceparent and the client's tracestate.
+  const json far_body = json::parse(answer["far_body"].get<std::string>());
+  CHECK(far_body["traceparent"].get<std::string>().substr(3, 32) == kTrace);
+  CHECK(far_body["tracestate"] == kState);
 
   // The outbound call carried the HTTP client span's context.
   bool outbound = false;
@@ -173,6 +178,7 @@ TEST_CASE("one trace through a listener, two domains, an HTTP call and another i
     if (got.target == "/outbound") {
       outbound = true;
       CHECK(got.headers.at("traceparent") == std::string("00-") + kTrace + "-" + http_call->id + "-01");
+      CHECK(got.headers.at("tracestate") == kState);
     }
   CHECK(outbound);
 

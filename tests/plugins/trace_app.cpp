@@ -11,7 +11,8 @@ namespace {
 
 edri::Response said(const edri::Request& req, edri::Context& ctx) {
   ctx.log(edri::LogLevel::Info, std::string(ctx.domain()) + " handling", &req);
-  return edri::Response::json({{"domain", ctx.domain()}, {"traceparent", req.traceparent}});
+  return edri::Response::json(
+      {{"domain", ctx.domain()}, {"traceparent", req.traceparent}, {"tracestate", req.tracestate}});
 }
 
 void reg(edri::Registry& r) {
