@@ -39,6 +39,11 @@ void Http2Codec::go_away() {
   host_.output_ready();
 }
 
+void Http2Codec::go_away_gently() {
+  link_.shutdown(false);
+  host_.output_ready();
+}
+
 void Http2Codec::check_time(Clock::time_point now) {
   const auto& config = ctx_.config;
   const Clock::time_point last = host_.last_input();

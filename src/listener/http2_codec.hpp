@@ -27,6 +27,8 @@ class Http2Codec final : public Codec {
   // GOAWAY: the streams taken are answered (reading goes on, for their
   // WINDOW_UPDATEs), then the connection closes.
   void go_away() override;
+  // GOAWAY, its event streams and gRPC calls kept (EDRI_RELOAD_GRACE).
+  void go_away_gently() override;
   void check_time(Clock::time_point now) override;
   bool waiting() const override { return link_.waiting(); }
   void for_each_overdue(Clock::time_point cutoff, const std::function<void(std::uint32_t)>& f) override {

@@ -231,9 +231,9 @@ void Http2Link::produce(std::string& out, std::size_t max) {
   }
 }
 
-void Http2Link::shutdown() {
+void Http2Link::shutdown(bool end_events) {
   for (auto& [seq, s] : slots_)
-    if (s.events) {
+    if (s.events && end_events) {
       s.events->end();
       session_.resume(static_cast<std::int32_t>(seq));
     }

@@ -42,8 +42,10 @@ class Http2Link final : public http2::ServerSession::Handler, public AnswerSink 
   void produce(std::string& out, std::size_t max);
   bool done() const { return session_.done(); }
   bool wants_write() const { return session_.wants_write(); }
-  // GOAWAY; events streams end (their clients reconnect elsewhere).
-  void shutdown();
+  // GOAWAY: no new stream. `end_events`: Server-Sent Events streams end
+  // too (their clients reconnect elsewhere); else they go on (a reload's
+  // EDRI_RELOAD_GRACE), until a shutdown that ends them.
+  void shutdown(bool end_events = true);
 
   // AnswerSink. A slot is the stream of the request being dispatched now
   // (from on_request or on_refused); its sequence number is the stream's

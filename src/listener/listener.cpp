@@ -101,7 +101,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       reload_grace_(loop.events(),
                     [this] {
                       spdlog::info("EDRI_RELOAD_GRACE is over: {} connections to close", table_.open());
-                      table_.for_each_open([](Connection& c) { c.drain(); });
+                      drain_all();
                     }),
       lost_watch_(loop, [this] { answer_lost(); }) {
   if (unix_fd >= 0) unix_fd_ = duplicate(unix_fd, "Unix domain socket");
@@ -324,7 +324,7 @@ void Listener::begin_drain(bool gently) {
     // Stopping after a reload's drain: the idle connections go now.
     if (!gently) {
       reload_grace_.cancel();
-      table_.for_each_open([](Connection& c) { c.drain(); });
+      drain_all();
     }
     return;
   }
@@ -337,13 +337,12 @@ void Listener::begin_drain(bool gently) {
   accept_retry_.cancel();
   spdlog::info("{}: {} connections to finish, for up to {} s", gently ? "replaced by a reload" : "stopping",
                table_.open(), config_.shutdown_timeout_s);
-  table_.for_each_open([this, gently](Connection& c) {
-    grpc_.drain(c);
-    if (gently)
-      c.drain_gently();
-    else
-      c.drain();
-  });
+  // A reload keeps WebSockets, event streams and gRPC streaming calls for
+  // EDRI_RELOAD_GRACE (on either HTTP version): only what is idle goes.
+  if (gently)
+    table_.for_each_open([](Connection& c) { c.drain_gently(); });
+  else
+    drain_all();
   auto after = [](double s) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
   };
@@ -351,6 +350,13 @@ void Listener::begin_drain(bool gently) {
   if (gently && config_.reload_grace_s < config_.shutdown_timeout_s)
     reload_grace_.expires_after(after(config_.reload_grace_s));
   stop_if_drained();
+}
+
+void Listener::drain_all() {
+  table_.for_each_open([this](Connection& c) {
+    grpc_.drain(c);
+    c.drain();
+  });
 }
 
 void Listener::stop_if_drained() {

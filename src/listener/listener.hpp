@@ -135,6 +135,9 @@ class Listener final : public ConnectionOwner,
   // SIGUSR2, a reload: the same, but gently (Connection::drain_gently):
   // a new generation serves the clients this one lets go.
   void begin_drain(bool gently);
+  // Every connection drains now: gRPC streaming calls end UNAVAILABLE,
+  // event streams end, WebSockets get 1001, the idle close.
+  void drain_all();
   void stop_if_drained();
 
   ProcessLoop& loop_;

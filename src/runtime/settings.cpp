@@ -158,9 +158,10 @@ std::vector<Setting> make_settings() {
        "seconds of silence that end such a lingering close early (nginx's `lingering_timeout`); also how long a "
        "WebSocket client has to answer a close frame of the server's once it is out"},
       {"EDRI_RELOAD_GRACE", "`10`", parse::seconds(&Config::reload_grace_s),
-       "seconds a reload leaves the old generation's WebSockets and HTTP/1.1 event streams open (their commands "
-       "answered and their pushes made by the old generation) before a WebSocket closes with 1001 and an event "
-       "stream ends (EventSource reconnects, to the new one); `EDRI_SHUTDOWN_TIMEOUT` bounds it"},
+       "seconds a reload leaves the old generation's WebSockets, event streams and gRPC streaming calls open (their "
+       "commands answered and their pushes made by the old generation) before a WebSocket closes with 1001, an "
+       "event stream ends (EventSource reconnects, to the new one) and a gRPC call ends `UNAVAILABLE`; "
+       "`EDRI_SHUTDOWN_TIMEOUT` bounds it"},
       {"EDRI_SHUTDOWN_TIMEOUT", "`30`", parse::seconds(&Config::shutdown_timeout_s),
        "seconds a SIGTERM waits for requests in flight: the port stops accepting at once, idle connections close, the "
        "others close after their last answer (which says `Connection: close`), WebSockets close with 1001, event "

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
@@ -192,6 +193,12 @@ TEST_CASE("a reload keeps WebSockets and event streams for EDRI_RELOAD_GRACE, th
   std::string events;
   CHECK_FALSE(read_to_close(sse, events, 500));  // open, its head sent
   CHECK(events.rfind("HTTP/1.1 200", 0) == 0);
+  // The same over HTTP/2, with a gRPC streaming call beside it.
+  H2Connection h2(server.port());
+  const auto sse2 = h2.client.request("GET", "/sse/graced2", {}, {{"accept", "text/event-stream"}});
+  const auto connect = h2.client.request_left_open("POST", "/edri.v1.Edri/Connect", {},
+                                                   {{"content-type", "application/grpc"}, {"te", "trailers"}});
+  REQUIRE(h2.run_until([&] { return h2.client.answers[sse2].status == 200; }));
 
   REQUIRE(reload_to(server, 2));
   REQUIRE(eventually([&] { return server.log().find("replaced by a reload") != std::string::npos; }));
@@ -199,10 +206,18 @@ TEST_CASE("a reload keeps WebSockets and event streams for EDRI_RELOAD_GRACE, th
   // meet the new generation.
   CHECK(ws.command({{"command", "noop"}}).contains("response"));
   CHECK(http_get(server.port(), "/noop").status == 200);
-  // Then 1001, and the event stream ends.
+  // HTTP/2: GOAWAY (no new stream), its streams kept through the grace.
+  REQUIRE(h2.run_until([&] { return h2.client.goaway; }));
+  h2.run_until([] { return false; }, 500);
+  CHECK_FALSE(h2.finished(sse2));
+  CHECK_FALSE(h2.finished(connect));
+  // Then 1001, and the event streams end; the gRPC call ends UNAVAILABLE.
   CHECK(ws.read_close_code() == 1001);
   CHECK(read_to_close(sse, events, 5000));
   ::close(sse);
+  CHECK(h2.run_until([&] { return h2.finished(sse2) && h2.finished(connect); }));
+  CHECK(h2.client.answers[sse2].error_code == 0);
+  CHECK(h2.client.answers[connect].field("grpc-status") == "14");
   CHECK(server.log().find("EDRI_RELOAD_GRACE is over") != std::string::npos);
   CHECK(eventually([&] { return count_of(server.log(), "finished and stopped") == 1; }, 10s));
   CHECK(server.stop() == 0);
