@@ -265,6 +265,14 @@ class Database {
   struct Session {
     virtual ~Session() = default;
     virtual std::function<void()> run(std::vector<Statement> statements, Deadline deadline, Done done) = 0;
+    // run() on behalf of the request `about` (a coroutine's, which may
+    // have resumed outside its handler): its trace gets the statements'
+    // span (docs/operations.md, Tracing). What Transaction awaits.
+    virtual std::function<void()> run_about(const Request* about, std::vector<Statement> statements, Deadline deadline,
+                                            Done done) {
+      (void)about;
+      return run(std::move(statements), deadline, std::move(done));
+    }
     // COMMIT (true) or ROLLBACK; the connection goes back to the pool.
     // `done` may be empty (a rollback nobody waits for).
     virtual void end(bool commit, Deadline deadline, Done done) = 0;
@@ -282,6 +290,12 @@ class Database {
   // Rows per statement. What it returns stops them (`done` is then not
   // called).
   virtual std::function<void()> run(std::vector<Statement> statements, Deadline deadline, Done done) = 0;
+  // run() on behalf of the request `about`, as Session::run_about.
+  virtual std::function<void()> run_about(const Request* about, std::vector<Statement> statements, Deadline deadline,
+                                          Done done) {
+    (void)about;
+    return run(std::move(statements), deadline, std::move(done));
+  }
   // Opens a transaction (BEGIN on a connection held for it until it
   // ends); `began` runs with the session, or with a null one and the
   // failure.
@@ -335,11 +349,12 @@ inline Database::Deadline deadline_of(const Request* req) { return req ? req->de
 template <class Runner>
 Pending<std::vector<Rows>> await_all(Runner runner, std::vector<Statement> statements) {
   return Pending<std::vector<Rows>>([runner, statements = std::move(statements)](auto done) mutable {
-    done.on_cancel(runner(std::move(statements), deadline_of(done.request()), [done](std::vector<Rows> all) {
-      for (auto& r : all)
-        if (!r.ok()) return done.fail(std::make_exception_ptr(DatabaseError(std::move(r))));
-      done(std::move(all));
-    }));
+    done.on_cancel(
+        runner(done.request(), std::move(statements), deadline_of(done.request()), [done](std::vector<Rows> all) {
+          for (auto& r : all)
+            if (!r.ok()) return done.fail(std::make_exception_ptr(DatabaseError(std::move(r))));
+          done(std::move(all));
+        }));
   });
 }
 template <class Runner>
@@ -347,7 +362,7 @@ Pending<Rows> await_one(Runner runner, std::string sql, SqlParams params) {
   return Pending<Rows>([runner, sql = std::move(sql), params = std::move(params)](auto done) mutable {
     std::vector<Statement> one;
     one.push_back(Statement{std::move(sql), std::move(params)});
-    done.on_cancel(runner(std::move(one), deadline_of(done.request()), [done](std::vector<Rows> all) {
+    done.on_cancel(runner(done.request(), std::move(one), deadline_of(done.request()), [done](std::vector<Rows> all) {
       if (all.size() != 1 || !all[0].ok())
         return done.fail(std::make_exception_ptr(
             DatabaseError(all.empty() ? Rows::failed(Rows::Failure::unavailable, "no answer") : std::move(all[0]))));
@@ -359,11 +374,12 @@ Pending<Rows> await_one(Runner runner, std::string sql, SqlParams params) {
 }  // namespace detail
 
 inline Pending<Rows> Database::query(std::string sql, SqlParams params) {
-  return detail::await_one([this](auto&&... a) { return run(std::forward<decltype(a)>(a)...); }, std::move(sql),
+  return detail::await_one([this](auto&&... a) { return run_about(std::forward<decltype(a)>(a)...); }, std::move(sql),
                            std::move(params));
 }
 inline Pending<std::vector<Rows>> Database::query_all(std::vector<Statement> statements) {
-  return detail::await_all([this](auto&&... a) { return run(std::forward<decltype(a)>(a)...); }, std::move(statements));
+  return detail::await_all([this](auto&&... a) { return run_about(std::forward<decltype(a)>(a)...); },
+                           std::move(statements));
 }
 inline Pending<Transaction> Database::transaction() {
   return Pending<Transaction>([this](auto done) {
@@ -376,12 +392,12 @@ inline Pending<Transaction> Database::transaction() {
 
 inline Pending<Rows> Transaction::query(std::string sql, SqlParams params) {
   if (!session_) throw std::logic_error("a statement on a transaction that has ended");
-  return detail::await_one([s = session_](auto&&... a) { return s->run(std::forward<decltype(a)>(a)...); },
+  return detail::await_one([s = session_](auto&&... a) { return s->run_about(std::forward<decltype(a)>(a)...); },
                            std::move(sql), std::move(params));
 }
 inline Pending<std::vector<Rows>> Transaction::query_all(std::vector<Statement> statements) {
   if (!session_) throw std::logic_error("a statement on a transaction that has ended");
-  return detail::await_all([s = session_](auto&&... a) { return s->run(std::forward<decltype(a)>(a)...); },
+  return detail::await_all([s = session_](auto&&... a) { return s->run_about(std::forward<decltype(a)>(a)...); },
                            std::move(statements));
 }
 inline Pending<void> Transaction::commit() {

@@ -14,6 +14,7 @@
 #include "manager/answer_compression.hpp"
 #include "manager/answer_head.hpp"
 #include "manager/mapped_upload.hpp"
+#include "manager/traced_database.hpp"
 #include "runtime/log.hpp"
 
 namespace edri::manager {
@@ -182,7 +183,11 @@ void Manager::open_databases() {
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config_.database_timeout_s * 1000));
     o.connect_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config_.database_connect_timeout_s * 1000));
     try {
-      databases_.emplace(d.name, database::open_database(loop_.events(), std::move(o)));
+      auto db = database::open_database(loop_.events(), std::move(o));
+      if (traces_.on())
+        db = std::make_unique<TracedDatabase>(std::move(db), traces_,
+                                              [this](const Request* about) { return trace_call(about); });
+      databases_.emplace(d.name, std::move(db));
     } catch (const std::exception& e) {
       throw StartFailed("domain " + domain_ + ": " + e.what());
     }

@@ -213,10 +213,11 @@ class Manager final : public Context {
   EventLoop::Timer stream_control_timer_;
   EventLoop::Timer later_timer_;
   std::unique_ptr<HttpClient> http_;  // made by the first outbound call
-  // The domain's databases (Registry::database), opened by start().
+  Traces traces_;
+  // The domain's databases (Registry::database), opened by start(); with
+  // tracing on, each run a span (TracedDatabase). After traces_: they go first.
   void open_databases();
   std::map<std::string, std::unique_ptr<Database>, std::less<>> databases_;
-  Traces traces_;
   // The trace a call out of the handler of `about` (null: the current
   // request's) goes on: a client span, or none.
   std::optional<Traces::Call> trace_call(const Request* about, std::string_view traceparent = {}) const;

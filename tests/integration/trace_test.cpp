@@ -269,6 +269,42 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
   CHECK(find_span(spans, "listener", "websocket back.work")->parent == kClientSpan);
 }
 
+TEST_CASE("a handler's database statements are spans of its trace", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
+  HttpClient c(server.port());
+  const auto r =
+      c.request("GET", "/store", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(r.status == 200);
+  CHECK(json::parse(r.body)["rows"] == 4);
+  std::vector<Span> spans;
+  auto statements = [&] {
+    std::vector<const Span*> out;
+    for (const auto& s : spans)
+      if (s.process == "store" && s.kind == 3) out.push_back(&s);
+    return out;
+  };
+  REQUIRE(eventually(
+      [&] {
+        std::vector<std::string> lines;
+        std::istringstream in(read_file(file));
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        spans = spans_of(lines);
+        return find_span(spans, "store", "store.work") && statements().size() == 3;
+      },
+      10s));
+  INFO(described(spans));
+  const Span* handler = find_span(spans, "store", "store.work");
+  std::multiset<std::string> names;
+  for (const Span* s : statements()) {
+    names.insert(s->name);
+    CHECK(s->trace == kTrace);
+    CHECK(s->parent == handler->id);  // the first and the ones after the handler resumed alike
+  }
+  CHECK(names == std::multiset<std::string>{"SELECT traces", "BATCH traces", "SELECT traces"});
+}
+
 TEST_CASE("a wrong tracing setting stops start-up with a message", "[trace]") {
   const auto bad_url = run_server_to_exit({}, {{"EDRI_TRACE_OTLP_ENDPOINT", "ftp://127.0.0.1/v1/traces"}});
   CHECK(bad_url.status == 2);

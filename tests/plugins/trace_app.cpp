@@ -47,6 +47,23 @@ void reg(edri::Registry& r) {
   r.domain("far");
   r.event("far.work");
   r.handle("far.work", said);
+
+  // GET /store: statements awaited before and after the handler first
+  // waits (resumed by the database's answer, outside its dispatch): a
+  // query, a batch, and a transaction's query.
+  r.domain("store").database("traces", "sqlite::memory:");
+  r.get("/store", "store.work", [](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
+    edri::Database& db = ctx.database("traces");
+    const edri::Rows one = co_await db.query("select 1 AS one");
+    std::vector<edri::Statement> two;
+    two.push_back({"SELECT 2", {}});
+    two.push_back({"SELECT 3", {}});
+    const std::vector<edri::Rows> both = co_await db.query_all(std::move(two));
+    edri::Transaction tx = co_await db.transaction();
+    const edri::Rows inside = co_await tx.query("SELECT 4");
+    co_await tx.commit();
+    co_return edri::Response::json({{"rows", one.size() + both.size() + inside.size()}});
+  });
 }
 
 }  // namespace

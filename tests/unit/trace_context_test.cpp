@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "manager/traced_database.hpp"
 #include "runtime/span_exporter.hpp"
 #include "runtime/trace_context.hpp"
 
@@ -123,4 +124,14 @@ TEST_CASE("span exporter: spans queued by one thread reach the file, a batch per
   CHECK(spans >= 64);
   CHECK(spans + dropped == 100);
   std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("a database span is named by its statement's operation and the database", "[trace]") {
+  using edri::Statement;
+  using edri::manager::statement_span_name;
+  CHECK(statement_span_name({Statement{"select 1", {}}}, "notes") == "SELECT notes");
+  CHECK(statement_span_name({Statement{"  (SELECT 1) UNION (SELECT 2)", {}}}, "notes") == "SELECT notes");
+  CHECK(statement_span_name({Statement{"INSERT INTO t VALUES ($1)", {}}}, "db") == "INSERT db");
+  CHECK(statement_span_name({Statement{"", {}}}, "db") == "SQL db");
+  CHECK(statement_span_name({Statement{"SELECT 1", {}}, Statement{"SELECT 2", {}}}, "db") == "BATCH db");
 }
