@@ -58,6 +58,14 @@ std::vector<Span> spans_of(const std::vector<std::string>& bodies) {
   return out;
 }
 
+// The spans of EDRI_TRACE_PATH's file: an OTLP JSON export request a line.
+std::vector<Span> spans_in_file(const std::string& file) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_file(file));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return spans_of(lines);
+}
+
 std::vector<Span> received_spans(const OtlpReceiver& receiver) {
   std::vector<std::string> bodies;
   for (const auto& r : receiver.received())
@@ -250,10 +258,7 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
   std::vector<Span> spans;
   REQUIRE(eventually(
       [&] {
-        std::vector<std::string> lines;
-        std::istringstream in(read_file(file));
-        for (std::string line; std::getline(in, line);) lines.push_back(line);
-        spans = spans_of(lines);
+        spans = spans_in_file(file);
         std::size_t whole = 0;
         for (const auto& t : started) {
           std::set<std::string> names;
@@ -287,10 +292,7 @@ TEST_CASE("a handler's database statements are spans of its trace", "[trace]") {
   };
   REQUIRE(eventually(
       [&] {
-        std::vector<std::string> lines;
-        std::istringstream in(read_file(file));
-        for (std::string line; std::getline(in, line);) lines.push_back(line);
-        spans = spans_of(lines);
+        spans = spans_in_file(file);
         return find_span(spans, "store", "store.work") && statements().size() == 3;
       },
       10s));
