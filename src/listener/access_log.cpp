@@ -101,7 +101,7 @@ std::chrono::system_clock::time_point AccessLog::wall_time(std::chrono::steady_c
     synced_ = std::chrono::steady_clock::now();
     wall_offset_ = std::chrono::system_clock::now().time_since_epoch() -
                    std::chrono::duration_cast<std::chrono::system_clock::duration>(synced_.time_since_epoch());
-    if (tracer_) log_trace_notices(*tracer_, trace_dropped_);
+    if (tracer_) log_trace_notices(*tracer_, trace_dropped_, trace_drops_counted_);
   }
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()) + wall_offset_);

@@ -55,6 +55,9 @@ class AccessLog {
   // The route of target `row` (the plugins' routes in order, then their
   // Server-Sent Events routes) and its domain.
   void set_route(AccessRecord& r, std::uint32_t row) const;
+  // Where /metrics reads the spans the tracer dropped (the process's
+  // DoorbellState::spans_dropped).
+  void count_trace_drops_in(std::atomic<std::uint64_t>* counted) { trace_drops_counted_ = counted; }
   // The wall-clock time of `t`.
   std::chrono::system_clock::time_point wall_time(std::chrono::steady_clock::time_point t);
   // The domain of the event named `event` (empty: none).
@@ -90,7 +93,8 @@ class AccessLog {
   void start_trace(AccessRecord& r, const http::HttpRequest* head);
   SpanRecord span_of(const AccessRecord& r, const AccessOutcome& o) const;
   double trace_sample_;
-  std::uint64_t trace_dropped_ = 0;       // logged so far
+  std::uint64_t trace_dropped_ = 0;  // logged so far
+  std::atomic<std::uint64_t>* trace_drops_counted_ = nullptr;
   std::unique_ptr<SpanExporter> tracer_;  // null: tracing off
   std::unique_ptr<LineWriter> writer_;    // null: EDRI_ACCESS_LOG=off. Last: it stops (writing what is queued) first
 };

@@ -61,6 +61,13 @@ void BuiltinEndpoints::loop_metrics(std::ostringstream& o) const {
   for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
     o << "edri_loop_doorbell_rings_total{process=\"" << label(slot_names_[s]) << "\"} "
       << segment_.doorbell(s).rings.load(std::memory_order_relaxed) << '\n';
+  if (config_.tracing()) {
+    o << "# HELP edri_trace_spans_dropped_total Spans a process dropped: its exporter was behind (EDRI_TRACE_BUFFER).\n"
+         "# TYPE edri_trace_spans_dropped_total counter\n";
+    for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
+      o << "edri_trace_spans_dropped_total{process=\"" << label(slot_names_[s]) << "\"} "
+        << segment_.doorbell(s).spans_dropped.load(std::memory_order_relaxed) << '\n';
+  }
   o << "# HELP edri_process_cpu_seconds_total CPU time the process used (user and system, every thread).\n"
        "# TYPE edri_process_cpu_seconds_total counter\n";
   // Once per process, under its first slot: a domain run inside the

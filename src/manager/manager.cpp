@@ -66,7 +66,7 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
                     }),
       stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }),
       later_timer_(loop.events(), [this] { run_laters(); }),
-      traces_(loop.events(), config, title_),
+      traces_(loop.events(), config, title_, &loop.segment().doorbell(loop.slot()).spans_dropped),
       coroutines_(loop.events(), config.max_waiting, config.production,
                   [this](const env::EnvelopeHeader& request, Response r) { respond(request, std::move(r)); }) {
   for (const auto& e : plugins.events()) {

@@ -14,9 +14,9 @@ constexpr std::uint64_t kStale = 600'000'000'000;  // 10 minutes, in ns
 
 }  // namespace
 
-Traces::Traces(EventLoop& loop, const Config& config, std::string title)
-    : exporter_(SpanExporter::open(config, std::move(title))), notices_(loop, [this] {
-        log_trace_notices(*exporter_, dropped_);
+Traces::Traces(EventLoop& loop, const Config& config, std::string title, std::atomic<std::uint64_t>* drops_counted)
+    : exporter_(SpanExporter::open(config, std::move(title))), drops_counted_(drops_counted), notices_(loop, [this] {
+        log_trace_notices(*exporter_, dropped_, drops_counted_);
         notices_.expires_after(kNoticePace);
       }) {
   if (exporter_) notices_.expires_after(kNoticePace);

@@ -28,7 +28,9 @@ namespace edri::manager {
 class Traces {
  public:
   // Off (no exporter, nothing traced) unless the config turns tracing on.
-  Traces(EventLoop& loop, const Config& config, std::string title);
+  // `drops_counted`: where /metrics reads the spans dropped (the
+  // process's DoorbellState::spans_dropped).
+  Traces(EventLoop& loop, const Config& config, std::string title, std::atomic<std::uint64_t>* drops_counted);
   bool on() const { return exporter_ != nullptr; }
 
   // The handler span of request `h` whose Trace section is `section`
@@ -77,6 +79,7 @@ class Traces {
   std::map<Key, Open> open_;  // sampled handler spans not yet answered
   char text_[TraceContext::kTextSize] = {};
   std::uint64_t dropped_ = 0;  // logged so far
+  std::atomic<std::uint64_t>* drops_counted_;
   EventLoop::Timer notices_;
 };
 

@@ -221,12 +221,13 @@ bool SpanExporter::post(const std::string& body) {
   return false;
 }
 
-void log_trace_notices(SpanExporter& exporter, std::uint64_t& dropped) {
+void log_trace_notices(SpanExporter& exporter, std::uint64_t& dropped, std::atomic<std::uint64_t>* counted) {
   if (const std::string notice = exporter.take_notice(); !notice.empty()) spdlog::warn("tracing: {}", notice);
   const std::uint64_t now = exporter.dropped();
   if (now != dropped)
     spdlog::warn("tracing: {} spans dropped (past EDRI_TRACE_BUFFER; the exporter is behind)", now - dropped);
   dropped = now;
+  if (counted) counted->store(now, std::memory_order_relaxed);
 }
 
 }  // namespace edri

@@ -101,7 +101,8 @@ class SpanExporter {
 };
 
 // Logs what `exporter` has to say, and the spans it dropped since
-// `dropped` (updated): on its owner's thread, now and then.
-void log_trace_notices(SpanExporter& exporter, std::uint64_t& dropped);
+// `dropped` (updated): on its owner's thread, now and then. `counted`:
+// where /metrics reads the process's drops (its DoorbellState), if any.
+void log_trace_notices(SpanExporter& exporter, std::uint64_t& dropped, std::atomic<std::uint64_t>* counted = nullptr);
 
 }  // namespace edri

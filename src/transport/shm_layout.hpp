@@ -110,6 +110,9 @@ struct alignas(kCacheLine) DoorbellState {
   // When a producer last rang this doorbell (loop_clock_ns()); the owner
   // takes it when it wakes, to count the time from the ring to its turn.
   std::atomic<std::uint64_t> rang_ns;
+  // Spans the process's exporter dropped (EDRI_TRACE_BUFFER), stored by
+  // the owner once a second; shown by /metrics.
+  std::atomic<std::uint64_t> spans_dropped;
   // Loop statistics (issue 39: where a request waits), written by the
   // owner only, on a line of their own, and read by /metrics.
   LoopStats loop;

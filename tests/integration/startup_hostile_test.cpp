@@ -21,6 +21,7 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/taken_port.hpp"
 #include "support/test_helpers.hpp"
 
 extern char** environ;
@@ -111,23 +112,6 @@ bool can_mount_tmpfs() {
              "unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=1m edri-test-shm "
              "/dev/shm' >/dev/null 2>&1") == 0;
 }
-
-// A port something else listens on.
-struct TakenPort {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  std::uint16_t port = 0;
-  TakenPort() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~TakenPort() { ::close(fd); }
-};
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "support/nats_server.hpp"
 #include "support/otlp_receiver.hpp"
 #include "support/server_process.hpp"
+#include "support/taken_port.hpp"
 #include "support/test_helpers.hpp"
 #include "support/ws_client.hpp"
 
@@ -305,6 +306,23 @@ TEST_CASE("a handler's database statements are spans of its trace", "[trace]") {
     CHECK(s->parent == handler->id);  // the first and the ones after the handler resumed alike
   }
   CHECK(names == std::multiset<std::string>{"SELECT traces", "BATCH traces", "SELECT traces"});
+}
+
+TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and logged", "[trace]") {
+  // A receiver that takes the connection and never answers: each POST
+  // waits out its timeout while spans pile up.
+  const TakenPort silent(16);
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(silent.port) + "/v1/traces";
+  ServerProcess server({test_plugin_path("trace_app")},
+                       {{"EDRI_TRACE_OTLP_ENDPOINT", endpoint}, {"EDRI_TRACE_BUFFER", "64"}});
+  HttpClient c(server.port());
+  for (int i = 0; i < 400; ++i) REQUIRE(c.get("/chain").status == 200);
+  auto dropped = [&](const std::string& process) {
+    return metric_value(c.get("/metrics").body, "edri_trace_spans_dropped_total{process=\"" + process + "\"} ");
+  };
+  CHECK(eventually([&] { return dropped("listener") > 0 && dropped("manager front") > 0; }, 5s));
+  CHECK(dropped("manager far") == 0);  // it made no span
+  CHECK(server.log().find("spans dropped (past EDRI_TRACE_BUFFER") != std::string::npos);
 }
 
 TEST_CASE("a wrong tracing setting stops start-up with a message", "[trace]") {
