@@ -193,7 +193,7 @@ class Context {
         else
           done(std::move(std::get<1>(*slot)));
       };
-      if (!run_on_thread(std::move(run), std::move(back)))
+      if (!run_on_thread(done.request(), std::move(run), std::move(back)))
         done.fail(std::make_exception_ptr(Unavailable("the worker queue is full; retry later")));
     });
   }
@@ -201,7 +201,7 @@ class Context {
   // domain's worker processes with `input` (as in_process()).
   Pending<TaskResult> task(std::string_view name, std::string input) {
     return Pending<TaskResult>([this, name = std::string(name), input = std::move(input)](auto done) mutable {
-      run_task(name, std::move(input), done);
+      run_task(done.request(), name, std::move(input), done);
     });
   }
 
@@ -241,12 +241,14 @@ class Context {
   // handler); nothing is answered.
   virtual void start(const AsyncSubscriber& subscriber, const Request& n) = 0;
   // Runs `work` on a worker thread, then `done` in this manager's loop;
-  // false when the pool's queue is full.
-  virtual bool run_on_thread(std::function<void()> work, std::function<void()> done) = 0;
+  // false when the pool's queue is full. `about`: the request it is for
+  // (its trace gets the work's span).
+  virtual bool run_on_thread(const Request* about, std::function<void()> work, std::function<void()> done) = 0;
   // Runs task `name` in a worker process, then `done` in the loop with
   // its result (a failure to start it, too). Throws
   // std::invalid_argument when the domain has no such task.
-  virtual void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) = 0;
+  virtual void run_task(const Request* about, std::string_view name, std::string input,
+                        std::function<void(const TaskResult&)> done) = 0;
 };
 
 // A task run by a worker process: input in, output out, bytes both. It runs

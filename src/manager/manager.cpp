@@ -495,7 +495,10 @@ WorkerThreads& Manager::workers() {
 Reply Manager::in_thread(std::function<Response()> work) {
   if (!current_) throw std::logic_error("in_thread() outside a request handler");
   const env::EnvelopeHeader request = *current_;
-  auto done = [this, request](Response r) { respond(request, std::move(r)); };
+  auto done = traces_.around(
+      trace_call(nullptr), "thread", SpanKind::Internal,
+      [this, request](Response r) { respond(request, std::move(r)); },
+      [](const Response& r) { return r.status >= 500; });
   if (!workers().submit(std::move(work), std::move(done)))
     return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
         .header("Retry-After", "1");
@@ -518,7 +521,9 @@ Reply Manager::in_process(std::string_view task, std::string input, std::functio
     respond(request, std::move(r));
   };
   const std::size_t size = input.size();
-  switch (processes_->submit(task, std::move(input), std::move(done))) {
+  switch (processes_->submit(task, std::move(input),
+                             traces_.around(trace_call(nullptr), "task " + std::string(task), SpanKind::Client,
+                                            std::move(done), [](const TaskResult& r) { return !r.ok(); }))) {
     case WorkerProcesses::Submitted::Queued: return Deferred{};
     case WorkerProcesses::Submitted::QueueFull:
       return Response::problem(503, "Service Unavailable", "the worker queue is full; retry later")
@@ -565,19 +570,26 @@ void Manager::start(const AsyncSubscriber& subscriber, const Request& n) {
     spdlog::warn("a subscriber of {} did not run: {}", n.event, std::get<std::string>(r->body));
 }
 
-bool Manager::run_on_thread(std::function<void()> work, std::function<void()> done) {
+bool Manager::run_on_thread(const Request* about, std::function<void()> work, std::function<void()> done) {
   return workers().submit(
       [work = std::move(work)] {
         work();
         return Response();
       },
-      [done = std::move(done)](Response) { done(); });
+      traces_.around(
+          trace_call(about), "thread", SpanKind::Internal, [done = std::move(done)](Response) { done(); },
+          [](const Response&) { return false; }));
 }
 
-void Manager::run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) {
+void Manager::run_task(const Request* about, std::string_view name, std::string input,
+                       std::function<void(const TaskResult&)> done) {
   const std::size_t size = input.size();
   WorkerProcesses& processes = processes_for(name);
-  switch (processes.submit(name, std::move(input), [done = std::move(done)](TaskResult r) { done(r); })) {
+  switch (processes.submit(
+      name, std::move(input),
+      traces_.around(
+          trace_call(about), "task " + std::string(name), SpanKind::Client,
+          [done = std::move(done)](TaskResult r) { done(r); }, [](const TaskResult& r) { return !r.ok(); }))) {
     case WorkerProcesses::Submitted::Queued: return;
     case WorkerProcesses::Submitted::QueueFull: throw Unavailable("the worker queue is full; retry later");
     case WorkerProcesses::Submitted::TooLarge: break;

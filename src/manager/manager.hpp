@@ -79,8 +79,9 @@ class Manager final : public Context {
   Reply in_process(std::string_view task, std::string input, std::function<Response(const TaskResult&)> then) override;
   Reply start(const AsyncHandler& handler, const Request& req) override;
   void start(const AsyncSubscriber& subscriber, const Request& n) override;
-  bool run_on_thread(std::function<void()> work, std::function<void()> done) override;
-  void run_task(std::string_view name, std::string input, std::function<void(const TaskResult&)> done) override;
+  bool run_on_thread(const Request* about, std::function<void()> work, std::function<void()> done) override;
+  void run_task(const Request* about, std::string_view name, std::string input,
+                std::function<void(const TaskResult&)> done) override;
   std::function<void()> http(HttpCall call, std::chrono::steady_clock::time_point deadline,
                              std::function<void(HttpReply)> done) override;
   Database& database(std::string_view name) override;

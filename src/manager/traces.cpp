@@ -56,10 +56,11 @@ std::optional<Traces::Call> Traces::call(std::string_view parent, std::string_vi
   return Call{p->child(), p->span_id, unix_now_ns(), std::string(state)};
 }
 
-void Traces::finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes) {
+void Traces::finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes,
+                    SpanKind kind) {
   if (!exporter_ || !call.context.sampled()) return;
-  exporter_->submit(SpanRecord{call.context, call.parent, SpanKind::Client, std::move(name), call.start_ns,
-                               unix_now_ns(), error, std::move(attributes)});
+  exporter_->submit(SpanRecord{call.context, call.parent, kind, std::move(name), call.start_ns, unix_now_ns(), error,
+                               std::move(attributes)});
 }
 
 void Traces::forget_stale() {

@@ -58,8 +58,19 @@ class Traces {
   };
   // None when `parent` is not a trace (or tracing is off).
   std::optional<Call> call(std::string_view parent, std::string_view state = {}) const;
-  // The call ended: its client span is exported (when sampled).
-  void finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes);
+  // The call ended: its span (a client's, unless `kind` says) is exported
+  // (when sampled).
+  void finish(const Call& call, std::string name, bool error, std::vector<SpanAttribute> attributes,
+              SpanKind kind = SpanKind::Client);
+  // `done`, ending first the span of `call` (none: nothing to end) named
+  // `name`; `failed(args...)` tells a failure from what `done` is given.
+  template <class Done, class Failed>
+  auto around(std::optional<Call> call, std::string name, SpanKind kind, Done done, Failed failed) {
+    return [this, call, name = std::move(name), kind, done = std::move(done), failed](auto&&... a) mutable {
+      if (call) finish(*call, std::move(name), failed(a...), {}, kind);
+      done(std::forward<decltype(a)>(a)...);
+    };
+  }
 
  private:
   using Key = std::tuple<std::uint16_t, std::uint16_t, std::uint32_t, std::uint64_t>;

@@ -275,7 +275,7 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
   CHECK(find_span(spans, "listener", "websocket back.work")->parent == kClientSpan);
 }
 
-TEST_CASE("a handler's database statements are spans of its trace", "[trace]") {
+TEST_CASE("a handler's database statements and worker jobs are spans of its trace", "[trace]") {
   TempDir dir;
   const std::string file = (dir.path / "spans.jsonl").string();
   ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
@@ -306,6 +306,25 @@ TEST_CASE("a handler's database statements are spans of its trace", "[trace]") {
     CHECK(s->parent == handler->id);  // the first and the ones after the handler resumed alike
   }
   CHECK(names == std::multiset<std::string>{"SELECT traces", "BATCH traces", "SELECT traces"});
+
+  // Work on a worker thread (an internal span) and a task in a worker
+  // process (a client span), both children of their handler's.
+  const auto w =
+      c.request("GET", "/work", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(w.status == 200);
+  CHECK(json::parse(w.body) == json{{"sum", 4}, {"upper", "ABC"}});
+  REQUIRE(eventually(
+      [&] {
+        spans = spans_in_file(file);
+        return find_span(spans, "store", "thread") && find_span(spans, "store", "task upper");
+      },
+      10s));
+  const Span* busy = find_span(spans, "store", "store.busy");
+  REQUIRE(busy);
+  CHECK(find_span(spans, "store", "thread")->parent == busy->id);
+  CHECK(find_span(spans, "store", "thread")->kind == 1);
+  CHECK(find_span(spans, "store", "task upper")->parent == busy->id);
+  CHECK(find_span(spans, "store", "task upper")->kind == 3);
 }
 
 TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and logged", "[trace]") {

@@ -5,6 +5,7 @@
 // about its request, which must carry the request's trace id.
 #include <edri/plugin.hpp>
 
+#include <cctype>
 #include <string>
 
 namespace {
@@ -63,6 +64,17 @@ void reg(edri::Registry& r) {
     const edri::Rows inside = co_await tx.query("SELECT 4");
     co_await tx.commit();
     co_return edri::Response::json({{"rows", one.size() + both.size() + inside.size()}});
+  });
+  // GET /work: work on a worker thread, then a task in a worker process.
+  r.worker_threads(1).worker_processes(1).task("upper", [](std::string_view in) {
+    std::string out(in);
+    for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return out;
+  });
+  r.get("/work", "store.busy", [](const edri::Request&, edri::Context& ctx) -> edri::Async<> {
+    const int sum = co_await ctx.thread([] { return 2 + 2; });
+    const edri::TaskResult upper = co_await ctx.task("upper", "abc");
+    co_return edri::Response::json({{"sum", sum}, {"upper", upper.output}});
   });
 }
 
