@@ -174,8 +174,9 @@ void manager_dispatch(benchmark::State& state, const edri::Handler& handler) {
     edri::EventLoop loop;
     edri::manager::Coroutines coroutines{loop, 16384, false, [](const env::EnvelopeHeader&, edri::Response) {}};
     void start(const edri::AsyncSubscriber&, const edri::Request&) override {}
-    bool run_on_thread(std::function<void()>, std::function<void()>) override { return false; }
-    void run_task(std::string_view, std::string, std::function<void(const edri::TaskResult&)>) override {}
+    bool run_on_thread(const edri::Request*, std::function<void()>, std::function<void()>) override { return false; }
+    void run_task(const edri::Request*, std::string_view, std::string,
+                  std::function<void(const edri::TaskResult&)>) override {}
     edri::Database& database(std::string_view) override { throw std::invalid_argument("no database"); }
     std::function<void()> http(edri::HttpCall, std::chrono::steady_clock::time_point,
                                std::function<void(edri::HttpReply)>) override {
