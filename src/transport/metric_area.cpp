@@ -45,7 +45,7 @@ MetricSeriesHead* MetricArea::series(std::string_view encoded) const {
     auto& s = *at((start + i) % max_series_);
     auto state = s.state.load(std::memory_order_acquire);
     if (state == kSeriesFree && s.state.compare_exchange_strong(state, kSeriesClaimed, std::memory_order_acquire)) {
-      std::memcpy(s.labels, encoded.data(), encoded.size());
+      if (!encoded.empty()) std::memcpy(s.labels, encoded.data(), encoded.size());  // a view of no labels may be null
       s.label_bytes = static_cast<std::uint32_t>(encoded.size());
       s.state.store(kSeriesReady, std::memory_order_release);
       return &s;
