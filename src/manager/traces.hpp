@@ -64,8 +64,11 @@ class Traces {
               SpanKind kind = SpanKind::Client);
   // `done`, ending first the span of `call` (none: nothing to end) named
   // `name`; `failed(args...)` tells a failure from what `done` is given.
+  // The name is `prefix` + `subject`, made only when the call is traced.
   template <class Done, class Failed>
-  auto around(std::optional<Call> call, std::string name, SpanKind kind, Done done, Failed failed) {
+  auto around(std::optional<Call> call, std::string_view prefix, std::string_view subject, SpanKind kind, Done done,
+              Failed failed) {
+    std::string name = call ? std::string(prefix).append(subject) : std::string();
     return [this, call, name = std::move(name), kind, done = std::move(done), failed](auto&&... a) mutable {
       if (call) finish(*call, std::move(name), failed(a...), {}, kind);
       done(std::forward<decltype(a)>(a)...);
