@@ -46,18 +46,7 @@ nlohmann::json cluster_instances(const transport::ClusterState& c) {
 }  // namespace
 
 // Prometheus label values escape backslash, quote and newline.
-std::string BuiltinEndpoints::label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
+std::string BuiltinEndpoints::label(std::string_view v) { return plugin::prometheus_escaped(v, true); }
 
 BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
                                    const transport::Topology& topology, const plugin::PluginSet& plugins,

@@ -77,7 +77,9 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-std::string escaped(std::string_view v, bool quote) {
+}  // namespace
+
+std::string prometheus_escaped(std::string_view v, bool quote) {
   std::string out;
   for (const char c : v) {
     if (c == '\\')
@@ -91,6 +93,8 @@ std::string escaped(std::string_view v, bool quote) {
   }
   return out;
 }
+
+namespace {
 
 const char* type_name(MetricKind k) {
   switch (k) {
@@ -106,7 +110,7 @@ std::string label_pairs(const MetricDecl& d, const transport::MetricSeriesHead& 
   const auto values = transport::decode_label_values(std::string_view(s.labels, s.label_bytes));
   std::string out;
   for (std::size_t i = 0; i < d.labels.size() && i < values.size(); ++i)
-    out += (out.empty() ? "{" : ",") + d.labels[i] + "=\"" + escaped(values[i], true) + '"';
+    out += (out.empty() ? "{" : ",") + d.labels[i] + "=\"" + prometheus_escaped(values[i], true) + '"';
   return out;
 }
 
@@ -217,7 +221,7 @@ void write_plugin_metrics(std::ostringstream& o, const transport::Segment& segme
   if (layout.bytes > segment.plugin_metrics_bytes()) return;
   for (std::size_t i = 0; i < metrics.size(); ++i) {
     const auto& m = metrics[i];
-    o << "# HELP " << m.decl.name << ' ' << escaped(m.decl.help, false) << "\n# TYPE " << m.decl.name << ' '
+    o << "# HELP " << m.decl.name << ' ' << prometheus_escaped(m.decl.help, false) << "\n# TYPE " << m.decl.name << ' '
       << type_name(m.kind) << '\n';
     auto series = area_of(segment, m, layout.offsets[i]).ready();
     std::sort(series.begin(), series.end(), [](const auto* a, const auto* b) {

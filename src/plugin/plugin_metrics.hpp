@@ -45,6 +45,10 @@ class BoundMetrics {
   std::vector<std::unique_ptr<SharedMetric>> writers_;
 };
 
+// Text escaped as the Prometheus text format wants it: backslash and
+// newline, and `"` too in a label value (`quotes`); not in a HELP line.
+std::string prometheus_escaped(std::string_view text, bool quotes);
+
 // Every metric's series in the Prometheus text format, then
 // edri_plugin_metric_writes_dropped_total.
 void write_plugin_metrics(std::ostringstream& o, const transport::Segment& segment, const PluginSet& plugins);

@@ -1,7 +1,6 @@
 #include "plugin/plugin_set.hpp"
 
 #include <dlfcn.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "envelope/envelope.hpp"
 #include "plugin/plugin_metrics.hpp"
+#include "transport/stale_owner.hpp"
 
 namespace edri::plugin {
 
@@ -568,7 +568,7 @@ std::vector<std::string> remove_stale_plugin_copies() {
     const auto end = name.find("-plugins-");
     if (name.rfind("edri-", 0) != 0 || end == std::string::npos || !entry.is_directory(ec)) continue;
     const long pid = std::strtol(name.substr(5, end - 5).c_str(), nullptr, 10);
-    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    if (!transport::owner_gone(pid)) continue;
     std::filesystem::remove_all(entry.path(), ec);
     if (!ec) removed.push_back(entry.path().string());
   }

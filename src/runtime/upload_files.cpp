@@ -1,5 +1,7 @@
 #include "runtime/upload_files.hpp"
 
+#include "transport/stale_owner.hpp"
+
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,7 +27,7 @@ std::size_t remove_upload_files_of(const std::string& dir, int pid) {
     if (name.substr(0, kUploadPrefix.size()) != kUploadPrefix) continue;
     const int owner = std::atoi(name.data() + kUploadPrefix.size());
     if (owner <= 0 || name.substr(0, upload_file_prefix(owner).size()) != upload_file_prefix(owner)) continue;
-    const bool dead = pid > 0 ? owner == pid : (::kill(owner, 0) != 0 && errno == ESRCH);
+    const bool dead = pid > 0 ? owner == pid : transport::owner_gone(owner);
     if (dead && ::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
   }
   ::closedir(d);

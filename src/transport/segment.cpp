@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "transport/stale_owner.hpp"
+
 namespace bip = boost::interprocess;
 
 namespace edri::transport {
@@ -139,8 +141,7 @@ std::vector<std::string> Segment::remove_stale(const std::string& prefix) {
     const auto dot = n.find('.', pid_start);
     if (dot == std::string::npos) continue;
     const long pid = std::strtol(n.substr(pid_start, dot - pid_start).c_str(), nullptr, 10);
-    if (pid <= 0) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    if (!owner_gone(pid)) continue;
     if (remove(n)) removed.push_back(n);
   }
   ::closedir(dir);
