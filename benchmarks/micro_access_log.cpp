@@ -9,6 +9,7 @@
 
 #include "listener/access_line.hpp"
 #include "listener/access_log.hpp"
+#include "runtime/span_exporter.hpp"
 #include "support/access_record_sample.hpp"
 
 namespace {
@@ -44,10 +45,14 @@ BENCHMARK_CAPTURE(BM_AccessLine, json, AccessFormat::Json);
 // A whole call as the listener's loop pays for it: the record taken (and
 // reused), the line formatted and queued. The writer thread writes to
 // /dev/null here, off the measured thread.
-void BM_AccessLogCall(benchmark::State& st) {
+void BM_AccessLogCall(benchmark::State& st, bool traced) {
   edri::Config config;
   config.access_log = "json";
   config.access_log_path = "/dev/null";
+  if (traced) {
+    config.trace_path = "/dev/null";  // every call's span, formatted by the exporter's thread
+    config.trace_buffer = 1u << 20;
+  }
   const auto plugins = edri::plugin::PluginSet::load({});
   std::atomic<std::uint64_t> lines{0}, dropped{0};
   edri::listener::AccessLog log(config, plugins, {lines, dropped});
@@ -62,6 +67,42 @@ void BM_AccessLogCall(benchmark::State& st) {
   }
   st.counters["dropped"] = static_cast<double>(dropped.load());
 }
-BENCHMARK(BM_AccessLogCall);
+BENCHMARK_CAPTURE(BM_AccessLogCall, untraced, false);
+// The same with every request traced: the span's record and its queueing
+// are the loop's; the JSON is the exporter's (BM_OtlpJson).
+BENCHMARK_CAPTURE(BM_AccessLogCall, traced, true);
+
+// A batch of spans as an exporter thread writes them: 512 listener spans
+// (ten attributes each, as AccessLog::span_of makes them) into one OTLP
+// JSON request. Per span: the time and the bytes.
+void BM_OtlpJson(benchmark::State& st) {
+  const AccessRecord model = typical_record();
+  edri::SpanRecord span;
+  span.context = edri::new_trace(true);
+  span.parent = edri::new_span_id();
+  span.kind = edri::SpanKind::Server;
+  span.name = "GET /items/{id}";
+  span.start_ns = edri::unix_now_ns();
+  span.end_ns = span.start_ns + 123456;
+  span.attributes = {{"network.protocol.name", "http/1.1"},
+                     {"http.request.method", "GET"},
+                     {"url.path", "/items/12345"},
+                     {"http.route", "/items/{id}"},
+                     {"http.response.status_code", 200},
+                     {"client.address", model.client},
+                     {"edri.domain", "items"},
+                     {"edri.request_id", model.request_id},
+                     {"user_agent.original", model.user_agent}};
+  const std::vector<edri::SpanRecord> batch(512, span);
+  std::size_t bytes = 0;
+  for (auto _ : st) {
+    const std::string body = edri::otlp_json(batch, "edri-server", "listener");
+    bytes = body.size();
+    benchmark::DoNotOptimize(body.data());
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * batch.size()));
+  st.counters["bytes_per_span"] = static_cast<double>(bytes) / static_cast<double>(batch.size());
+}
+BENCHMARK(BM_OtlpJson);
 
 }  // namespace

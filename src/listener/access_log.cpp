@@ -34,7 +34,7 @@ AccessLog::AccessLog(const Config& config, const plugin::PluginSet& plugins, Cou
                      const std::vector<int>& writer_cpus)
     : formatter_(format_of(config.access_log)),
       trace_sample_(config.trace_sample),
-      tracer_(SpanExporter::open(config, "listener")) {
+      tracer_(SpanExporter::open(config, "listener", writer_cpus)) {
   if (format_of(config.access_log) != AccessFormat::Off)
     writer_ = std::make_unique<LineWriter>("access log", config.access_log_path, config.access_log_buffer, counters,
                                            writer_cpus);
@@ -101,7 +101,7 @@ std::chrono::system_clock::time_point AccessLog::wall_time(std::chrono::steady_c
     synced_ = std::chrono::steady_clock::now();
     wall_offset_ = std::chrono::system_clock::now().time_since_epoch() -
                    std::chrono::duration_cast<std::chrono::system_clock::duration>(synced_.time_since_epoch());
-    if (tracer_) log_trace_notices(*tracer_, trace_dropped_, trace_drops_counted_);
+    if (tracer_) log_trace_notices(*tracer_, trace_dropped_, trace_counted_);
   }
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()) + wall_offset_);
@@ -123,7 +123,7 @@ void AccessLog::end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t b
 }
 
 void AccessLog::end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o) {
-  if (r->traced && r->span.sampled()) tracer_->submit(span_of(*r, o));
+  if (r->traced && r->span.sampled()) submit_span(*r, o);
   if (writer_) {
     line_.clear();
     formatter_.append(line_, *r, o);
@@ -135,37 +135,37 @@ void AccessLog::end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o) {
 
 // OpenTelemetry's names: an HTTP server span "GET /notes/{id}", a gRPC
 // one "pkg.Service/Method", a command "websocket notes.create".
-SpanRecord AccessLog::span_of(const AccessRecord& r, const AccessOutcome& o) const {
-  SpanRecord s;
-  s.context = r.span;
-  s.parent = r.parent;
-  s.kind = SpanKind::Server;
+void AccessLog::submit_span(const AccessRecord& r, const AccessOutcome& o) {
   const std::string_view path = std::string_view(r.target).substr(0, r.target.find('?'));
-  if (r.protocol == "grpc")
-    s.name = path.substr(path.empty() ? 0 : 1);
-  else
-    s.name = (r.protocol == "websocket" ? "websocket" : r.method) + " " +
-             std::string(r.protocol == "websocket" ? std::string_view(r.method)
-                         : r.route.empty()         ? path
-                                                   : r.route);
-  s.start_ns = static_cast<std::uint64_t>(
+  if (r.protocol == "grpc") {
+    span_name_.assign(path.substr(path.empty() ? 0 : 1));
+  } else {
+    span_name_.assign(r.protocol == "websocket" ? std::string_view("websocket") : std::string_view(r.method));
+    span_name_.append(" ").append(r.protocol == "websocket" ? std::string_view(r.method)
+                                  : r.route.empty()         ? path
+                                                            : r.route);
+  }
+  const auto start_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(r.received.time_since_epoch()).count());
-  s.end_ns = s.start_ns + static_cast<std::uint64_t>(
-                              std::chrono::duration_cast<std::chrono::nanoseconds>(o.ended - r.started).count());
-  s.error = o.status >= 500 || (o.grpc_status > 0 && o.grpc_status != 1 && o.grpc_status != 3 && o.grpc_status != 5);
-  auto& a = s.attributes;
-  a.reserve(10);
-  a.push_back({"network.protocol.name", std::string(r.protocol)});
-  a.push_back({"http.request.method", r.method});
-  a.push_back({"url.path", std::string(path)});
-  if (!r.route.empty()) a.push_back({"http.route", std::string(r.route)});
-  a.push_back({"http.response.status_code", std::int64_t{o.status}});
-  if (o.grpc_status >= 0) a.push_back({"rpc.grpc.status_code", std::int64_t{o.grpc_status}});
-  a.push_back({"client.address", r.client});
-  if (!r.domain.empty()) a.push_back({"edri.domain", std::string(r.domain)});
-  if (!r.request_id.empty()) a.push_back({"edri.request_id", r.request_id});
-  if (!r.user_agent.empty()) a.push_back({"user_agent.original", r.user_agent});
-  return s;
+  const auto took_ns =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(o.ended - r.started).count());
+  const bool error =
+      o.status >= 500 || (o.grpc_status > 0 && o.grpc_status != 1 && o.grpc_status != 3 && o.grpc_status != 5);
+  using A = SpanView::Attribute;
+  A a[10];
+  std::size_t n = 0;
+  a[n++] = A{"network.protocol.name", r.protocol, 0, false};
+  a[n++] = A{"http.request.method", r.method, 0, false};
+  a[n++] = A{"url.path", path, 0, false};
+  if (!r.route.empty()) a[n++] = A{"http.route", r.route, 0, false};
+  a[n++] = A{"http.response.status_code", {}, o.status, true};
+  if (o.grpc_status >= 0) a[n++] = A{"rpc.grpc.status_code", {}, o.grpc_status, true};
+  a[n++] = A{"client.address", r.client, 0, false};
+  if (!r.domain.empty()) a[n++] = A{"edri.domain", r.domain, 0, false};
+  if (!r.request_id.empty()) a[n++] = A{"edri.request_id", r.request_id, 0, false};
+  if (!r.user_agent.empty()) a[n++] = A{"user_agent.original", r.user_agent, 0, false};
+  tracer_->submit(SpanView{r.span, r.parent, SpanKind::Server, error, start_ns, start_ns + took_ns, span_name_,
+                           std::span<const A>(a, n)});
 }
 
 }  // namespace edri::listener

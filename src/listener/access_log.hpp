@@ -55,9 +55,9 @@ class AccessLog {
   // The route of target `row` (the plugins' routes in order, then their
   // Server-Sent Events routes) and its domain.
   void set_route(AccessRecord& r, std::uint32_t row) const;
-  // Where /metrics reads the spans the tracer dropped (the process's
-  // DoorbellState::spans_dropped).
-  void count_trace_drops_in(std::atomic<std::uint64_t>* counted) { trace_drops_counted_ = counted; }
+  // Where /metrics reads the spans the tracer dropped and the batches it
+  // failed to export (the process's DoorbellState).
+  void count_trace_losses_in(TraceCounts counted) { trace_counted_ = counted; }
   // The wall-clock time of `t`.
   std::chrono::system_clock::time_point wall_time(std::chrono::steady_clock::time_point t);
   // The domain of the event named `event` (empty: none).
@@ -66,10 +66,11 @@ class AccessLog {
   // for a later call's begin (no allocation per call once warm).
   void end(std::unique_ptr<AccessRecord> r, const AccessOutcome& o);
   void end(std::unique_ptr<AccessRecord> r, int status, std::uint64_t bytes_out, int grpc_status = -1);
-  // The file is opened again (SIGUSR1): the writer does it before its
-  // next write.
+  // The files are opened again (SIGUSR1): the access log's writer and
+  // the tracer each do it before their next write.
   void reopen() {
     if (writer_) writer_->reopen();
+    if (tracer_) tracer_->reopen();
   }
 
  private:
@@ -91,10 +92,13 @@ class AccessLog {
   std::chrono::system_clock::duration wall_offset_{};
   // begin()'s: the call's trace, taken from `traceparent` or started.
   void start_trace(AccessRecord& r, const http::HttpRequest* head);
-  SpanRecord span_of(const AccessRecord& r, const AccessOutcome& o) const;
+  // The call's span, its texts the record's (and span_name_'s): queued
+  // without a copy but the queue's.
+  void submit_span(const AccessRecord& r, const AccessOutcome& o);
+  std::string span_name_;  // the loop's scratch
   double trace_sample_;
   std::uint64_t trace_dropped_ = 0;  // logged so far
-  std::atomic<std::uint64_t>* trace_drops_counted_ = nullptr;
+  TraceCounts trace_counted_;
   std::unique_ptr<SpanExporter> tracer_;  // null: tracing off
   std::unique_ptr<LineWriter> writer_;    // null: EDRI_ACCESS_LOG=off. Last: it stops (writing what is queued) first
 };

@@ -67,6 +67,12 @@ void BuiltinEndpoints::loop_metrics(std::ostringstream& o) const {
     for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
       o << "edri_trace_spans_dropped_total{process=\"" << label(slot_names_[s]) << "\"} "
         << segment_.doorbell(s).spans_dropped.load(std::memory_order_relaxed) << '\n';
+    o << "# HELP edri_trace_batches_failed_total Export requests a process failed to POST to "
+         "EDRI_TRACE_OTLP_ENDPOINT (not retried: their spans are lost to it).\n"
+         "# TYPE edri_trace_batches_failed_total counter\n";
+    for (std::uint32_t s = 1; s < topology_.process_slots(); ++s)
+      o << "edri_trace_batches_failed_total{process=\"" << label(slot_names_[s]) << "\"} "
+        << segment_.doorbell(s).trace_batches_failed.load(std::memory_order_relaxed) << '\n';
   }
   o << "# HELP edri_process_cpu_seconds_total CPU time the process used (user and system, every thread).\n"
        "# TYPE edri_process_cpu_seconds_total counter\n";

@@ -112,7 +112,10 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
   answers_.set_grpc(grpc_);
   answers_.set_access_log(access_log_.get());
   grpc_.set_access_log(access_log_.get());
-  if (access_log_) access_log_->count_trace_drops_in(&loop.segment().doorbell(loop.slot()).spans_dropped);
+  if (access_log_) {
+    auto& d = loop.segment().doorbell(loop.slot());
+    access_log_->count_trace_losses_in({&d.spans_dropped, &d.trace_batches_failed});
+  }
   grpc_.set_metrics(loop.segment().listener_metrics(index));
   streams_.set_metrics(loop.segment().listener_metrics(index));
   if (access_log_) loop_.on_reopen_signal([this] { access_log_->reopen(); });

@@ -66,7 +66,10 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
                     }),
       stream_control_timer_(loop.events(), [this] { expire_stream_controls(); }),
       later_timer_(loop.events(), [this] { run_laters(); }),
-      traces_(loop.events(), config, title_, &loop.segment().doorbell(loop.slot()).spans_dropped),
+      traces_(loop.events(), config, title_,
+              {&loop.segment().doorbell(loop.slot()).spans_dropped,
+               &loop.segment().doorbell(loop.slot()).trace_batches_failed},
+              worker_cpus_),
       coroutines_(loop.events(), config.max_waiting, config.production,
                   [this](const env::EnvelopeHeader& request, Response r) { respond(request, std::move(r)); }) {
   for (const auto& e : plugins.events()) {
@@ -113,6 +116,7 @@ Manager::Manager(ProcessLoop& loop, const Config& config, const plugin::PluginSe
     stats.calls.store(static_cast<std::uint32_t>(outstanding_.size()), std::memory_order_relaxed);
     return ran;
   });
+  if (traces_.on()) loop_.on_reopen_signal([this] { traces_.reopen(); });
   if (home_cpu)
     placement_ =
         std::make_unique<LoopPlacement>(loop.events(), *home_cpu, worker_cpus_, loop.segment().header().cpu_holders,

@@ -14,9 +14,12 @@ constexpr std::uint64_t kStale = 600'000'000'000;  // 10 minutes, in ns
 
 }  // namespace
 
-Traces::Traces(EventLoop& loop, const Config& config, std::string title, std::atomic<std::uint64_t>* drops_counted)
-    : exporter_(SpanExporter::open(config, std::move(title))), drops_counted_(drops_counted), notices_(loop, [this] {
-        log_trace_notices(*exporter_, dropped_, drops_counted_);
+Traces::Traces(EventLoop& loop, const Config& config, std::string title, TraceCounts counted,
+               std::vector<int> exporter_cpus)
+    : exporter_(SpanExporter::open(config, std::move(title), std::move(exporter_cpus))),
+      counted_(counted),
+      notices_(loop, [this] {
+        log_trace_notices(*exporter_, dropped_, counted_);
         notices_.expires_after(kNoticePace);
       }) {
   if (exporter_) notices_.expires_after(kNoticePace);
@@ -40,13 +43,14 @@ void Traces::end(const envelope::EnvelopeHeader& h, int status) {
   if (open_.empty()) return;
   const auto it = open_.find(key_of(h));
   if (it == open_.end()) return;
-  Open& o = it->second;
-  SpanRecord s{o.context, o.parent, SpanKind::Server, std::move(o.name), o.start_ns, unix_now_ns(), status >= 500, {}};
-  s.attributes.push_back({"edri.domain", std::string(o.domain)});
-  s.attributes.push_back({"edri.event", s.name});
-  s.attributes.push_back({"http.response.status_code", std::int64_t{status}});
+  const Open& o = it->second;
+  using A = SpanView::Attribute;
+  const A attributes[] = {{"edri.domain", o.domain, 0, false},
+                          {"edri.event", o.name, 0, false},
+                          {"http.response.status_code", {}, status, true}};
+  exporter_->submit(
+      SpanView{o.context, o.parent, SpanKind::Server, status >= 500, o.start_ns, unix_now_ns(), o.name, attributes});
   open_.erase(it);
-  exporter_->submit(std::move(s));
 }
 
 std::optional<Traces::Call> Traces::call(std::string_view parent, std::string_view state) const {

@@ -28,9 +28,15 @@ namespace edri::manager {
 class Traces {
  public:
   // Off (no exporter, nothing traced) unless the config turns tracing on.
-  // `drops_counted`: where /metrics reads the spans dropped (the
-  // process's DoorbellState::spans_dropped).
-  Traces(EventLoop& loop, const Config& config, std::string title, std::atomic<std::uint64_t>* drops_counted);
+  // `counted`: where /metrics reads the spans dropped and the batches not
+  // exported (the process's DoorbellState); `exporter_cpus`: where the
+  // exporter's thread may run.
+  Traces(EventLoop& loop, const Config& config, std::string title, TraceCounts counted,
+         std::vector<int> exporter_cpus = {});
+  // Opens EDRI_TRACE_PATH again (SIGUSR1, for log rotation).
+  void reopen() {
+    if (exporter_) exporter_->reopen();
+  }
   bool on() const { return exporter_ != nullptr; }
 
   // The handler span of request `h` whose Trace section is `section`
@@ -93,7 +99,7 @@ class Traces {
   std::map<Key, Open> open_;  // sampled handler spans not yet answered
   char text_[TraceContext::kTextSize] = {};
   std::uint64_t dropped_ = 0;  // logged so far
-  std::atomic<std::uint64_t>* drops_counted_;
+  TraceCounts counted_;
   EventLoop::Timer notices_;
 };
 

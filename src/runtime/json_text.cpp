@@ -1,5 +1,7 @@
 #include "runtime/json_text.hpp"
 
+#include <algorithm>
+
 namespace edri {
 
 namespace {
@@ -23,37 +25,41 @@ bool plain_in_json(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' &
 
 }  // namespace
 
-void append_json_text(std::string& out, std::string_view text) {
+char* write_json_text(char* out, std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     std::size_t j = i;
     while (j < text.size() && plain_in_json(static_cast<unsigned char>(text[j]))) ++j;
-    out.append(text.substr(i, j - i));
+    out = std::copy(text.data() + i, text.data() + j, out);
     if (j == text.size()) break;
     i = j;
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       const std::size_t n = utf8_length(text.substr(i));
-      if (n == 0) {
-        out.append("\\ufffd");
-        ++i;
-      } else {
-        out.append(text.substr(i, n));
-        i += n;
-      }
+      out = n == 0 ? std::copy_n("\\ufffd", 6, out) : std::copy_n(text.data() + i, n, out);
+      i += n == 0 ? 1 : n;
       continue;
     }
     if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      out.append("\\u00");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
+      *out++ = '\\';
+      *out++ = static_cast<char>(c);
+    } else {  // a control character
+      out = std::copy_n("\\u00", 4, out);
+      *out++ = kHex[c >> 4];
+      *out++ = kHex[c & 15];
     }
     ++i;
   }
+  return out;
+}
+
+void append_json_text(std::string& out, std::string_view text) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return plain_in_json(static_cast<unsigned char>(c)); })) {
+    out.append(text);  // most text: nothing to escape, no room to clear
+    return;
+  }
+  const std::size_t at = out.size();
+  out.resize(at + json_text_bound(text));
+  out.resize(static_cast<std::size_t>(write_json_text(out.data() + at, text) - out.data()));
 }
 
 }  // namespace edri

@@ -68,7 +68,7 @@ Reload: read the config file and the plugins again and start a new generation of
 which finishes what it holds. A reload that cannot start leaves the old generation serving.
 .TP
 .B SIGUSR1
-Reopen the access log (for rotation).
+Reopen the access log and the trace file (for rotation).
 .SH EXIT STATUS
 .TP
 .B 0

@@ -42,7 +42,7 @@ ProcessLoop::ProcessLoop(const transport::Segment& segment, const transport::Top
     signalfd_siginfo info;
     while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
       if (info.ssi_signo == SIGUSR1) {
-        if (on_reopen_signal_) on_reopen_signal_();
+        for (const auto& reopen : on_reopen_signal_) reopen();
         continue;
       }
       if (info.ssi_signo == SIGUSR2) {

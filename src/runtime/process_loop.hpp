@@ -71,7 +71,9 @@ class ProcessLoop {
   // Called on SIGTERM/SIGINT; the default stops the loop.
   void on_stop_signal(std::function<void()> hook) { on_stop_signal_ = std::move(hook); }
   // Called on SIGUSR1 (the supervisor passes it on): reopen log files.
-  void on_reopen_signal(std::function<void()> hook) { on_reopen_signal_ = std::move(hook); }
+  // Each hook added is called (the listener's access log, the tracers of
+  // the domains it runs).
+  void on_reopen_signal(std::function<void()> hook) { on_reopen_signal_.push_back(std::move(hook)); }
   // Called on SIGUSR2 (the supervisor's, to a generation it replaced on
   // reload): finish what is held, taking nothing new; ignored when unset.
   void on_replaced_signal(std::function<void()> hook) { on_replaced_signal_ = std::move(hook); }
@@ -159,7 +161,7 @@ class ProcessLoop {
   std::vector<transport::Outbox*> active_outboxes_;
   std::function<bool()> after_drain_;
   std::function<void()> on_stop_signal_;
-  std::function<void()> on_reopen_signal_;
+  std::vector<std::function<void()>> on_reopen_signal_;
   std::function<void()> on_replaced_signal_;
   std::function<void(std::uint32_t)> on_peer_death_;
   std::uint32_t deaths_seen_ = 0;

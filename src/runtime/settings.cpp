@@ -189,7 +189,7 @@ std::vector<Setting> make_settings() {
        "a request reaches, and answered in the `traceparent` header; docs/operations.md"},
       {"EDRI_TRACE_PATH", "unset", parse::text(&Config::trace_path),
        "a file each process appends its spans to, one OTLP JSON export request per line (the OpenTelemetry "
-       "Collector's file format)"},
+       "Collector's file format); SIGUSR1 to the server reopens it, for log rotation"},
       {"EDRI_TRACE_SAMPLE", "`1`", parse::fraction(&Config::trace_sample),
        "the share (0..1) of requests without a `traceparent` whose traces are exported; a request with one "
        "follows its sampled flag. An unsampled request still carries its trace id (logs, access log, answer)"},

@@ -381,10 +381,15 @@ void Supervisor::drain(Generation& g, int listener_signal) {
 
 void Supervisor::reopen_logs() {
   if (stopping_) return;
-  spdlog::info("signal {}: the listeners reopen their access logs", SIGUSR1);
-  for (const auto& g : generations_)
+  // The listeners write the access log; with EDRI_TRACE_PATH the
+  // managers write spans too. Each role's loop ignores a signal it has no
+  // file for.
+  spdlog::info("signal {}: the access log and trace files are reopened", SIGUSR1);
+  for (const auto& g : generations_) {
+    const bool traced = !g->config().trace_path.empty();
     for (const auto& c : g->children)
-      if (c.pid > 0 && is_listener(c)) ::kill(c.pid, SIGUSR1);
+      if (c.pid > 0 && (traced || is_listener(c))) ::kill(c.pid, SIGUSR1);
+  }
 }
 
 void Supervisor::stop_children() {

@@ -38,7 +38,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 11;
+inline constexpr std::uint32_t kLayoutVersion = 12;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -113,6 +113,9 @@ struct alignas(kCacheLine) DoorbellState {
   // Spans the process's exporter dropped (EDRI_TRACE_BUFFER), stored by
   // the owner once a second; shown by /metrics.
   std::atomic<std::uint64_t> spans_dropped;
+  // Export requests its exporter failed to POST (their spans are lost to
+  // the endpoint), stored with spans_dropped.
+  std::atomic<std::uint64_t> trace_batches_failed;
   // Loop statistics (issue 39: where a request waits), written by the
   // owner only, on a line of their own, and read by /metrics.
   LoopStats loop;

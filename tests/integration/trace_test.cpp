@@ -7,6 +7,8 @@
 // called it.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -327,6 +329,39 @@ TEST_CASE("a handler's database statements and worker jobs are spans of its trac
   CHECK(find_span(spans, "store", "task upper")->kind == 3);
 }
 
+TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
+  HttpClient c(server.port());
+  const std::string traced = std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n";
+  REQUIRE(c.request("GET", "/store", {}, traced).status == 200);
+  REQUIRE(eventually([&] { return find_span(spans_in_file(file), "store", "store.work") != nullptr; }, 10s));
+  // Rotation as logrotate does it: rename, then SIGUSR1 to the server.
+  const std::string rotated = file + ".1";
+  std::filesystem::rename(file, rotated);
+  const auto before = spans_in_file(rotated).size();
+  REQUIRE(::kill(server.pid(), SIGUSR1) == 0);
+  // Each process opens the path again before its next write.
+  std::vector<Span> spans;
+  CHECK(eventually(
+      [&] {
+        REQUIRE(c.request("GET", "/store", {}, traced).status == 200);
+        spans = std::filesystem::exists(file) ? spans_in_file(file) : std::vector<Span>{};
+        return find_span(spans, "store", "store.work") && find_span(spans, "listener", "GET /store");
+      },
+      10s));
+  INFO(described(spans));
+  CHECK(spans_in_file(rotated).size() == before);  // nothing more written to the old file
+  // Said in the log, by each process at its next look (once a second).
+  CHECK(eventually(
+      [&] {
+        c.get("/health");
+        return server.log().find("EDRI_TRACE_PATH " + file + " reopened") != std::string::npos;
+      },
+      5s));
+}
+
 TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and logged", "[trace]") {
   // A receiver that takes the connection and never answers: each POST
   // waits out its timeout while spans pile up.
@@ -341,6 +376,12 @@ TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and log
   };
   CHECK(eventually([&] { return dropped("listener") > 0 && dropped("manager front") > 0; }, 5s));
   CHECK(dropped("manager far") == 0);  // it made no span
+  // Each POST timed out: its batch is lost to the endpoint, and counted.
+  CHECK(eventually(
+      [&] {
+        return metric_value(c.get("/metrics").body, "edri_trace_batches_failed_total{process=\"listener\"} ") > 0;
+      },
+      10s));
   CHECK(server.log().find("spans dropped (past EDRI_TRACE_BUFFER") != std::string::npos);
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -101,13 +102,79 @@ TEST_CASE("OTLP JSON: spans as an export request, ids in hex, integers as string
   CHECK_FALSE(spans.at(1).contains("parentSpanId"));
 }
 
+TEST_CASE("span queue: spans read back as pushed, the buffer kept after clear", "[trace]") {
+  SpanQueue q;
+  SpanRecord a;
+  a.context = new_trace(true);
+  a.parent = new_span_id();
+  a.kind = SpanKind::Client;
+  a.name = std::string("SELECT notes\0x", 14);  // any bytes
+  a.start_ns = 1;
+  a.end_ns = std::numeric_limits<std::uint64_t>::max();
+  a.error = true;
+  a.attributes.push_back({"db.system", std::string("sqlite")});
+  a.attributes.push_back({"http.response.status_code", std::int64_t{-7}});
+  a.attributes.push_back({"empty", std::string()});
+  SpanRecord b;  // a root span with nothing but defaults
+  b.context = new_trace(false);
+  SpanRecord c = a;
+  c.name.assign(70000, 'n');                                          // cut to 65535
+  c.attributes.assign(300, SpanAttribute("k", std::string(3, 'v')));  // 255 kept
+  for (const auto* s : {&a, &b, &c}) q.push(*s);
+  REQUIRE(q.size() == 3);
+  std::vector<SpanView> views;
+  std::vector<std::vector<std::string>> texts;
+  q.for_each([&](const SpanView& v) {
+    views.push_back(v);
+    texts.emplace_back();
+    for (const auto& at : v.attributes)
+      texts.back().push_back(std::string(at.key) + "=" +
+                             (at.is_number ? std::to_string(at.number) : std::string(at.text)));
+    views.back().attributes = {};  // the span is valid in the call only
+  });
+  REQUIRE(views.size() == 3);
+  CHECK(views[0].context.trace_id == a.context.trace_id);
+  CHECK(views[0].context.span_id == a.context.span_id);
+  CHECK(views[0].context.flags == a.context.flags);
+  CHECK(views[0].parent == a.parent);
+  CHECK(views[0].kind == SpanKind::Client);
+  CHECK(views[0].name == a.name);
+  CHECK(views[0].start_ns == 1);
+  CHECK(views[0].end_ns == a.end_ns);
+  CHECK(views[0].error);
+  CHECK(texts[0] == std::vector<std::string>{"db.system=sqlite", "http.response.status_code=-7", "empty="});
+  CHECK(views[1].name.empty());
+  CHECK(views[1].parent == SpanId{});
+  CHECK_FALSE(views[1].context.sampled());
+  CHECK(texts[1].empty());
+  CHECK(views[2].name.size() == 65535);
+  CHECK(texts[2].size() == 255);
+  CHECK(texts[2].back() == "k=vvv");
+
+  SpanQueue other;
+  other.swap(q);
+  CHECK(q.empty());
+  CHECK(other.size() == 3);
+  other.clear();
+  CHECK(other.empty());
+  int seen = 0;
+  other.for_each([&](const SpanView&) { ++seen; });
+  CHECK(seen == 0);
+  other.push(b);
+  other.for_each([&](const SpanView& v) {
+    CHECK(v.context.trace_id == b.context.trace_id);
+    ++seen;
+  });
+  CHECK(seen == 1);
+}
+
 TEST_CASE("span exporter: spans queued by one thread reach the file, a batch per line", "[trace][threads]") {
   char folder[] = "/tmp/edri-spans.XXXXXX";
   REQUIRE(::mkdtemp(folder));
   const std::string path = std::string(folder) + "/spans.jsonl";
   std::uint64_t dropped = 0;
   {
-    SpanExporter exporter({"", path, 64, "test"});
+    SpanExporter exporter({"", path, 64, "test", {}});
     for (int i = 0; i < 100; ++i) {
       SpanRecord s;
       s.context = new_trace(true);
