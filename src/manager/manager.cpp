@@ -439,13 +439,35 @@ void Manager::on_notification(env::EnvelopeView& v) {
   // client's, though it may wrap one (within EDRI_MAX_JSON_DEPTH) a few
   // levels deeper.
   request_.max_json_depth = kJsonDepthCeiling;
+  const auto consumed = consume_trace(v);
+  bool threw = false;
+  notifying_ = true;
   for (const auto* s : it->second.list) {
     try {
       (*s)(request_, *this);
     } catch (const std::exception& ex) {
+      threw = true;
       spdlog::error("subscriber of {} threw: {}", request_.event, ex.what());
     }
   }
+  notifying_ = false;
+  if (consumed)
+    traces_.finish(*consumed, "process " + std::string(request_.event), threw,
+                   {{"edri.event", std::string(request_.event)}, {"edri.domain", domain_}}, SpanKind::Consumer);
+}
+
+// A traced notification's CONSUMER span, a child of its publisher's: the
+// subscribers' Request::traceparent, which their own calls continue.
+std::optional<Traces::Call> Manager::consume_trace(env::EnvelopeView& v) {
+  if (!traces_.on()) return std::nullopt;
+  const std::string_view section = v.text(env::SectionType::Trace);
+  auto call =
+      traces_.call(section.substr(0, std::min(section.size(), TraceContext::kTextSize)), Traces::state_of(section));
+  if (!call) return std::nullopt;
+  consumer_traceparent_ = call->context.text();
+  request_.traceparent = consumer_traceparent_;
+  request_.tracestate = Traces::state_of(section);
+  return call;
 }
 
 void Manager::after(std::chrono::milliseconds delay, std::function<void()> fn) {

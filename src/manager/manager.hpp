@@ -119,6 +119,10 @@ class Manager final : public Context {
   void on_record(std::span<const std::byte> record);
   void on_request(envelope::EnvelopeView& v);
   void on_notification(envelope::EnvelopeView& v);
+  std::optional<Traces::Call> consume_trace(envelope::EnvelopeView& v);
+  // While a notification's subscribers run: their calls are on its trace.
+  bool notifying_ = false;
+  std::string consumer_traceparent_;
   void on_response(envelope::EnvelopeView& v);
   bool fill_request(const envelope::EnvelopeView& v, std::string_view event);
   // Tells the router this domain's events; `again`: the router asked (it

@@ -69,7 +69,19 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
   env::EnvelopeWriter w(h);
   w.text(env::SectionType::ContentType, "application/json");
   w.text(env::SectionType::Body, body);
-  if (env::send(to_router_, w)) return true;
+  // A PRODUCER span, a child of the handler's, whose context the
+  // subscribers' CONSUMER spans continue (OpenTelemetry's messaging).
+  const auto traced = trace_call(nullptr);
+  std::string trace;
+  if (traced) {
+    trace = traced->section();
+    w.text(env::SectionType::Trace, trace);
+  }
+  const bool sent = env::send(to_router_, w);
+  if (traced)
+    traces_.finish(*traced, "publish " + std::string(event), !sent, {{"edri.event", std::string(event)}},
+                   SpanKind::Producer);
+  if (sent) return true;
   // Not queued (the router is far behind): WebSocket subscribers of it
   // must not miss it in silence; the router has the broker close them.
   auto lost = env::make_header(env::Kind::Control, env::kControlPushesLost, 0);
@@ -81,7 +93,7 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
 
 std::optional<Traces::Call> Manager::trace_call(const Request* about, std::string_view traceparent) const {
   if (!traces_.on()) return std::nullopt;
-  const Request* handler = about ? about : current_ ? &request_ : nullptr;
+  const Request* handler = about ? about : (current_ || notifying_) ? &request_ : nullptr;
   if (traceparent.empty() && handler) traceparent = handler->traceparent;
   return traces_.call(traceparent, handler ? handler->tracestate : std::string_view());
 }

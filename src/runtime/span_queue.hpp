@@ -18,7 +18,7 @@
 namespace edri {
 
 // OTLP's span kinds.
-enum class SpanKind : std::uint8_t { Internal = 1, Server = 2, Client = 3 };
+enum class SpanKind : std::uint8_t { Internal = 1, Server = 2, Client = 3, Producer = 4, Consumer = 5 };
 
 // A string or an integer, by a static key (a semantic-convention name).
 struct SpanAttribute {

@@ -329,6 +329,41 @@ TEST_CASE("a handler's database statements and worker jobs are spans of its trac
   CHECK(find_span(spans, "store", "task upper")->kind == 3);
 }
 
+TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}, {"EDRI_LOG_FORMAT", "json"}});
+  HttpClient c(server.port());
+  const auto r =
+      c.request("GET", "/announce", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(r.status == 200);
+  std::vector<Span> spans;
+  REQUIRE(eventually(
+      [&] {
+        spans = spans_in_file(file);
+        return find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work");
+      },
+      10s));
+  INFO(described(spans));
+  const Span* handler = find_span(spans, "front", "front.announce");
+  const Span* published = find_span(spans, "front", "publish news.told");
+  const Span* processed = find_span(spans, "back", "process news.told");
+  REQUIRE(handler);
+  REQUIRE(published);
+  CHECK(published->kind == 4);  // PRODUCER
+  CHECK(published->parent == handler->id);
+  CHECK(processed->kind == 5);  // CONSUMER
+  CHECK(processed->parent == published->id);
+  // The subscriber's own call, and its log line, are on the trace too.
+  const Span* asked = find_span(spans, "back", "ask far.work");
+  REQUIRE(asked);
+  CHECK(asked->parent == processed->id);
+  CHECK(find_span(spans, "far", "far.work")->parent == asked->id);
+  const auto heard = lines_saying(server.log(), "back heard");
+  REQUIRE(heard.size() == 1);
+  CHECK(heard[0].value("trace_id", "") == kTrace);
+}
+
 TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[trace]") {
   TempDir dir;
   const std::string file = (dir.path / "spans.jsonl").string();

@@ -2,7 +2,8 @@
 // to domain "front" asks domain "back" (a callback handler that asks
 // nothing), calls a service over HTTP, then asks domain "far" (on another
 // instance, where the test splits the domains). Each handler logs a line
-// about its request, which must carry the request's trace id.
+// about its request, which must carry the request's trace id. GET
+// /announce publishes a notification that domain "back" subscribes to.
 #include <edri/plugin.hpp>
 
 #include <cctype>
@@ -40,7 +41,19 @@ void reg(edri::Registry& r) {
     return edri::Deferred{};
   });
 
+  // GET /announce: a notification, heard in domain "back".
+  r.notification("news.told");
+  r.get("/announce", "front.announce", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
+    if (!ctx.publish("news.told", {{"what", "news"}})) return edri::Response::problem(503, "Unavailable", "full");
+    return edri::Response::json({{"told", true}});
+  });
+
   r.domain("back");
+  r.subscribe("news.told", [](const edri::Request& req, edri::Context& ctx) {
+    ctx.log(edri::LogLevel::Info, "back heard", &req);
+    // A call a subscriber makes goes on the notification's trace.
+    ctx.request("far.work", nlohmann::json::object(), [](const edri::Response&) {});
+  });
   r.event("back.work");
   r.handle("back.work", said);
   r.command("back.work");  // a WebSocket command too
