@@ -276,6 +276,12 @@ class Database {
     // COMMIT (true) or ROLLBACK; the connection goes back to the pool.
     // `done` may be empty (a rollback nobody waits for).
     virtual void end(bool commit, Deadline deadline, Done done) = 0;
+    // end() on behalf of the request `about`, as run_about: what
+    // Transaction::commit awaits.
+    virtual void end_about(const Request* about, bool commit, Deadline deadline, Done done) {
+      (void)about;
+      end(commit, deadline, std::move(done));
+    }
   };
   using Began = std::function<void(std::shared_ptr<Session> session, Rows failure)>;
 
@@ -300,6 +306,12 @@ class Database {
   // ends); `began` runs with the session, or with a null one and the
   // failure.
   virtual std::function<void()> begin(Deadline deadline, Began began) = 0;
+  // begin() on behalf of the request `about`, as run_about: what
+  // transaction() awaits.
+  virtual std::function<void()> begin_about(const Request* about, Deadline deadline, Began began) {
+    (void)about;
+    return begin(deadline, std::move(began));
+  }
 
   // What a coroutine handler awaits. A failure throws DatabaseError.
   Pending<Rows> query(std::string sql, SqlParams params = {});
@@ -383,10 +395,11 @@ inline Pending<std::vector<Rows>> Database::query_all(std::vector<Statement> sta
 }
 inline Pending<Transaction> Database::transaction() {
   return Pending<Transaction>([this](auto done) {
-    done.on_cancel(begin(detail::deadline_of(done.request()), [done](std::shared_ptr<Session> s, Rows failure) {
-      if (!s) return done.fail(std::make_exception_ptr(DatabaseError(std::move(failure))));
-      done(Transaction(std::move(s)));
-    }));
+    done.on_cancel(begin_about(done.request(), detail::deadline_of(done.request()),
+                               [done](std::shared_ptr<Session> s, Rows failure) {
+                                 if (!s) return done.fail(std::make_exception_ptr(DatabaseError(std::move(failure))));
+                                 done(Transaction(std::move(s)));
+                               }));
   });
 }
 
@@ -403,7 +416,7 @@ inline Pending<std::vector<Rows>> Transaction::query_all(std::vector<Statement> 
 inline Pending<void> Transaction::commit() {
   if (!session_) throw std::logic_error("commit() of a transaction that has ended");
   return Pending<void>([s = std::exchange(session_, {})](auto done) {
-    s->end(true, detail::deadline_of(done.request()), [done](std::vector<Rows> all) {
+    s->end_about(done.request(), true, detail::deadline_of(done.request()), [done](std::vector<Rows> all) {
       if (all.empty() || !all[0].ok())
         return done.fail(std::make_exception_ptr(
             DatabaseError(all.empty() ? Rows::failed(Rows::Failure::unavailable, "no answer") : std::move(all[0]))));

@@ -34,7 +34,12 @@ class TracedDatabase::Session final : public Database::Session {
     done = db_.traced(about, statements, std::move(done));
     return inner_->run(std::move(statements), deadline, std::move(done));
   }
-  void end(bool commit, Deadline deadline, Done done) override { inner_->end(commit, deadline, std::move(done)); }
+  void end(bool commit, Deadline deadline, Done done) override {
+    end_about(nullptr, commit, deadline, std::move(done));
+  }
+  void end_about(const Request* about, bool commit, Deadline deadline, Done done) override {
+    inner_->end(commit, deadline, db_.traced_end(about, commit, std::move(done)));
+  }
 
  private:
   std::shared_ptr<Database::Session> inner_;
@@ -55,17 +60,38 @@ std::function<void()> TracedDatabase::run_about(const Request* about, std::vecto
 }
 
 std::function<void()> TracedDatabase::begin(Deadline deadline, Began began) {
-  return driver_->begin(deadline, [this, began = std::move(began)](std::shared_ptr<Database::Session> s, Rows failure) {
+  return begin_about(nullptr, deadline, std::move(began));
+}
+
+std::function<void()> TracedDatabase::begin_about(const Request* about, Deadline deadline, Began began) {
+  return driver_->begin(deadline, [this, call = start_(about), began = std::move(began)](
+                                      std::shared_ptr<Database::Session> s, Rows failure) {
+    if (call) traces_.finish(*call, "BEGIN " + driver_->name(), !s, attributes_for("BEGIN"));
     began(s ? std::make_shared<Session>(std::move(s), *this) : nullptr, std::move(failure));
   });
+}
+
+Database::Done TracedDatabase::traced_end(const Request* about, bool commit, Done done) const {
+  const auto call = start_(about);
+  if (!call) return done;
+  const char* what = commit ? "COMMIT" : "ROLLBACK";
+  return [this, span = *call, what, then = std::move(done)](std::vector<Rows> all) mutable {
+    const bool failed = all.empty() || !all[0].ok();
+    traces_.finish(span, what + (" " + driver_->name()), failed, attributes_for(what));
+    if (then) then(std::move(all));
+  };
+}
+
+std::vector<SpanAttribute> TracedDatabase::attributes_for(std::string_view sql) const {
+  return {{"db.system.name", std::string(driver_->kind())},
+          {"db.namespace", driver_->name()},
+          {"db.query.text", std::string(sql.substr(0, kStatementTextMax))}};
 }
 
 Database::Done TracedDatabase::traced(const Request* about, const std::vector<Statement>& statements, Done done) const {
   const auto call = start_(about);
   if (!call || statements.empty()) return done;
-  std::vector<SpanAttribute> attributes{{"db.system.name", std::string(driver_->kind())},
-                                        {"db.namespace", driver_->name()},
-                                        {"db.query.text", statements[0].sql.substr(0, kStatementTextMax)}};
+  std::vector<SpanAttribute> attributes = attributes_for(statements[0].sql);
   if (statements.size() > 1)
     attributes.push_back({"db.operation.batch.size", static_cast<std::int64_t>(statements.size())});
   return [this, span = *call, name = statement_span_name(statements, driver_->name()),

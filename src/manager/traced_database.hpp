@@ -2,7 +2,8 @@
 // tracing is on (docs/operations.md, Tracing): the driver's, each run of
 // statements (a query, a batch, a transaction's) a CLIENT span of the
 // trace of the handler it runs for, named "<OPERATION> <database>" as
-// OpenTelemetry's database conventions name it.
+// OpenTelemetry's database conventions name it; a transaction's BEGIN and
+// its COMMIT or ROLLBACK too.
 #pragma once
 
 #include <functional>
@@ -30,13 +31,20 @@ class TracedDatabase final : public Database {
   std::function<void()> run_about(const Request* about, std::vector<Statement> statements, Deadline deadline,
                                   Done done) override;
   std::function<void()> begin(Deadline deadline, Began began) override;
+  std::function<void()> begin_about(const Request* about, Deadline deadline, Began began) override;
 
   // `done`, ending the span of `statements` first when they are traced
   // for `about`: what a session's run_about hands its driver.
   Done traced(const Request* about, const std::vector<Statement>& statements, Done done) const;
+  // The same for a transaction's end: a span "COMMIT <database>" or
+  // "ROLLBACK <database>".
+  Done traced_end(const Request* about, bool commit, Done done) const;
 
  private:
   class Session;
+  // A statement's span's attributes: the database's system and name, the
+  // statement's text (cut).
+  std::vector<SpanAttribute> attributes_for(std::string_view sql) const;
   std::unique_ptr<Database> driver_;
   Traces& traces_;
   StartCall start_;
