@@ -154,16 +154,16 @@ void AccessLog::submit_span(const AccessRecord& r, const AccessOutcome& o) {
   using A = SpanView::Attribute;
   A a[10];
   std::size_t n = 0;
-  a[n++] = A{"network.protocol.name", r.protocol, 0, false};
-  a[n++] = A{"http.request.method", r.method, 0, false};
-  a[n++] = A{"url.path", path, 0, false};
-  if (!r.route.empty()) a[n++] = A{"http.route", r.route, 0, false};
-  a[n++] = A{"http.response.status_code", {}, o.status, true};
-  if (o.grpc_status >= 0) a[n++] = A{"rpc.grpc.status_code", {}, o.grpc_status, true};
-  a[n++] = A{"client.address", r.client, 0, false};
-  if (!r.domain.empty()) a[n++] = A{"edri.domain", r.domain, 0, false};
-  if (!r.request_id.empty()) a[n++] = A{"edri.request_id", r.request_id, 0, false};
-  if (!r.user_agent.empty()) a[n++] = A{"user_agent.original", r.user_agent, 0, false};
+  a[n++] = A::of_text("network.protocol.name", r.protocol);
+  a[n++] = A::of_text("http.request.method", r.method);
+  a[n++] = A::of_text("url.path", path);
+  if (!r.route.empty()) a[n++] = A::of_text("http.route", r.route);
+  a[n++] = A::of_number("http.response.status_code", o.status);
+  if (o.grpc_status >= 0) a[n++] = A::of_number("rpc.grpc.status_code", o.grpc_status);
+  a[n++] = A::of_text("client.address", r.client);
+  if (!r.domain.empty()) a[n++] = A::of_text("edri.domain", r.domain);
+  if (!r.request_id.empty()) a[n++] = A::of_text("edri.request_id", r.request_id);
+  if (!r.user_agent.empty()) a[n++] = A::of_text("user_agent.original", r.user_agent);
   tracer_->submit(SpanView{r.span, r.parent, SpanKind::Server, error, start_ns, start_ns + took_ns, span_name_,
                            std::span<const A>(a, n)});
 }

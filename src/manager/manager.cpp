@@ -461,8 +461,7 @@ void Manager::on_notification(env::EnvelopeView& v) {
 std::optional<Traces::Call> Manager::consume_trace(env::EnvelopeView& v) {
   if (!traces_.on()) return std::nullopt;
   const std::string_view section = v.text(env::SectionType::Trace);
-  auto call =
-      traces_.call(section.substr(0, std::min(section.size(), TraceContext::kTextSize)), Traces::state_of(section));
+  auto call = traces_.call(section.substr(0, TraceContext::kTextSize), Traces::state_of(section));
   if (!call) return std::nullopt;
   consumer_traceparent_ = call->context.text();
   request_.traceparent = consumer_traceparent_;

@@ -45,9 +45,8 @@ void Traces::end(const envelope::EnvelopeHeader& h, int status) {
   if (it == open_.end()) return;
   const Open& o = it->second;
   using A = SpanView::Attribute;
-  const A attributes[] = {{"edri.domain", o.domain, 0, false},
-                          {"edri.event", o.name, 0, false},
-                          {"http.response.status_code", {}, status, true}};
+  const A attributes[] = {A::of_text("edri.domain", o.domain), A::of_text("edri.event", o.name),
+                          A::of_number("http.response.status_code", status)};
   exporter_->submit(
       SpanView{o.context, o.parent, SpanKind::Server, status >= 500, o.start_ns, unix_now_ns(), o.name, attributes});
   open_.erase(it);

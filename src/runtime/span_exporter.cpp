@@ -36,12 +36,8 @@ struct Cursor {
   void decimal(std::uint64_t n) { at = std::to_chars(at, at + 20, n).ptr; }
   template <std::size_t N>
   void hex(const std::array<std::uint8_t, N>& bytes) {
-    for (const auto b : bytes) {
-      put(kHexDigits[b >> 4]);
-      put(kHexDigits[b & 15]);
-    }
+    at = write_hex(at, bytes.data(), N);
   }
-  static constexpr char kHexDigits[] = "0123456789abcdef";
 };
 
 // A key is a semantic-convention name: plain ASCII, written as it is.
@@ -121,11 +117,12 @@ void append_bounded(std::string& out, std::size_t bound, Write write) {
 
 // One ExportTraceServiceRequest, a span at a time.
 class OtlpBody {
+  using Attribute = SpanView::Attribute;
+
  public:
   OtlpBody(std::string_view service, std::string_view process)
-      : resource_{{"service.name", service, 0, false},
-                  {"process.pid", {}, ::getpid(), true},
-                  {"edri.process", process, 0, false}} {}
+      : resource_{Attribute::of_text("service.name", service), Attribute::of_number("process.pid", ::getpid()),
+                  Attribute::of_text("edri.process", process)} {}
   void add(const SpanView& s) {
     if (spans_ == 0) open();
     append_bounded(text_, 1 + span_bound(s), [&](Cursor& c) {
@@ -158,7 +155,7 @@ class OtlpBody {
     });
   }
 
-  SpanView::Attribute resource_[3];
+  Attribute resource_[3];
   std::string text_;
   std::size_t spans_ = 0;
 };
@@ -196,10 +193,9 @@ SpanExporter::SpanExporter(Settings settings) : settings_(std::move(settings)) {
     curl_ = curl_easy_init();
   }
   thread_ = std::thread([this] { run(); });
-  // Off the loop's CPU, as the access log's writer: pinned beside a loop
-  // on a machine of few CPUs, each batch it formats would preempt the
-  // loop while the other CPUs wait for its answers (a quarter of the
-  // rate at c=32 on 2 vCPUs).
+  // Off the loop's CPU, as the access log's writer: it should not take
+  // turns with a loop pinned to its CPU. (On 2 vCPUs this alone showed no
+  // change the host could measure; the cost was elsewhere: SpanQueue.)
   if (!let_thread_float(thread_, settings_.cpus)) notice("the exporter runs where its process runs");
 }
 

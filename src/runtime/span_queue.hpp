@@ -49,6 +49,8 @@ struct SpanView {
     std::string_view text;
     std::int64_t number;
     bool is_number;
+    static Attribute of_text(const char* key, std::string_view text) { return {key, text, 0, false}; }
+    static Attribute of_number(const char* key, std::int64_t n) { return {key, {}, n, true}; }
   };
   TraceContext context;
   SpanId parent;

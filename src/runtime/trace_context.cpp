@@ -57,24 +57,25 @@ void fill_random(std::array<std::uint8_t, N>& out) {
   } while (all_zero(out));
 }
 
-void put_hex(char* out, const std::uint8_t* bytes, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    out[2 * i] = kHex[bytes[i] >> 4];
-    out[2 * i + 1] = kHex[bytes[i] & 15];
-  }
-}
-
 }  // namespace
+
+char* write_hex(char* out, const std::uint8_t* bytes, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) {
+    *out++ = kHex[bytes[i] >> 4];
+    *out++ = kHex[bytes[i] & 15];
+  }
+  return out;
+}
 
 void TraceContext::write(char (&out)[kTextSize]) const {
   out[0] = '0';
   out[1] = '0';
   out[2] = '-';
-  put_hex(out + 3, trace_id.data(), trace_id.size());
+  write_hex(out + 3, trace_id.data(), trace_id.size());
   out[35] = '-';
-  put_hex(out + 36, span_id.data(), span_id.size());
+  write_hex(out + 36, span_id.data(), span_id.size());
   out[52] = '-';
-  put_hex(out + 53, &flags, 1);
+  write_hex(out + 53, &flags, 1);
 }
 
 std::string TraceContext::text() const {
@@ -128,7 +129,7 @@ bool sample(double rate) {
 void append_hex(std::string& out, const std::uint8_t* bytes, std::size_t size) {
   const std::size_t at = out.size();
   out.resize(at + 2 * size);
-  put_hex(out.data() + at, bytes, size);
+  write_hex(out.data() + at, bytes, size);
 }
 
 std::string hex_of(const std::uint8_t* bytes, std::size_t size) {

@@ -48,7 +48,9 @@ SpanId new_span_id();
 // True with probability `rate` (0..1), from the same generator.
 bool sample(double rate);
 
-// Lowercase hex of `bytes`, appended to `out` or as a string.
+// Lowercase hex of `bytes`: written at `out` (2 x size bytes of room; the
+// end is returned), appended to `out`, or as a string.
+char* write_hex(char* out, const std::uint8_t* bytes, std::size_t size);
 void append_hex(std::string& out, const std::uint8_t* bytes, std::size_t size);
 template <std::size_t N>
 void append_hex(std::string& out, const std::array<std::uint8_t, N>& bytes) {
