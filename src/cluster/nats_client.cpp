@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace edri::cluster {
@@ -15,6 +17,8 @@ namespace {
 // that a flood from NATS cannot starve the channels from the router.
 constexpr int kReadsPerPump = 16;
 constexpr std::size_t kMessagesPerPump = 512;
+// A drain's fence is one round trip; past this NATS is taken as gone.
+constexpr std::int64_t kDrainTimeoutMs = 5000;
 
 void check_status(natsStatus s, const char* what) {
   if (s != NATS_OK) throw std::runtime_error(std::string(what) + ": " + natsStatus_GetText(s));
@@ -107,6 +111,7 @@ std::size_t NatsClient::max_payload() const {
 void NatsClient::subscribe(const std::string& subject, const std::string& queue, Handler handler) {
   Subscription s;
   s.handler = std::move(handler);
+  s.subject = subject;
   if (queue.empty())
     check_status(natsConnection_SubscribeSync(&s.sub, connection_, subject.c_str()), "NATS subscribe");
   else
@@ -154,29 +159,55 @@ bool NatsClient::flush() {
 
 std::size_t NatsClient::drain_subscriptions() {
   std::size_t handled = 0;
-  for (auto& s : subscriptions_) {
-    while (handled < kMessagesPerPump) {
-      natsMsg* m = nullptr;
-      const natsStatus status = natsSubscription_NextMsg(&m, s.sub, 0);
-      if (status == NATS_NO_RESPONDERS) {
-        // NATS's answer to a request nobody took: the client keeps only
-        // the fact, not the message (nor its subject).
-        deliver(s, NatsMessage{{}, {}, {}, true});
-      } else if (status == NATS_OK) {
-        const char* reply = natsMsg_GetReply(m);
-        deliver(s, NatsMessage{natsMsg_GetSubject(m),
-                               reply ? reply : "",
-                               {reinterpret_cast<const std::byte*>(natsMsg_GetData(m)),
-                                static_cast<std::size_t>(natsMsg_GetDataLength(m))},
-                               false});
-        natsMsg_Destroy(m);
-      } else {
-        break;
-      }
-      ++handled;
+  for (auto& s : subscriptions_) handled += hand_out(s, kMessagesPerPump - handled);
+  return handled;
+}
+
+std::size_t NatsClient::hand_out(Subscription& s, std::size_t limit) {
+  std::size_t handled = 0;
+  while (handled < limit) {
+    natsMsg* m = nullptr;
+    const natsStatus status = natsSubscription_NextMsg(&m, s.sub, 0);
+    if (status == NATS_NO_RESPONDERS) {
+      // NATS's answer to a request nobody took: the client keeps only
+      // the fact, not the message (nor its subject).
+      deliver(s, NatsMessage{{}, {}, {}, true});
+    } else if (status == NATS_OK) {
+      const char* reply = natsMsg_GetReply(m);
+      deliver(s, NatsMessage{natsMsg_GetSubject(m),
+                             reply ? reply : "",
+                             {reinterpret_cast<const std::byte*>(natsMsg_GetData(m)),
+                              static_cast<std::size_t>(natsMsg_GetDataLength(m))},
+                             false});
+      natsMsg_Destroy(m);
+    } else {
+      break;
     }
+    ++handled;
   }
   return handled;
+}
+
+void NatsClient::drain(const std::string& subject) {
+  for (auto& s : subscriptions_) {
+    if (s.subject != subject || s.draining) continue;
+    s.draining = true;
+    // The client ends a drained subscription once its fence came and it
+    // handed out the last message (NextMsg), or after this long.
+    if (connected() && natsSubscription_DrainTimeout(s.sub, kDrainTimeoutMs) == NATS_OK) continue;
+    // Nothing more can come: what the client holds is handed out now.
+    (void)hand_out(s, std::numeric_limits<std::size_t>::max());
+    (void)natsSubscription_Unsubscribe(s.sub);
+  }
+}
+
+bool NatsClient::drained() const {
+  // A synchronous subscription stays valid after its drain: the drain's
+  // own status says whether it is still under way.
+  return std::none_of(subscriptions_.begin(), subscriptions_.end(), [](const Subscription& s) {
+    return s.draining && natsSubscription_IsValid(s.sub) &&
+           natsSubscription_DrainCompletionStatus(s.sub) == NATS_ILLEGAL_STATE;
+  });
 }
 
 void NatsClient::deliver(Subscription& s, const NatsMessage& m) {

@@ -72,6 +72,14 @@ class NatsClient {
   // `queue` empty: every subscriber gets each message; else one of the
   // group. Throws when the client refuses.
   void subscribe(const std::string& subject, const std::string& queue, Handler handler);
+  // Ends the subscription to `subject` without losing what NATS already
+  // sent to it (a drain: NATS is told, and a PING's answer fences what it
+  // sent before): those messages are still handed out. For a queue group,
+  // NATS sends the next messages to its other members. Not connected: the
+  // messages the client holds are handed out now, and it ends at once.
+  void drain(const std::string& subject);
+  // Whether every subscription drain() ended has handed out its last message.
+  bool drained() const;
   // False when not connected or refused: nothing was queued.
   // What is published goes out at the end of the loop's turn (flush()),
   // all of a turn's messages in one write.
@@ -87,6 +95,8 @@ class NatsClient {
   struct Subscription {
     natsSubscription* sub = nullptr;
     Handler handler;
+    std::string subject;
+    bool draining = false;
   };
   // The C client's event loop callbacks; `closure` is this client.
   static natsStatus on_attach(void** user, void* loop, natsConnection* nc, natsSock fd);
@@ -95,6 +105,8 @@ class NatsClient {
   static natsStatus on_detach(void* user);
   void set_interest(bool read, bool on);
   std::size_t drain_subscriptions();
+  // Hands out what `s` holds now; the number handed out.
+  std::size_t hand_out(Subscription& s, std::size_t limit);
   static void deliver(Subscription& s, const NatsMessage& m);
 
   EventLoop& loop_;

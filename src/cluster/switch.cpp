@@ -27,6 +27,7 @@ namespace {
 
 constexpr auto kTick = 250ms;
 constexpr unsigned kTicksPerHello = 4;
+constexpr auto kStoppingTick = 20ms;
 
 std::string random_id() {
   std::random_device rd;
@@ -74,11 +75,17 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
   if (topo.direct_answers())
     for (std::uint32_t i = 0; i < topo.listeners(); ++i) to_listener_.push_back(&loop.outbox_to(topo.listener_slot(i)));
   loop.after_drain([this] { return end_of_turn(); });
+  loop.on_replaced_signal([this] {
+    replaced_ = true;
+    hand_over();
+  });
   loop.on_stop_signal([this] {
+    stopping_ = true;
+    hand_over();
     // The others stop sending here now, not 3 s from now.
     say_hello(true);
     (void)nats_.flush();
-    loop_.stop();
+    stop_when_done();
   });
   subscribe_nats();
   subscribe_router();
@@ -119,7 +126,7 @@ void Switch::learn_plugins(const plugin::PluginSet& plugins) {
 
 bool Switch::end_of_turn() {
   // Once a turn, however many hellos came in it.
-  if (greet_) say_hello();
+  if (greet_ && !stopping_) say_hello();
   if (directory_dirty_) directory_changed();
   for (auto& d : remote_domains_) send_requests(*d);
   send_answers();
@@ -127,7 +134,26 @@ bool Switch::end_of_turn() {
     env::send_answered(to_router_, answered_, 0);
     answered_.clear();
   }
-  return nats_.flush();
+  const bool more = nats_.flush();
+  if (stopping_) stop_when_done();
+  return more;
+}
+
+void Switch::hand_over() {
+  const auto& c = config_.cluster;
+  for (const auto& d : local_domains_) {
+    if (handed_over_.contains(d) || !(stopping_ || directory_.runs(d))) continue;
+    handed_over_.insert(d);
+    nats_.drain(request_subject(c, d));
+    nats_.drain(note_subject(c, d));
+    spdlog::info("domain {} handed over: NATS sends its requests {}", d,
+                 directory_.runs(d) ? "to the other instances running it" : "nowhere here any more");
+  }
+}
+
+void Switch::stop_when_done() {
+  // Without NATS no answer could go back: nothing is waited for.
+  if ((served_.empty() || !nats_.connected()) && nats_.drained()) loop_.stop();
 }
 
 transport::Outbox& Switch::answer_channel(const env::EnvelopeHeader& request) {
@@ -340,7 +366,9 @@ void Switch::expire() {
 }
 
 void Switch::tick() {
-  tick_timer_.expires_after(kTick);
+  // Stopping, a drain's end comes from the client's thread, unannounced.
+  tick_timer_.expires_after(stopping_ ? kStoppingTick : kTick);
+  if (stopping_) return stop_when_done();
   const bool up = nats_.connected();
   if (up != up_) nats_changed(up);
   if (up && ++ticks_ % kTicksPerHello == 1) say_hello();

@@ -15,6 +15,9 @@
 //     `<cluster>.push` when WebSocket clients may subscribe to it;
 //   - every second a hello says who this instance is; /health lists the
 //     instances heard from in the last 3 s;
+//   - replaced on reload, or stopping, it hands its domains over: NATS
+//     sends their requests to the other members of the queue group (the
+//     new generation's switch), and what was sent here is still answered;
 //   - live streams are ordered in a JetStream key-value bucket
 //     (StreamLedger): the router sends the managers' publishes and reads
 //     here, and the broker gets each revision to fan out.
@@ -139,6 +142,16 @@ class Switch {
   void directory_changed();
   void expire();
   void tick();
+  // Ends this instance's queue subscriptions for each local domain that
+  // another instance heard from runs (all of them once stopping): NATS
+  // sends the domain's requests and notifications there from now on, and
+  // what it sent here before is still served. A replaced generation's
+  // switch does this as soon as the new generation's has said hello.
+  void hand_over();
+  // Stopping: once what other instances asked here is answered (or
+  // expired, or NATS is gone) and the drained subscriptions handed out
+  // their last message.
+  void stop_when_done();
   void nats_changed(bool up);
   void say_hello(bool bye = false);
   void write_instances();
@@ -182,6 +195,9 @@ class Switch {
   std::uint64_t next_served_ = 0;
   bool up_ = false;
   bool ever_up_ = false;
+  bool replaced_ = false;              // SIGUSR2: a new generation serves beside this one
+  bool stopping_ = false;              // SIGTERM: finishing what other instances asked
+  std::set<std::string> handed_over_;  // local domains NATS no longer sends here
   unsigned ticks_ = 0;
   InstanceDirectory directory_;
   std::string instances_written_;

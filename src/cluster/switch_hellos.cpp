@@ -66,6 +66,7 @@ void Switch::hello_refused(const std::string& why) {
 void Switch::directory_changed() {
   directory_dirty_ = false;
   for (auto& d : remote_domains_) d->runs_elsewhere = directory_.runs(d->name);
+  if (replaced_) hand_over();
   write_instances();
 }
 

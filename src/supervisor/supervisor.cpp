@@ -351,8 +351,6 @@ std::string Supervisor::unreloadable(const Config& next) const {
     return "EDRI_HOST and EDRI_PORT cannot change on reload (the socket is bound once): restart to listen elsewhere";
   if (next.unix_socket != now.unix_socket || next.admin_socket != now.admin_socket)
     return "EDRI_UNIX_SOCKET and EDRI_ADMIN_SOCKET cannot change on reload: restart";
-  if (next.clustered() || now.clustered())
-    return "reload of an instance joined over NATS is not built: restart it (docs/operations.md)";
   return {};
 }
 
@@ -361,7 +359,9 @@ void Supervisor::drain(Generation& g, int listener_signal) {
   g.draining = true;
   for (auto& c : g.children) {
     c.restart_timer->cancel();
-    if (c.pid > 0 && is_listener(c)) ::kill(c.pid, listener_signal);
+    // Replaced, a switch hands its domains over to the new generation's
+    // as soon as that one says hello; stopping, it waits for SIGTERM.
+    if (c.pid > 0 && (is_listener(c) || (listener_signal == SIGUSR2 && is_switch(c)))) ::kill(c.pid, listener_signal);
   }
   // Listeners take up to EDRI_SHUTDOWN_TIMEOUT; then what is left is killed.
   const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -414,6 +414,28 @@ bool Supervisor::is_listener(const Child& c) const {
   return c.slot >= t.listener_slot(0) && c.slot < t.listener_slot(0) + t.listeners();
 }
 
+bool Supervisor::is_switch(const Child& c) const {
+  const auto& t = c.generation->topology;
+  return t.has_switch() && c.slot == t.switch_slot();
+}
+
+void Supervisor::stop_behind_front(Generation& g) {
+  // Requests come in through the listeners and, joined over NATS, the
+  // switch: once the listeners are gone the switch finishes what other
+  // instances asked (it needs the managers for that), then the rest stop.
+  bool switch_left = false;
+  for (auto& c : g.children)
+    if (c.pid > 0 && is_switch(c)) {
+      switch_left = true;
+      if (!g.switch_stopped) ::kill(c.pid, SIGTERM);
+    }
+  g.switch_stopped = true;
+  if (switch_left || g.others_stopped) return;
+  g.others_stopped = true;
+  for (auto& c : g.children)
+    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+}
+
 void Supervisor::all_children_gone_check() {
   for (auto it = generations_.begin(); it != generations_.end();) {
     Generation& g = **it;
@@ -424,12 +446,7 @@ void Supervisor::all_children_gone_check() {
       any_left = true;
       listeners_left = listeners_left || is_listener(c);
     }
-    if (g.draining && !listeners_left && !g.others_stopped && any_left) {
-      // Nothing is in flight any more: the rest stop now.
-      g.others_stopped = true;
-      for (auto& c : g.children)
-        if (c.pid > 0) ::kill(c.pid, SIGTERM);
-    }
+    if (g.draining && !listeners_left && any_left) stop_behind_front(g);
     if (!g.draining || any_left) {
       ++it;
       continue;

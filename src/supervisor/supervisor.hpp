@@ -84,6 +84,7 @@ class Supervisor {
     std::unique_ptr<asio::steady_timer> kill_timer;
     bool ready = false;
     bool draining = false;        // replaced, or the server stops
+    bool switch_stopped = false;  // its switch was sent SIGTERM
     bool others_stopped = false;  // its non-listeners were sent SIGTERM
     const Config& config() const { return plan.config; }
   };
@@ -125,6 +126,10 @@ class Supervisor {
   // SIGUSR1: each listener reopens its access log (log rotation).
   void reopen_logs();
   bool is_listener(const Child& c) const;
+  bool is_switch(const Child& c) const;
+  // A draining generation whose listeners are gone: SIGTERM to its switch,
+  // and once that is gone to the rest.
+  void stop_behind_front(Generation& g);
   // Moves draining generations on (the rest stop once the listeners are
   // gone; one with no process left is removed) and stops the loop once
   // the server stops and nothing is left.

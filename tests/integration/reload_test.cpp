@@ -15,14 +15,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
 
 #include "support/h2_connection.hpp"
 #include "support/http_client.hpp"
+#include "support/nats_server.hpp"
 #include "support/server_process.hpp"
 #include "support/test_helpers.hpp"
 #include "support/ws_client.hpp"
@@ -92,6 +95,21 @@ std::size_t plugin_copies(pid_t server) {
   return n;
 }
 
+// wrk's report, the counts the reload tests check given in the INFO.
+std::string wrk_report(pid_t wrk, const std::string& out) {
+  int status = 0;
+  ::waitpid(wrk, &status, 0);
+  std::ifstream f(out);
+  std::string report((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(out);
+  return report;
+}
+
+long wrk_requests(const std::string& report) {
+  std::smatch m;
+  return std::regex_search(report, m, std::regex(R"(([0-9]+) requests in)")) ? std::stol(m[1]) : -1;
+}
+
 }  // namespace
 
 TEST_CASE("three reloads under wrk fail no request and leave one generation", "[reload]") {
@@ -105,15 +123,9 @@ TEST_CASE("three reloads under wrk fail no request and leave one generation", "[
     CHECK(reload_to(server, n));
     std::this_thread::sleep_for(1200ms);
   }
-  int status = 0;
-  ::waitpid(wrk, &status, 0);
-  std::ifstream f(out);
-  const std::string report((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::filesystem::remove(out);
+  const auto report = wrk_report(wrk, out);
   INFO(report);
-  std::smatch m;
-  REQUIRE(std::regex_search(report, m, std::regex(R"(([0-9]+) requests in)")));
-  CHECK(std::stol(m[1]) > 1000);
+  CHECK(wrk_requests(report) > 1000);
   CHECK(report.find("Non-2xx") == std::string::npos);
   CHECK(report.find("Socket errors") == std::string::npos);
   // The old generations finished and went, their memory and copies too.
@@ -242,4 +254,57 @@ TEST_CASE("plugin copies that a killed supervisor left are removed by the next s
     own += e.path().filename().string().rfind("edri-" + std::to_string(server.pid()) + "-plugins-", 0) == 0;
   CHECK(own == 1);
   CHECK(server.stop() == 0);
+}
+
+TEST_CASE("instances joined over NATS reload in turn under wrk and fail no request", "[reload][cluster]") {
+  // A runs domain test, B domain other: /other/pid through A crosses to B.
+  NatsServer nats;
+  TempDir files;
+  auto instance = [&](const std::string& domains) {
+    return std::make_unique<ServerProcess>(
+        std::vector<std::string>{test_plugin_path("test_app")},
+        std::map<std::string, std::string>{
+            {"EDRI_NATS_URL", nats.url()}, {"EDRI_DOMAINS", domains}, {"TEST_APP_FILES", files.path.string()}});
+  };
+  auto a = instance("test"), b = instance("other");
+  const auto instances = [](const ServerProcess& s) {
+    HttpClient c(s.port());
+    return nlohmann::json::parse(c.get("/health").body)["cluster"]["instances"].size();
+  };
+  REQUIRE(eventually([&] { return instances(*a) == 2 && instances(*b) == 2; }, 10s));
+  // B's first generation is serving a slow request of A's when it is replaced.
+  auto slow = std::async(std::launch::async, [&] { return HttpClient(a->port(), 10000).get("/ask-sleep/1500"); });
+  REQUIRE(eventually([&] { return std::filesystem::exists(files.path / "sleeping-1500"); }));
+
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("edri-reload-nats-" + std::to_string(::getpid()))).string();
+  const pid_t wrk = spawn_logged(
+      {"/usr/bin/wrk", "-t2", "-c16", "-d6s", "http://127.0.0.1:" + std::to_string(a->port()) + "/other/pid"}, out);
+  std::this_thread::sleep_for(500ms);
+  CHECK(reload_to(*b, 2));
+  std::this_thread::sleep_for(1200ms);
+  CHECK(reload_to(*a, 2));
+  std::this_thread::sleep_for(1200ms);
+  CHECK(reload_to(*b, 3));
+  const auto report = wrk_report(wrk, out);
+  INFO(report);
+  CHECK(wrk_requests(report) > 1000);
+  CHECK(report.find("Non-2xx") == std::string::npos);
+  CHECK(report.find("Socket errors") == std::string::npos);
+
+  const auto answered = slow.get();
+  CHECK(answered.status == 200);
+  CHECK(nlohmann::json::parse(answered.body)["status"] == 200);
+  // Each replaced switch handed its domain over and its generation went;
+  // the one left of each instance serves, and says hello, alone.
+  CHECK(b->log().find("domain other handed over: NATS sends its requests to the other instances") != std::string::npos);
+  CHECK(eventually([&] { return count_of(b->log(), "finished and stopped") == 2; }, 10s));
+  CHECK(eventually([&] { return count_of(a->log(), "finished and stopped") == 1; }, 10s));
+  CHECK(eventually([&] { return instances(*a) == 2 && instances(*b) == 2; }, 10s));
+  HttpClient c(a->port());
+  const auto pid = nlohmann::json::parse(c.get("/other/pid").body)["pid"].get<pid_t>();
+  CHECK(pid == b->child("manager other"));
+  CHECK(shm_segments(b->segment_prefix()).size() == 1);
+  CHECK(b->stop() == 0);
+  CHECK(a->stop() == 0);
 }
