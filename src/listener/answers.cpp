@@ -190,7 +190,8 @@ void Answers::record(SlotInfo& info, int status, std::uint64_t bytes_out) {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - info.opened).count());
   if (info.route == SlotInfo::kUncounted) {  // a WebSocket command's answer
     bump_owned(metrics_.header.websocket_commands[transport::status_column(status)]);
-    return transport::observe_latency_us(metrics_.header.websocket_command_latency, us);
+    return transport::observe_latency_us(
+        metrics_.call_latency + std::size_t{info.call_row} * transport::kRouteLatencyCells, us);
   }
   const auto row = info.route == SlotInfo::kNoRoute ? metrics_.unrouted_row : info.route;
   bump_owned(metrics_.request_counters[row * transport::kStatusColumns + transport::status_column(status)]);

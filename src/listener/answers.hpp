@@ -37,6 +37,7 @@ class Answers {
     std::atomic<std::uint64_t>* request_counters;  // row-major, kStatusColumns per row
     std::uint32_t unrouted_row;                    // of answers given without a route
     std::atomic<std::uint64_t>* route_latency;     // row-major, kRouteLatencyCells per row
+    std::atomic<std::uint64_t>* call_latency;      // the same, by plugin::CallRows row
   };
   Answers(const Config& config, ConnectionTable& table, EventSender& sender, transport::BlobArena* blobs,
           std::vector<MiddlewareDecl> middlewares, Metrics metrics);

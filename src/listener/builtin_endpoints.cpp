@@ -51,7 +51,7 @@ std::string BuiltinEndpoints::label(std::string_view v) { return plugin::prometh
 BuiltinEndpoints::BuiltinEndpoints(const Config& config, const transport::Segment& segment,
                                    const transport::Topology& topology, const plugin::PluginSet& plugins,
                                    const std::vector<std::string>& manager_domains)
-    : config_(config), segment_(segment), topology_(topology), plugins_(plugins) {
+    : config_(config), segment_(segment), topology_(topology), plugins_(plugins), call_rows_(plugins) {
   const auto manager_titles = plugin::manager_titles(manager_domains);
   slot_names_.resize(topology.process_slots());
   slot_names_[transport::Topology::kBroker] = "broker";
@@ -260,15 +260,21 @@ BuiltinEndpoints::Answer BuiltinEndpoints::metrics() const {
   for (std::size_t code = 0; code < kGrpcCodes; ++code)
     if (const auto n = listeners_column(&ListenerMetricsHeader::grpc_calls, code))
       o << "edri_grpc_calls_total{code=\"" << grpc::code_name(static_cast<grpc::Code>(code)) << "\"} " << n << '\n';
-  o << "# HELP edri_websocket_command_duration_seconds Time from a WebSocket command's arrival to its answer.\n"
+  o << "# HELP edri_websocket_command_duration_seconds Time from a WebSocket command's arrival to its answer, by "
+       "command.\n"
        "# TYPE edri_websocket_command_duration_seconds histogram\n";
-  latency(o, "edri_websocket_command_duration_seconds", "",
-          [&](std::uint32_t l) { return segment_.listener_metrics(l).websocket_command_latency; });
-  o << "# HELP edri_grpc_call_duration_seconds Time from a unary gRPC call's arrival to its end (streaming calls "
-       "are not counted).\n"
+  const auto& commands = call_rows_.commands();
+  for (std::uint32_t row = 0; row < commands.size(); ++row)
+    latency(o, "edri_websocket_command_duration_seconds", "command=\"" + label(commands[row]) + "\"",
+            [&](std::uint32_t l) { return &segment_.call_latency(l, row); });
+  o << "# HELP edri_grpc_call_duration_seconds Time from a unary gRPC call's arrival to its end, by method "
+       "(streaming calls are not counted).\n"
        "# TYPE edri_grpc_call_duration_seconds histogram\n";
-  latency(o, "edri_grpc_call_duration_seconds", "",
-          [&](std::uint32_t l) { return segment_.listener_metrics(l).grpc_call_latency; });
+  const auto& methods = call_rows_.methods();
+  for (std::uint32_t i = 0; i < methods.size(); ++i)
+    latency(o, "edri_grpc_call_duration_seconds", "method=\"" + label(methods[i]) + "\"", [&](std::uint32_t l) {
+      return &segment_.call_latency(l, static_cast<std::uint32_t>(commands.size()) + i);
+    });
 
   o << "# HELP edri_channel_depth_bytes Bytes written to a channel and not yet read.\n"
        "# TYPE edri_channel_depth_bytes gauge\n";

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "plugin/call_rows.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "transport/blob_arena.hpp"
@@ -88,6 +89,7 @@ class BuiltinEndpoints {
   std::vector<std::string> slot_domains_;  // the same: a manager's domain, else empty
   std::vector<std::string> domains_;       // those of the managers, each once, in order
   std::vector<std::string> route_labels_;  // by route row: "GET /notes/{id:int}"
+  plugin::CallRows call_rows_;             // WebSocket commands' and gRPC methods' rows
   const transport::BlobArena* blobs_ = nullptr;
   struct Placement {
     std::string summary;

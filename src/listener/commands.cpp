@@ -16,7 +16,7 @@ namespace env = edri::envelope;
 Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
                    const std::vector<std::shared_ptr<const RequestValidator>>& validators, EventSender& sender,
                    Gate& gate)
-    : config_(config), sender_(sender), gate_(gate) {
+    : config_(config), sender_(sender), gate_(gate), call_rows_(plugins) {
   using Kind = Command::Kind;
   auto event_command = [&](std::size_t event, const std::string& name) {
     const auto& ev = plugins.events()[event];
@@ -50,6 +50,7 @@ Commands::Commands(const Config& config, const plugin::PluginSet& plugins,
                                              Method::Get});
     push_names_.emplace(ev.type_id, nlohmann::json(ev.name).dump());
   }
+  for (auto& [name, c] : commands_) c.call_row = call_rows_.command(name);
 }
 
 const Commands::Command* Commands::find(const std::string& name) const {

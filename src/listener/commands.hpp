@@ -24,6 +24,7 @@
 #include "listener/event_sender.hpp"
 #include "listener/gate.hpp"
 #include "listener/request_validator.hpp"
+#include "plugin/call_rows.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 
@@ -41,6 +42,7 @@ class Commands {
     std::string_view event;        // what middleware sees: the event's name (a push's: its notification's)
     Method method = Method::Post;  // what middleware sees: the method of the event's first route
     bool all_headers = false;      // Registry::all_headers
+    std::uint32_t call_row = 0;    // its latency row (plugin/call_rows.hpp)
   };
   // Refused at the edge (or by middleware): the status and its body.
   struct Refusal {
@@ -62,6 +64,8 @@ class Commands {
 
   const Command* find(const std::string& name) const;
   const Gate& gate() const { return gate_; }
+  // The latency rows of commands and gRPC methods.
+  const plugin::CallRows& call_rows() const { return call_rows_; }
   // The event a typed gRPC method sends, as a command, or null when no
   // method sends it.
   const Command* for_event(const std::string& event) const;
@@ -101,6 +105,7 @@ class Commands {
   std::unordered_map<std::string, Command> commands_;
   std::unordered_map<std::string, Command> by_event_;          // events of typed gRPC methods
   std::unordered_map<std::uint64_t, std::string> push_names_;  // notification type -> quoted JSON name
+  plugin::CallRows call_rows_;
   // Scratch, reused for every command:
   ValidatedFields validated_;
   std::vector<std::pair<std::string, std::string>> decoded_params_;

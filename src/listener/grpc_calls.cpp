@@ -4,6 +4,7 @@ namespace edri::listener {
 
 void GrpcCall::clear() {
   typed = nullptr;
+  call_row = 0;
   reader.clear();
   head.clear();
   pending.clear();

@@ -58,6 +58,7 @@ struct GrpcCall {
   Method method;
   std::chrono::steady_clock::time_point started;        // when its HEADERS came (edri_grpc_call_duration_seconds)
   const grpc::ServiceCatalog::Method* typed = nullptr;  // a Typed call's
+  std::uint32_t call_row = 0;                           // its latency row (plugin/call_rows.hpp)
   grpc::MessageReader reader;
   http::HttpRequest head;  // the call's metadata: header and cookie fields of its events
   std::deque<Pending> pending;

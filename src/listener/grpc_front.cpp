@@ -93,6 +93,7 @@ void GrpcFront::open(Connection& c, std::int32_t stream, http::HttpRequest& head
                                                             : Method::Call;
   GrpcCall& call = link.grpc().open(stream, m, config_.max_body_size);
   call.typed = typed;
+  call.call_row = commands_.call_rows().method(path);
   if (access_log_) {
     call.access = access_log_->begin("grpc", llhttp_method_name(head.method), path,
                                      commands_.gate().client_address(c.peer(), head), &head);

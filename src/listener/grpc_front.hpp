@@ -46,7 +46,11 @@ class GrpcFront {
   // Set once, before any connection, where EDRI_ACCESS_LOG is on.
   void set_access_log(AccessLog* log) { access_log_ = log; }
   // Set once, before any connection: where calls are counted by code.
-  void set_metrics(transport::ListenerMetricsHeader& metrics) { metrics_ = &metrics; }
+  // `call_latency`: the listener's first call latency row (plugin/call_rows.hpp).
+  void set_metrics(transport::ListenerMetricsHeader& metrics, std::atomic<std::uint64_t>* call_latency) {
+    metrics_ = &metrics;
+    call_latency_ = call_latency;
+  }
 
   // From the connection (ConnectionOwner::grpc_*).
   void open(Connection& c, std::int32_t stream, http::HttpRequest& head);
@@ -144,6 +148,7 @@ class GrpcFront {
   ConnectionTable* table_ = nullptr;
   AccessLog* access_log_ = nullptr;
   transport::ListenerMetricsHeader* metrics_ = nullptr;
+  std::atomic<std::uint64_t>* call_latency_ = nullptr;
   Deadlines deadlines_;
   EventLoop::Timer timer_;
   bool draining_ = false;

@@ -127,8 +127,8 @@ void GrpcFront::finish(Where w, Code code, std::string_view message) {
 void GrpcFront::ended(GrpcCall& call, Code code) {
   const auto n = static_cast<std::size_t>(code);
   if (metrics_ && n < transport::kGrpcCodes) transport::bump_owned(metrics_->grpc_calls[n]);
-  if (metrics_ && !call.streams())
-    transport::observe_latency_us(metrics_->grpc_call_latency,
+  if (call_latency_ && !call.streams())
+    transport::observe_latency_us(call_latency_ + std::size_t{call.call_row} * transport::kRouteLatencyCells,
                                   static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                                  std::chrono::steady_clock::now() - call.started)
                                                                  .count()));

@@ -77,7 +77,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       answers_(config, table_, sender_, loop.blobs(), plugins.middlewares(),
                Answers::Metrics{loop.segment().listener_metrics(index), &loop.segment().request_counter(index, 0, 0),
                                 static_cast<std::uint32_t>(plugins.routes().size()),
-                                &loop.segment().route_latency(index, 0)}),
+                                &loop.segment().route_latency(index, 0), &loop.segment().call_latency(index, 0)}),
       streams_(config, sender_),
       grpc_services_(plugins.grpc_services()),
       gate_(config, plugins),
@@ -116,7 +116,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
     auto& d = loop.segment().doorbell(loop.slot());
     access_log_->count_trace_losses_in({&d.spans_dropped, &d.trace_batches_failed});
   }
-  grpc_.set_metrics(loop.segment().listener_metrics(index));
+  grpc_.set_metrics(loop.segment().listener_metrics(index), &loop.segment().call_latency(index, 0));
   streams_.set_metrics(loop.segment().listener_metrics(index));
   if (access_log_) loop_.on_reopen_signal([this] { access_log_->reopen(); });
   loop_.on_records_from(transport::Topology::kBroker,

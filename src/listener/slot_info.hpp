@@ -31,6 +31,8 @@ struct SlotInfo {
   StaticFiles::Conditions conditions;
   // The access log's record of its call (EDRI_ACCESS_LOG), else null.
   std::unique_ptr<AccessRecord> access;
+  // A WebSocket command's latency row (plugin/call_rows.hpp).
+  std::uint32_t call_row = 0;
 };
 
 }  // namespace edri::listener

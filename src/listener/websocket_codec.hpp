@@ -29,8 +29,9 @@ class WebSocketCodec final : public Codec, public WebSocketSession::Owner, priva
   // The upgrade request, for header and cookie fields of commands.
   const http::HttpRequest& upgrade_request() const { return upgrade_request_; }
   // A command's answer slot: answers leave in the order commands came.
-  std::uint32_t open_command(std::string command, std::unique_ptr<AccessRecord> access = nullptr) {
-    return commands_.open_command(std::move(command), std::move(access));
+  std::uint32_t open_command(std::string command, std::uint32_t call_row,
+                             std::unique_ptr<AccessRecord> access = nullptr) {
+    return commands_.open_command(std::move(command), call_row, std::move(access));
   }
   // A message outside the command order (a push), already framed and
   // shared by every subscriber it goes to.

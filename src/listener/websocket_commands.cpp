@@ -6,18 +6,20 @@
 
 namespace edri::listener {
 
-std::uint32_t WebSocketCommands::open_command(std::string command, std::unique_ptr<AccessRecord> access) {
+std::uint32_t WebSocketCommands::open_command(std::string command, std::uint32_t call_row,
+                                              std::unique_ptr<AccessRecord> access) {
   Slot& s = slots_.emplace_back();
   s.info.access = std::move(access);
   s.info.keep_alive = true;
   s.info.route = SlotInfo::kUncounted;
+  s.info.call_row = call_row;
   s.info.opened = std::chrono::steady_clock::now();
   s.command = std::move(command);
   events_.commands_changed();
   return next_seq_++;
 }
 
-std::uint32_t WebSocketCommands::open(SlotInfo) { return open_command("null"); }
+std::uint32_t WebSocketCommands::open(SlotInfo info) { return open_command("null", info.call_row); }
 
 WebSocketCommands::Slot* WebSocketCommands::find(std::uint32_t seq) {
   const std::uint32_t idx = seq - base_seq_;

@@ -29,7 +29,8 @@ class WebSocketCommands final : public AnswerSink {
 
   // A command's slot: `command` is its name as JSON (quoted), or null;
   // `access`: its access log record, where the log is on.
-  std::uint32_t open_command(std::string command, std::unique_ptr<AccessRecord> access = nullptr);
+  std::uint32_t open_command(std::string command, std::uint32_t call_row,
+                             std::unique_ptr<AccessRecord> access = nullptr);
   std::size_t pending() const { return slots_.size(); }
   void clear() { slots_.clear(); }
   template <class F>

@@ -60,35 +60,37 @@ void WebSocketFront::upgrade(Connection& c, const http::HttpRequest& req, std::s
 }
 
 void WebSocketFront::message(Connection& c, std::string_view text) {
+  const auto& rows = commands_.call_rows();
   // Measured before it is parsed: the message is re-serialized below, and
   // serializing recurses once per level (edri/json_depth.hpp). Its command
   // is unknown until it is parsed, so the answer names none.
   if (!RequestValidator::depth_ok(text, config_.max_json_depth, "message", validated_))
-    return answer_invalid(c, open_command(c, "null", "-", {}, text.size()));
+    return answer_invalid(c, open_command(c, "null", "-", {}, text.size(), rows.no_command()));
   nlohmann::json msg = nlohmann::json::parse(text, nullptr, false);
   const bool object = !msg.is_discarded() && msg.is_object();
   auto name = object ? msg.find("command") : msg.end();
   if (!object || name == msg.end() || !name->is_string())
-    return answers_.problem(c.answers(), open_command(c, "null", "-", {}, text.size()), 400,
+    return answers_.problem(c.answers(), open_command(c, "null", "-", {}, text.size(), rows.no_command()), 400,
                             R"(a message must be a JSON object with a string "command")");
   const std::string& called = name->get_ref<const std::string&>();
   const std::string_view target = c.websocket()->upgrade_request().target;
   const Commands::Origin origin{"websocket", target.substr(0, target.find('?')), c.websocket()->upgrade_request()};
   if (called == "stream.subscribe" || called == "stream.unsubscribe") {
+    const auto row = rows.command(called);
     if (called == "stream.subscribe")
       if (auto refused = commands_.admit(c, origin, called, msg))
-        return answer_refusal(c, open_command(c, name->dump(), called, {}, text.size()), *refused);
+        return answer_refusal(c, open_command(c, name->dump(), called, {}, text.size(), row), *refused);
     // Answered by the stream's frames; only a refusal is a message.
     if (auto error = streams_.ws_command(c, called, msg))
-      answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size()), error->first,
+      answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size(), row), error->first,
                        error->second);
     return;
   }
   const Commands::Command* cmd = commands_.find(called);
   if (!cmd)
-    return answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size()), 404,
+    return answers_.problem(c.answers(), open_command(c, name->dump(), called, {}, text.size(), rows.no_command()), 404,
                             "unknown command " + called);
-  const auto seq = open_command(c, cmd->quoted_name, called, cmd->event, text.size());
+  const auto seq = open_command(c, cmd->quoted_name, called, cmd->event, text.size(), cmd->call_row);
   // From here on the message is the command's fields.
   msg.erase(name);
   const SlotInfo* info = c.answers().slot(seq);
@@ -99,16 +101,16 @@ void WebSocketFront::message(Connection& c, std::string_view text) {
 }
 
 std::uint32_t WebSocketFront::open_command(Connection& c, std::string quoted, std::string_view name,
-                                           std::string_view event, std::size_t bytes_in) {
+                                           std::string_view event, std::size_t bytes_in, std::uint32_t row) {
   AccessLog* log = answers_.access_log();
-  if (!log) return c.websocket()->open_command(std::move(quoted));
+  if (!log) return c.websocket()->open_command(std::move(quoted), row);
   const auto& handshake = c.websocket()->upgrade_request();
   const std::string_view target = handshake.target;
   auto r = log->begin("websocket", name, target.substr(0, target.find('?')),
                       commands_.gate().client_address(c.peer(), handshake), &handshake);
   r->domain = log->domain_of(event);
   r->bytes_in = bytes_in;
-  return c.websocket()->open_command(std::move(quoted), std::move(r));
+  return c.websocket()->open_command(std::move(quoted), row, std::move(r));
 }
 
 void WebSocketFront::answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r) {

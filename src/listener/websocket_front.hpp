@@ -61,9 +61,10 @@ class WebSocketFront {
  private:
   // A command's slot (WebSocketCommands::open_command), with its access
   // log record where the log is on: `name` the command's, `event` the
-  // event it sends (empty: none), `bytes_in` the message's size.
+  // event it sends (empty: none), `bytes_in` the message's size, `row`
+  // its latency row (plugin/call_rows.hpp).
   std::uint32_t open_command(Connection& c, std::string quoted, std::string_view name, std::string_view event,
-                             std::size_t bytes_in);
+                             std::size_t bytes_in, std::uint32_t row);
   void answer_invalid(Connection& c, std::uint32_t seq);
   void answer_refusal(Connection& c, std::uint32_t seq, const Commands::Refusal& r);
 

@@ -1,5 +1,6 @@
 #include "supervisor/supervisor.hpp"
 
+#include "plugin/call_rows.hpp"
 #include "plugin/plugin_metrics.hpp"
 #include "runtime/placement.hpp"
 
@@ -46,7 +47,7 @@ transport::Segment create_segment(const Topology& topology, const Config& config
   const auto routes = static_cast<std::uint32_t>(plugins.routes().size());
   try {
     return transport::Segment::create(instance_name(), topology, config.ring_bytes, routes,
-                                      plugin::plugin_metrics_layout(plugins).bytes);
+                                      plugin::plugin_metrics_layout(plugins).bytes, plugin::CallRows(plugins).size());
   } catch (const std::system_error& e) {
     if (e.code() != std::errc::no_space_on_device) throw;
     throw std::runtime_error(

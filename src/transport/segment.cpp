@@ -60,14 +60,15 @@ Segment& Segment::operator=(Segment&&) noexcept = default;
 Segment::~Segment() = default;
 
 Segment Segment::create(const std::string& name, const Topology& topology, std::size_t ring_bytes,
-                        std::uint32_t route_count, std::size_t plugin_metric_bytes) {
+                        std::uint32_t route_count, std::size_t plugin_metric_bytes, std::uint32_t call_rows) {
   if (ring_bytes < kMinRingBytes || (ring_bytes & (ring_bytes - 1)) != 0)
     throw std::invalid_argument("ring size must be a power of two of at least 4096 bytes");
   const auto& specs = topology.channels();
   if (specs.size() > kMaxChannels || topology.process_slots() > kMaxProcesses)
     throw std::invalid_argument("too many processes or channels for one segment");
   const auto count = static_cast<std::uint32_t>(specs.size());
-  const std::size_t total = segment_bytes(count, ring_bytes, topology.listeners(), route_count, plugin_metric_bytes);
+  const std::size_t total =
+      segment_bytes(count, ring_bytes, topology.listeners(), route_count, plugin_metric_bytes, call_rows);
 
   bip::permissions owner_only(0600);
   bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, owner_only);
@@ -91,9 +92,10 @@ Segment Segment::create(const std::string& name, const Topology& topology, std::
   hdr->supervisor_pid = static_cast<std::uint64_t>(::getpid());
   hdr->listener_count = topology.listeners();
   hdr->route_count = route_count;
+  hdr->call_rows = call_rows;
   hdr->metrics_offset = metrics_offset(count, ring_bytes);
-  hdr->metrics_stride = listener_metrics_bytes(route_count);
-  hdr->plugin_metrics_offset = plugin_metrics_offset(count, ring_bytes, topology.listeners(), route_count);
+  hdr->metrics_stride = listener_metrics_bytes(route_count, call_rows);
+  hdr->plugin_metrics_offset = plugin_metrics_offset(count, ring_bytes, topology.listeners(), route_count, call_rows);
   hdr->plugin_metrics_bytes = align_up(plugin_metric_bytes, kPage);
   hdr->manager_count.store(topology.managers(), std::memory_order_relaxed);
   for (std::uint32_t s = 0; s < kMaxProcesses; ++s) new (&seg.doorbell(s)) DoorbellState{};
@@ -120,9 +122,10 @@ Segment Segment::open(const std::string& name) {
     throw std::runtime_error("segment " + name + " has layout version " + std::to_string(h.layout_version) +
                              ", this binary expects " + std::to_string(kLayoutVersion));
   if (h.total_bytes != seg.region_->get_size() ||
-      h.total_bytes !=
-          segment_bytes(h.channel_count, h.ring_bytes, h.listener_count, h.route_count, h.plugin_metrics_bytes) ||
-      h.plugin_metrics_offset != plugin_metrics_offset(h.channel_count, h.ring_bytes, h.listener_count, h.route_count))
+      h.total_bytes != segment_bytes(h.channel_count, h.ring_bytes, h.listener_count, h.route_count,
+                                     h.plugin_metrics_bytes, h.call_rows) ||
+      h.plugin_metrics_offset !=
+          plugin_metrics_offset(h.channel_count, h.ring_bytes, h.listener_count, h.route_count, h.call_rows))
     throw std::runtime_error("segment " + name + " has an inconsistent size");
   return seg;
 }
@@ -175,6 +178,10 @@ std::atomic<std::uint64_t>& Segment::request_counter(std::uint32_t listener, std
 std::atomic<std::uint64_t>& Segment::route_latency(std::uint32_t listener, std::uint32_t row) const {
   auto* counters_end = &request_counter(listener, header().route_count + 1, 0);
   return counters_end[static_cast<std::size_t>(row) * kRouteLatencyCells];
+}
+
+std::atomic<std::uint64_t>& Segment::call_latency(std::uint32_t listener, std::uint32_t row) const {
+  return (&route_latency(listener, header().route_count + 1))[static_cast<std::size_t>(row) * kRouteLatencyCells];
 }
 
 ChannelProducer Segment::producer(std::uint32_t channel) const {

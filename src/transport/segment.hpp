@@ -23,9 +23,11 @@ class Segment {
   // reserved in /dev/shm at once. Throws on failure, including when the
   // name is taken, and leaves nothing behind; std::system_error with
   // ENOSPC when /dev/shm has no room for it.
-  // `plugin_metric_bytes`: room for the plugins' metrics (shm_layout.hpp).
+  // `plugin_metric_bytes`: room for the plugins' metrics (shm_layout.hpp);
+  // `call_rows`: the listeners' latency rows besides their routes'.
   static Segment create(const std::string& name, const Topology& topology, std::size_t ring_bytes,
-                        std::uint32_t route_count = 0, std::size_t plugin_metric_bytes = 0);
+                        std::uint32_t route_count = 0, std::size_t plugin_metric_bytes = 0,
+                        std::uint32_t call_rows = 0);
   // Maps an existing segment and checks its header. Throws on mismatch.
   static Segment open(const std::string& name);
   // Removes a segment by name; true if it existed.
@@ -50,6 +52,8 @@ class Segment {
   std::atomic<std::uint64_t>& request_counter(std::uint32_t listener, std::uint32_t row, std::size_t column) const;
   // The first of row `row`'s kRouteLatencyCells (shm_layout.hpp).
   std::atomic<std::uint64_t>& route_latency(std::uint32_t listener, std::uint32_t row) const;
+  // The first of call row `row`'s kRouteLatencyCells, after the routes'.
+  std::atomic<std::uint64_t>& call_latency(std::uint32_t listener, std::uint32_t row) const;
 
   // The plugins' metrics' area: plugin_metric_bytes at create, page aligned.
   std::byte* plugin_metrics() const { return base_ + header().plugin_metrics_offset; }

@@ -38,7 +38,7 @@
 namespace edri::transport {
 
 inline constexpr std::uint64_t kSegmentMagic = 0x3147455349524445ULL;  // "EDRISEG1"
-inline constexpr std::uint32_t kLayoutVersion = 12;
+inline constexpr std::uint32_t kLayoutVersion = 13;
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kPage = 4096;
 
@@ -164,6 +164,7 @@ struct alignas(kPage) SegmentHeader {
   std::uint64_t supervisor_pid;
   std::uint32_t listener_count;
   std::uint32_t route_count;            // routes in the listeners' table (metrics rows)
+  std::uint32_t call_rows;              // WebSocket commands' and gRPC methods' latency rows (plugin/call_rows.hpp)
   std::uint64_t metrics_offset;         // first ListenerMetrics block
   std::uint64_t metrics_stride;         // bytes per listener's block
   std::uint64_t plugin_metrics_offset;  // the plugins' metrics (metric_area.hpp)
@@ -270,16 +271,16 @@ struct ListenerMetricsHeader {
   std::atomic<std::uint64_t> grpc_calls[kGrpcCodes];
   std::atomic<std::uint64_t> sse_streams;
   std::atomic<std::uint64_t> stream_frames;
-  // WebSocket commands' and unary gRPC calls' latency, as a route's.
-  std::atomic<std::uint64_t> websocket_command_latency[kRouteLatencyCells];
-  std::atomic<std::uint64_t> grpc_call_latency[kRouteLatencyCells];
-  // followed by (route_count + 1) * kStatusColumns counters
+  // followed by (route_count + 1) * kStatusColumns counters, then as many
+  // routes' latencies (kRouteLatencyCells each), then call_rows latencies:
+  // each WebSocket command's and unary gRPC method's, as a route's.
 };
 
-inline constexpr std::size_t listener_metrics_bytes(std::uint32_t route_count) {
-  return align_up(
-      sizeof(ListenerMetricsHeader) + (route_count + 1) * (kStatusColumns + kRouteLatencyCells) * sizeof(std::uint64_t),
-      kPage);
+inline constexpr std::size_t listener_metrics_bytes(std::uint32_t route_count, std::uint32_t call_rows = 0) {
+  return align_up(sizeof(ListenerMetricsHeader) +
+                      ((route_count + 1) * (kStatusColumns + kRouteLatencyCells) + call_rows * kRouteLatencyCells) *
+                          sizeof(std::uint64_t),
+                  kPage);
 }
 
 inline constexpr std::size_t metrics_offset(std::uint32_t channel_count, std::size_t ring_bytes) {
@@ -327,13 +328,15 @@ inline constexpr std::size_t metric_bytes(std::size_t buckets, std::uint32_t max
 }
 
 inline constexpr std::size_t plugin_metrics_offset(std::uint32_t channel_count, std::size_t ring_bytes,
-                                                   std::uint32_t listeners, std::uint32_t route_count) {
-  return metrics_offset(channel_count, ring_bytes) + listeners * listener_metrics_bytes(route_count);
+                                                   std::uint32_t listeners, std::uint32_t route_count,
+                                                   std::uint32_t call_rows = 0) {
+  return metrics_offset(channel_count, ring_bytes) + listeners * listener_metrics_bytes(route_count, call_rows);
 }
 
 inline constexpr std::size_t segment_bytes(std::uint32_t channel_count, std::size_t ring_bytes, std::uint32_t listeners,
-                                           std::uint32_t route_count, std::size_t plugin_metric_bytes = 0) {
-  return plugin_metrics_offset(channel_count, ring_bytes, listeners, route_count) +
+                                           std::uint32_t route_count, std::size_t plugin_metric_bytes = 0,
+                                           std::uint32_t call_rows = 0) {
+  return plugin_metrics_offset(channel_count, ring_bytes, listeners, route_count, call_rows) +
          align_up(plugin_metric_bytes, kPage);
 }
 

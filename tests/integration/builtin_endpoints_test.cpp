@@ -180,11 +180,17 @@ TEST_CASE("metrics count WebSocket commands by status and gRPC calls by code", "
   CHECK(metric(m, "edri_grpc_calls_total{code=\"UNIMPLEMENTED\"}") == 1);
   // Neither is an HTTP request of a route.
   CHECK(metric(m, "edri_requests_total{route=\"GET /hello/{name}\"") == -1);
-  // Each has its latency, the commands' and the unary calls'.
-  CHECK(metric(m, "edri_websocket_command_duration_seconds_count ") == 5);
-  CHECK(metric(m, "edri_websocket_command_duration_seconds_bucket{le=\"+Inf\"} ") == 5);
-  CHECK(metric(m, "edri_websocket_command_duration_seconds_sum ") > 0);
-  CHECK(metric(m, "edri_grpc_call_duration_seconds_count ") == 3);
+  // Each has its latency, by command and by method; "(none)": a command
+  // or method the server has not; one nobody called has no series.
+  const std::string ws = "edri_websocket_command_duration_seconds";
+  CHECK(metric(m, ws + "_count{command=\"hello\"}") == 3);
+  CHECK(metric(m, ws + "_bucket{command=\"hello\",le=\"+Inf\"}") == 3);
+  CHECK(metric(m, ws + "_sum{command=\"hello\"}") > 0);
+  CHECK(metric(m, ws + "_count{command=\"status\"}") == 1);
+  CHECK(metric(m, ws + "_count{command=\"(none)\"}") == 1);
+  CHECK(metric(m, ws + "_count{command=\"sleep\"}") == -1);
+  CHECK(metric(m, "edri_grpc_call_duration_seconds_count{method=\"/edri.v1.Edri/Call\"}") == 2);
+  CHECK(metric(m, "edri_grpc_call_duration_seconds_count{method=\"(none)\"}") == 1);
   const auto lint = promtool_check_metrics(m);
   INFO(lint.output);
   CHECK(lint.status == 0);

@@ -346,4 +346,15 @@ TEST_CASE("gRPC typed service: notes.v1.Notes listed and described by reflection
   CHECK(r["deleted"]["code"] == "OK");
   CHECK(r["after_delete"]["code"] == "NOT_FOUND");
   CHECK(r["health"] == "SERVING");
+  // Each unary method has its latency; the reflection streams are not timed.
+  const auto m = http_get(server.port(), "/metrics").body;
+  const auto calls = [&](const std::string& method) {
+    return metric_value(m, "edri_grpc_call_duration_seconds_count{method=\"" + method + "\"}");
+  };
+  CHECK(calls("/notes.v1.Notes/CreateNote") == 3);
+  CHECK(calls("/notes.v1.Notes/GetNote") == 3);
+  CHECK(calls("/notes.v1.Notes/ListNotes") == 3);
+  CHECK(calls("/notes.v1.Notes/DeleteNote") == 1);
+  CHECK(calls("/grpc.health.v1.Health/Check") == 1);
+  CHECK(m.find("edri_grpc_call_duration_seconds_count{method=\"/grpc.reflection") == std::string::npos);
 }

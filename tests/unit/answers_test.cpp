@@ -85,6 +85,7 @@ struct Fixture {
   transport::ListenerMetricsHeader metrics{};
   std::atomic<std::uint64_t> counters[2 * transport::kStatusColumns]{};
   std::atomic<std::uint64_t> latency[2 * transport::kRouteLatencyCells]{};
+  std::atomic<std::uint64_t> call_latency[transport::kRouteLatencyCells]{};
   EventLoop loop;
   asio::io_context io;
   bool draining = false;
@@ -96,7 +97,7 @@ struct Fixture {
 
   explicit Fixture(std::vector<MiddlewareDecl> middlewares = {})
       : answers(config, table, sender, nullptr, std::move(middlewares),
-                Answers::Metrics{metrics, counters, 1, latency}) {
+                Answers::Metrics{metrics, counters, 1, latency, call_latency}) {
     SlotInfo info;
     info.route = 0;
     info.headers = "X-Middleware: in\r\n";

@@ -199,7 +199,7 @@ TEST_CASE("connection swaps to the WebSocket codec, frames read with the upgrade
   CHECK(f.pair.read_all().find("HTTP/1.1 101") == 0);
   CHECK(f.rec.messages == std::vector<std::string>{R"({"command":"a"})"});
   // A command's answer goes out as a frame.
-  const auto seq = f.c->websocket()->open_command("\"a\"");
+  const auto seq = f.c->websocket()->open_command("\"a\"", 0);
   f.c->answers().respond(seq, edri::http::ResponseHead{200, "application/json", 2}, {}, std::string_view("{}"));
   f.turn();
   const std::string frame = f.pair.read_all();

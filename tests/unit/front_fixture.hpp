@@ -23,6 +23,7 @@
 #include "listener/grpc_front.hpp"
 #include "listener/http_front.hpp"
 #include "listener/websocket_front.hpp"
+#include "plugin/call_rows.hpp"
 #include "runtime/asio.hpp"
 #include "unit/quiet_tables.hpp"
 #include "unit/segment_fixture.hpp"
@@ -70,7 +71,7 @@ struct FrontFixture {
   Config config;
   plugin::PluginSet plugins = test_app();
   const std::uint32_t routes = static_cast<std::uint32_t>(plugins.routes().size());
-  SegmentFixture segment{1 << 16, 1, 2, routes};
+  SegmentFixture segment{1 << 16, 1, 2, routes, plugin::CallRows(plugins).size()};
   const std::uint32_t listener_slot = segment.topology.listener_slot(0);
   transport::Outbox broker{segment.segment.producer(segment.topology.channel(listener_slot, Topology::kBroker)),
                            transport::Doorbell(&segment.segment.doorbell(Topology::kBroker), -1), 1 << 20};
@@ -90,7 +91,7 @@ struct FrontFixture {
                             nullptr,
                             plugins.middlewares(),
                             {segment.segment.listener_metrics(0), &segment.segment.request_counter(0, 0, 0), routes,
-                             &segment.segment.route_latency(0, 0)}};
+                             &segment.segment.route_latency(0, 0), &segment.segment.call_latency(0, 0)}};
   listener::StreamHub streams{config, sender};
   grpc::ServiceCatalog services{plugins.grpc_services()};
   listener::Gate gate{config, plugins};

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "envelope/envelope.hpp"
+#include "plugin/call_rows.hpp"
 #include "plugin/direct_routes.hpp"
 #include "plugin/plugin_set.hpp"
 
@@ -123,4 +124,26 @@ TEST_CASE("a plugin's settings are declared, each read after the loader's hook",
   CHECK(set.middlewares()[0].name == "deny");  // the value the hook put in the environment
   CHECK(set.names() == std::vector<std::string>{"gate"});
   ::unsetenv("EDRI_TEST_GATE");
+}
+
+TEST_CASE("latency rows: each command and unary gRPC method once, then (none) for the rest", "[plugin]") {
+  const auto set = PluginSet::load({test_plugin("test_app")});
+  const edri::plugin::CallRows rows(set);
+  const auto& commands = rows.commands();
+  const auto& methods = rows.methods();
+  REQUIRE(commands.size() == set.commands().size() + 2 * set.pushes().size() + 3);
+  CHECK(commands.back() == "(none)");
+  CHECK(rows.no_command() == commands.size() - 1);
+  CHECK(commands[rows.command("hello")] == "hello");
+  CHECK(commands[rows.command("watch")] == "watch");  // a push's subscribe
+  CHECK(commands[rows.command("unwatch")] == "unwatch");
+  CHECK(commands[rows.command("stream.subscribe")] == "stream.subscribe");
+  CHECK(rows.command("no.such") == rows.no_command());
+  // Methods come after the commands; test_app has no typed service.
+  CHECK(methods == std::vector<std::string>{"/edri.v1.Edri/Call", "/grpc.health.v1.Health/Check", "(none)"});
+  CHECK(rows.method("/edri.v1.Edri/Call") == commands.size());
+  CHECK(rows.method("/grpc.health.v1.Health/Check") == commands.size() + 1);
+  CHECK(rows.method("/edri.v1.Edri/Connect") == rows.size() - 1);
+  CHECK(rows.method("/x.Y/Z") == rows.size() - 1);
+  CHECK(rows.size() == commands.size() + methods.size());
 }

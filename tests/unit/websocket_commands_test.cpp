@@ -29,7 +29,7 @@ void answer(WebSocketCommands& w, std::uint32_t seq, int status, std::string_vie
 TEST_CASE("websocket command answers leave in command order", "[listener][websocket]") {
   Recorder r;
   WebSocketCommands w(r);
-  const auto a = w.open_command(R"("first")"), b = w.open_command(R"("second")");
+  const auto a = w.open_command(R"("first")", 0), b = w.open_command(R"("second")", 0);
   CHECK(w.pending() == 2);
   answer(w, b, 200, "application/json", R"({"n":2})");
   CHECK(r.messages.empty());
@@ -43,9 +43,9 @@ TEST_CASE("websocket command answers leave in command order", "[listener][websoc
 TEST_CASE("websocket command errors carry the problem", "[listener][websocket]") {
   Recorder r;
   WebSocketCommands w(r);
-  const auto a = w.open_command(R"("x")");
+  const auto a = w.open_command(R"("x")", 0);
   answer(w, a, 404, "application/problem+json", R"({"status":404})");
-  const auto b = w.open_command("null");
+  const auto b = w.open_command("null", 0);
   answer(w, b, 500, "text/plain", "broken");
   REQUIRE(r.messages.size() == 2);
   CHECK(r.messages[0] == R"({"command":"x","error":{"status":404}})");
@@ -56,12 +56,12 @@ TEST_CASE("websocket command errors carry the problem", "[listener][websocket]")
 TEST_CASE("websocket commands refuse a stream or an event stream", "[listener][websocket]") {
   Recorder r;
   WebSocketCommands w(r);
-  const auto a = w.open_command(R"("s")");
+  const auto a = w.open_command(R"("s")", 0);
   CHECK_FALSE(w.open_stream(a, edri::http::ResponseHead{}, {}, StreamRef{}));
   REQUIRE(r.messages.size() == 1);
   CHECK(r.messages[0].find(R"("error":)") != std::string::npos);
   CHECK(r.messages[0].find("streamed answer") != std::string::npos);
-  const auto b = w.open_command(R"("e")");
+  const auto b = w.open_command(R"("e")", 0);
   CHECK(w.open_events(b, {}) == AnswerSink::EventsCarrier::Refused);
   SlotInfo* info = w.slot(b);
   REQUIRE(info != nullptr);
