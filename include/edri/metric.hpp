@@ -16,7 +16,8 @@
 // most `max_series` of them, and writes past that (or with the wrong
 // number of label values, or values too long) are dropped and counted in
 // edri_plugin_metric_writes_dropped_total{metric}. Where no server runs
-// (a unit test, a worker process) a write goes nowhere.
+// (a unit test) a write goes nowhere; a task in a worker process writes
+// to the same series as its domain's handlers.
 #pragma once
 
 #include <atomic>

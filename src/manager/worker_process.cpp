@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -16,10 +17,12 @@
 #include <spdlog/spdlog.h>
 
 #include "manager/worker_pool_layout.hpp"
+#include "plugin/plugin_metrics.hpp"
 #include "plugin/plugin_set.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
 #include "transport/channel.hpp"
+#include "transport/segment.hpp"
 #include "transport/unique_fd.hpp"
 
 namespace edri::manager {
@@ -65,6 +68,18 @@ int run_worker_process() {
   ::prctl(PR_SET_NAME, "edri-worker");
 
   const auto plugins = plugin::PluginSet::load(config.plugins, {}, plugin::plugin_code_paths());
+  // The plugins' metric handles write to the instance's segment, as in
+  // the manager (whose environment this is).
+  std::optional<transport::Segment> segment;
+  std::optional<plugin::BoundMetrics> metrics;
+  if (const char* instance = std::getenv("EDRI_INTERNAL_INSTANCE")) {
+    try {
+      segment.emplace(transport::Segment::open(instance));
+      metrics.emplace(*segment, plugins);
+    } catch (const std::exception& e) {
+      spdlog::warn("the plugins' metrics are not written from this worker: {}", e.what());
+    }
+  }
   std::unordered_map<std::string_view, const Task*> tasks;
   for (const auto* t : plugins.tasks(domain)) tasks.emplace(t->name, &t->task);
 

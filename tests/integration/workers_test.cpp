@@ -147,6 +147,8 @@ TEST_CASE("tasks run in worker processes the manager started: inputs and outputs
   e = c.request("POST", "/echo-task", large);
   CHECK(e.status == 200);
   CHECK(e.body == large);
+  // A plugin's metric written by a task counts, as a handler's would.
+  CHECK(metric_value(http_get(server.port(), "/metrics").body, "task_echoes_total{process=\"worker\"}") == 2);
 }
 
 TEST_CASE("a task's failures are answers: it threw, it is unknown, its input or output is too large", "[workers]") {

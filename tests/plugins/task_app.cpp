@@ -24,7 +24,12 @@ void reg(edri::Registry& r) {
     throw std::runtime_error("this plugin refuses to load in a worker");
   r.domain("jobs");
   r.task("pid", [](std::string_view) { return std::to_string(::getpid()); });
-  r.task("echo", [](std::string_view in) { return std::string(in); });
+  // Written in the worker process that runs the task.
+  const auto echoes = r.counter({"task_echoes_total", "Echo tasks run, by who ran them.", {"process"}});
+  r.task("echo", [echoes](std::string_view in) {
+    echoes.inc({std::getenv("EDRI_INTERNAL_WORKER") ? "worker" : "manager"});
+    return std::string(in);
+  });
   r.task("sleep", [](std::string_view in) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(std::string(in))));
     return std::to_string(::getpid());
