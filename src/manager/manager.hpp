@@ -224,8 +224,35 @@ class Manager final : public Context {
   void open_databases();
   std::map<std::string, std::unique_ptr<Database>, std::less<>> databases_;
   // The trace a call out of the handler of `about` (null: the current
-  // request's) goes on: a client span, or none.
+  // request's, or the one continuing_ names) goes on: a client span, or none.
   std::optional<Traces::Call> trace_call(const Request* about, std::string_view traceparent = {}) const;
+  // The trace context of a handler whose callback runs now, after the
+  // handler returned (ctx.request's `then`): the calls the callback makes
+  // continue its handler's trace. Null while no such callback runs.
+  struct CallerTrace {
+    std::string traceparent, tracestate;
+  };
+  const CallerTrace* continuing_ = nullptr;
+  // The request whose handler a call out of comes from: `about`, else the
+  // one running now (a handler's or a notification's), else none.
+  const Request* handler_of(const Request* about) const;
+  // The trace context a call out of `about`'s handler continues (copied:
+  // it outlives the handler's request).
+  CallerTrace asker_trace(const Request* about) const;
+  // Sets continuing_ for a callback's run, and puts it back after.
+  class ContinuingTrace {
+   public:
+    ContinuingTrace(const CallerTrace*& slot, const CallerTrace& context) : slot_(slot), outer_(slot) {
+      slot_ = &context;
+    }
+    ~ContinuingTrace() { slot_ = outer_; }
+    ContinuingTrace(const ContinuingTrace&) = delete;
+    ContinuingTrace& operator=(const ContinuingTrace&) = delete;
+
+   private:
+    const CallerTrace*& slot_;
+    const CallerTrace* outer_;
+  };
   void trace_http(HttpCall& call, std::function<void(HttpReply)>& done);
   // Last: its waiting handlers go first, while all they refer to lives.
   Coroutines coroutines_;

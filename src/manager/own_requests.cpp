@@ -93,9 +93,23 @@ bool Manager::publish(std::string_view event, const nlohmann::json& payload) {
 
 std::optional<Traces::Call> Manager::trace_call(const Request* about, std::string_view traceparent) const {
   if (!traces_.on()) return std::nullopt;
-  const Request* handler = about ? about : (current_ || notifying_) ? &request_ : nullptr;
+  const Request* handler = handler_of(about);
+  if (!handler && continuing_) {
+    if (traceparent.empty()) traceparent = continuing_->traceparent;
+    return traces_.call(traceparent, continuing_->tracestate);
+  }
   if (traceparent.empty() && handler) traceparent = handler->traceparent;
   return traces_.call(traceparent, handler ? handler->tracestate : std::string_view());
+}
+
+const Request* Manager::handler_of(const Request* about) const {
+  return about ? about : (current_ || notifying_) ? &request_ : nullptr;
+}
+
+Manager::CallerTrace Manager::asker_trace(const Request* about) const {
+  if (const Request* handler = handler_of(about))
+    return {std::string(handler->traceparent), std::string(handler->tracestate)};
+  return continuing_ ? *continuing_ : CallerTrace{};
 }
 
 bool Manager::request_for(const Request* about, std::string_view event, const nlohmann::json& body,
@@ -114,9 +128,12 @@ bool Manager::request_for(const Request* about, std::string_view event, const nl
   if (traced) {
     trace = traced->section();
     w.text(env::SectionType::Trace, trace);
-    on_response = [this, call = *traced, name = std::string(event), then = std::move(on_response)](const Response& r) {
+    on_response = [this, call = *traced, name = std::string(event), then = std::move(on_response),
+                   asker = asker_trace(about)](const Response& r) {
       traces_.finish(call, "ask " + name, r.status >= 500,
                      {{"edri.event", name}, {"http.response.status_code", std::int64_t{r.status}}});
+      // What the callback calls out to continues the asker's trace.
+      const ContinuingTrace continuing(continuing_, asker);
       then(r);
     };
   }

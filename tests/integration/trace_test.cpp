@@ -343,7 +343,8 @@ TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace
   REQUIRE(eventually(
       [&] {
         spans = spans_in_file(file);
-        return find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work");
+        return find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work") &&
+               find_span(spans, "far", "far.later");
       },
       10s));
   INFO(described(spans));
@@ -361,9 +362,40 @@ TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace
   REQUIRE(asked);
   CHECK(asked->parent == processed->id);
   CHECK(find_span(spans, "far", "far.work")->parent == asked->id);
+  // And a coroutine subscriber's call after it waited.
+  const Span* later = find_span(spans, "back", "ask far.later");
+  REQUIRE(later);
+  CHECK(later->parent == processed->id);
+  CHECK(find_span(spans, "far", "far.later")->parent == later->id);
   const auto heard = lines_saying(server.log(), "back heard");
   REQUIRE(heard.size() == 1);
   CHECK(heard[0].value("trace_id", "") == kTrace);
+}
+
+TEST_CASE("a call a callback makes after its handler returned continues the handler's trace", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
+  HttpClient c(server.port());
+  const auto r =
+      c.request("GET", "/chain-on", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(r.status == 200);
+  std::vector<Span> spans;
+  REQUIRE(eventually(
+      [&] {
+        spans = spans_in_file(file);
+        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work");
+      },
+      10s));
+  INFO(described(spans));
+  const Span* handler = find_span(spans, "front", "front.chain_on");
+  REQUIRE(handler);
+  CHECK(find_span(spans, "front", "ask back.work")->parent == handler->id);
+  // Asked from the first answer's callback: the handler's child too.
+  const Span* second = find_span(spans, "front", "ask far.work");
+  CHECK(second->trace == kTrace);
+  CHECK(second->parent == handler->id);
+  CHECK(find_span(spans, "far", "far.work")->parent == second->id);
 }
 
 TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[trace]") {

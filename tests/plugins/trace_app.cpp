@@ -41,6 +41,16 @@ void reg(edri::Registry& r) {
     return edri::Deferred{};
   });
 
+  // GET /chain-on: a callback handler that asks again from its first
+  // call's callback, after it returned; that call continues its trace.
+  r.get("/chain-on", "front.chain_on", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
+    auto answer = ctx.defer();
+    ctx.request("back.work", nlohmann::json::object(), [answer, &ctx](const edri::Response&) {
+      ctx.request("far.work", nlohmann::json::object(), [answer](const edri::Response& r) { answer.send(r); });
+    });
+    return edri::Deferred{};
+  });
+
   // GET /announce: a notification, heard in domain "back".
   r.notification("news.told");
   r.get("/announce", "front.announce", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
@@ -54,6 +64,12 @@ void reg(edri::Registry& r) {
     // A call a subscriber makes goes on the notification's trace.
     ctx.request("far.work", nlohmann::json::object(), [](const edri::Response&) {});
   });
+  // A coroutine subscriber: its call after it first waits, resumed by a
+  // timer outside the notification's dispatch, is on the trace too.
+  r.subscribe("news.told", [](const edri::Request&, edri::Context& ctx) -> edri::Async<void> {
+    co_await ctx.sleep(std::chrono::milliseconds(20));
+    (void)co_await ctx.ask("far.later", nlohmann::json::object());
+  });
   r.event("back.work");
   r.handle("back.work", said);
   r.command("back.work");  // a WebSocket command too
@@ -61,6 +77,8 @@ void reg(edri::Registry& r) {
   r.domain("far");
   r.event("far.work");
   r.handle("far.work", said);
+  r.event("far.later");
+  r.handle("far.later", said);
 
   // GET /store: statements awaited before and after the handler first
   // waits (resumed by the database's answer, outside its dispatch): a
