@@ -1,8 +1,10 @@
 #include "runtime/span_exporter.hpp"
 
 #include <curl/curl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -21,6 +23,13 @@ namespace {
 constexpr std::size_t kBatch = 512;
 constexpr auto kPace = std::chrono::milliseconds(200);
 constexpr long kPostTimeoutMs = 2000;
+// A batch a retryable failure left is tried again at most this many times
+// in all, after 0.5 s, then 1, 2, 4 s (OTLP/HTTP's advice: exponential
+// backoff); at most this many batches wait, the oldest given up first.
+constexpr unsigned kTries = 5;
+constexpr auto kFirstBackoff = std::chrono::milliseconds(500);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(4000);
+constexpr std::size_t kHeldBatches = 8;
 
 // Writes at a position with room enough (span_bound): no check of the
 // capacity per piece, which was most of the cost of a span's ~900 bytes.
@@ -274,7 +283,7 @@ void SpanExporter::run() {
       taken.swap(queued_);  // the loop fills the buffer this thread emptied
       if (std::exchange(reopen_, false)) reopen_file();
     }
-    bool post = curl_ != nullptr;
+    bool post = curl_ != nullptr && post_held(last);
     taken.for_each([&](const SpanView& s) {
       body.add(s);
       if (body.spans() == kBatch) export_body(body.finish(), post);
@@ -282,21 +291,60 @@ void SpanExporter::run() {
     if (body.spans()) export_body(body.finish(), post);
     taken.clear();
   }
+  // Stopped: what could not be posted is given up.
+  failed_.fetch_add(held_.size(), std::memory_order_relaxed);
+  held_.clear();
 }
 
 void SpanExporter::export_body(std::string& body, bool& post_it) {
-  if (curl_ && !(post_it && post(body))) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    post_it = false;
+  if (file_) {
+    // One write of whole lines: O_APPEND keeps those of several processes apart.
+    const iovec line[] = {{body.data(), body.size()}, {const_cast<char*>("\n"), 1}};
+    if (::writev(file_.get(), line, 2) != static_cast<ssize_t>(body.size() + 1))
+      notice("cannot write EDRI_TRACE_PATH " + settings_.path + ": " + std::strerror(errno));
   }
-  if (!file_) return;
-  body += '\n';
-  // One write of whole lines: O_APPEND keeps those of several processes apart.
-  if (::write(file_.get(), body.data(), body.size()) != static_cast<ssize_t>(body.size()))
-    notice("cannot write EDRI_TRACE_PATH " + settings_.path + ": " + std::strerror(errno));
+  if (!curl_) return;
+  const Posted posted = post_it ? post(body) : Posted::Retry;
+  if (posted == Posted::Ok) return;
+  post_it = false;
+  if (posted == Posted::Refused) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (backoff_.count() == 0) {
+    backoff_ = kFirstBackoff;
+    retry_at_ = std::chrono::steady_clock::now() + backoff_;
+  }
+  hold(std::move(body));
 }
 
-bool SpanExporter::post(const std::string& body) {
+void SpanExporter::hold(std::string body) {
+  if (held_.size() == kHeldBatches) {
+    held_.pop_front();
+    failed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  held_.push_back({std::move(body), 1});
+}
+
+bool SpanExporter::post_held(bool now) {
+  if (held_.empty()) return true;
+  if (!now && std::chrono::steady_clock::now() < retry_at_) return false;
+  while (!held_.empty()) {
+    Held& h = held_.front();
+    const Posted posted = post(h.body);
+    if (posted == Posted::Retry && ++h.tries < kTries) {
+      backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+      retry_at_ = std::chrono::steady_clock::now() + backoff_;
+      return false;
+    }
+    if (posted != Posted::Ok) failed_.fetch_add(1, std::memory_order_relaxed);
+    held_.pop_front();
+  }
+  backoff_ = std::chrono::milliseconds(0);
+  return true;
+}
+
+SpanExporter::Posted SpanExporter::post(const std::string& body) {
   auto* e = static_cast<CURL*>(curl_);
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   curl_easy_setopt(e, CURLOPT_URL, settings_.endpoint.c_str());
@@ -311,10 +359,11 @@ bool SpanExporter::post(const std::string& body) {
   long status = 0;
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
-  if (code == CURLE_OK && status >= 200 && status <= 299) return true;
+  if (code == CURLE_OK && status >= 200 && status <= 299) return Posted::Ok;
   notice("spans not exported to " + settings_.endpoint + ": " +
          (code != CURLE_OK ? std::string(curl_easy_strerror(code)) : "HTTP " + std::to_string(status)));
-  return false;
+  const bool retry = code != CURLE_OK || status == 429 || status == 502 || status == 503 || status == 504;
+  return retry ? Posted::Retry : Posted::Refused;
 }
 
 void log_trace_notices(SpanExporter& exporter, std::uint64_t& dropped, TraceCounts counted) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,11 +63,22 @@ class SpanExporter {
 
  private:
   void run();
+  // What a POST came to. Retry: the receiver may take it later (no
+  // answer, 429, 502, 503, 504: OTLP/HTTP's retryable failures).
+  enum class Posted { Ok, Retry, Refused };
   // `post`: whether to POST it (false once a POST of this round failed:
   // a receiver that is down costs one timeout per round, not one per
-  // batch, and a stop waits for at most one).
+  // batch, and a stop waits for at most one). Not posted, or a retryable
+  // failure: it is held for a later round.
   void export_body(std::string& body, bool& post);
-  bool post(const std::string& body);
+  Posted post(const std::string& body);
+  // POSTs the held bodies, oldest first, once their backoff is over (or
+  // `now`: the last round, at a stop); false when one failed again (the
+  // round posts no more).
+  bool post_held(bool now);
+  // Keeps `body` for a later POST; past kHeldBatches the oldest is given
+  // up (counted in failed_).
+  void hold(std::string body);
   void notice(std::string text);
   void notice_locked(std::string text);  // with mutex_ held
   void reopen_file();                    // the same
@@ -82,6 +94,15 @@ class SpanExporter {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> failed_{0};
   void* curl_ = nullptr;  // the thread's easy handle
+  // The thread's: bodies a retryable failure left, oldest first, each
+  // with its tries so far; when the next try may be, and the backoff.
+  struct Held {
+    std::string body;
+    unsigned tries;
+  };
+  std::deque<Held> held_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{0};
   std::thread thread_;
 };
 

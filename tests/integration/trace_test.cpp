@@ -5,6 +5,7 @@
 // to a receiver in the test, and every log line their handlers write,
 // has the client's trace id, and each span's parent is the span that
 // called it.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
@@ -452,6 +453,59 @@ TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and log
       },
       10s));
   CHECK(server.log().find("spans dropped (past EDRI_TRACE_BUFFER") != std::string::npos);
+}
+
+TEST_CASE("a batch the receiver could not take is posted again; one it refused is given up", "[trace]") {
+  // The first two POSTs (whichever processes make them) get 503.
+  OtlpReceiver busy(2, 503);
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_OTLP_ENDPOINT", busy.url("/v1/traces")}});
+  HttpClient c(server.port());
+  const std::string traced = std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n";
+  REQUIRE(c.request("GET", "/chain", {}, traced).status == 200);
+  REQUIRE(c.request("GET", "/chain", {}, traced).status == 200);
+  // Taken at last: each refused body again, byte for byte, and every
+  // span of the calls once.
+  const auto accepted = [&] {
+    std::vector<std::string> bodies;
+    const auto got = busy.received();
+    for (std::size_t i = 2; i < got.size(); ++i) bodies.push_back(got[i].body);
+    return bodies;
+  };
+  CHECK(eventually(
+      [&] {
+        const auto spans = spans_of(accepted());
+        return find_span(spans, "listener", "GET /chain") && find_span(spans, "front", "front.chain") &&
+               find_span(spans, "back", "back.work");
+      },
+      15s));
+  const auto got = busy.received();
+  REQUIRE(got.size() >= 3);
+  const auto bodies = accepted();
+  for (std::size_t i = 0; i < 2; ++i) CHECK(std::find(bodies.begin(), bodies.end(), got[i].body) != bodies.end());
+  const auto spans = spans_of(bodies);
+  INFO(described(spans));
+  std::set<std::string> ids;
+  for (const auto& s : spans) CHECK(ids.insert(s.id).second);
+  for (const std::string process : {"listener", "manager front", "manager back"})
+    CHECK(metric_value(c.get("/metrics").body, "edri_trace_batches_failed_total{process=\"" + process + "\"} ") == 0);
+  // Logged by each process at its next look (once a second).
+  CHECK(eventually([&] { return server.log().find("HTTP 503") != std::string::npos; }, 5s));
+
+  // 400: the receiver will never take it; given up at once, and counted.
+  OtlpReceiver refusing(1000, 400);
+  ServerProcess refused({test_plugin_path("trace_app")}, {{"EDRI_TRACE_OTLP_ENDPOINT", refusing.url("/v1/traces")}});
+  HttpClient r(refused.port());
+  REQUIRE(r.request("GET", "/chain", {}, traced).status == 200);
+  CHECK(eventually(
+      [&] {
+        return metric_value(r.get("/metrics").body, "edri_trace_batches_failed_total{process=\"listener\"} ") >= 1;
+      },
+      10s));
+  std::this_thread::sleep_for(1500ms);  // past a retry's first backoff: none came
+  std::size_t from_listener = 0;
+  for (const auto& posted : refusing.received())
+    from_listener += find_span(spans_of({posted.body}), "listener", "GET /chain") != nullptr;
+  CHECK(from_listener == 1);
 }
 
 TEST_CASE("a wrong tracing setting stops start-up with a message", "[trace]") {

@@ -43,7 +43,8 @@ OtlpReceiver::Received parse_head(const std::string& text) {
 
 }  // namespace
 
-OtlpReceiver::OtlpReceiver() {
+OtlpReceiver::OtlpReceiver(std::size_t refuse_first, int refuse_status)
+    : refuse_first_(refuse_first), refuse_status_(refuse_status) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -105,13 +106,18 @@ void OtlpReceiver::serve(int fd) {
     }
     r.body = buffer.substr(end + 4, length);
     buffer.erase(0, end + 4 + length);
+    bool refused = false;
     {
       std::lock_guard lock(mutex_);
+      refused = received_.size() < refuse_first_;
       received_.push_back(std::move(r));
     }
     static constexpr char kAnswer[] =
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-    if (::send(fd, kAnswer, sizeof kAnswer - 1, MSG_NOSIGNAL) < 0) return;
+    const std::string refusal = "HTTP/1.1 " + std::to_string(refuse_status_) + " Refused\r\nContent-Length: 0\r\n\r\n";
+    const bool sent = refused ? ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL) >= 0
+                              : ::send(fd, kAnswer, sizeof kAnswer - 1, MSG_NOSIGNAL) >= 0;
+    if (!sent) return;
   }
 }
 

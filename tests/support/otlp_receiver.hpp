@@ -1,6 +1,7 @@
 // OtlpReceiver: a small HTTP/1.1 server a test runs on a free loopback
-// port, in threads of its own: it answers every request 200 `{}` and
-// keeps what came (method, target, headers, body). It stands for an
+// port, in threads of its own: it answers every request 200 `{}` (the
+// first `refuse_first` with `refuse_status` and no body) and keeps what
+// came (method, target, headers, body). It stands for an
 // OpenTelemetry Collector's OTLP/HTTP receiver (no collector is packaged
 // here) and for a service a handler calls.
 #pragma once
@@ -24,7 +25,7 @@ class OtlpReceiver {
     std::string body;
   };
 
-  OtlpReceiver();
+  explicit OtlpReceiver(std::size_t refuse_first = 0, int refuse_status = 503);
   ~OtlpReceiver();  // stops the threads, closes every socket
   OtlpReceiver(const OtlpReceiver&) = delete;
   OtlpReceiver& operator=(const OtlpReceiver&) = delete;
@@ -43,6 +44,8 @@ class OtlpReceiver {
   std::atomic<bool> stop_{false};
   mutable std::mutex mutex_;
   std::vector<Received> received_;
+  std::size_t refuse_first_;
+  int refuse_status_;
   std::vector<int> connections_;
   std::vector<std::thread> threads_;
   std::thread acceptor_;
