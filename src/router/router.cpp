@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
@@ -23,6 +25,7 @@ Router::Router(ProcessLoop& loop, const Config& config)
       ledger_(loop.topology().destinations()),
       held_limit_(config.outbox_limit) {
   const auto& topo = loop.topology();
+  learn_names();
   subscribed_.assign(topo.destinations(), false);
   group_of_.assign(topo.destinations(), 0);
   for (std::uint32_t j = 0; j < topo.destinations(); ++j) {
@@ -126,6 +129,20 @@ void Router::on_listener_control(std::span<const std::byte> record) {
   } else {
     spdlog::error("dropping an unknown control envelope from a listener");
   }
+}
+
+void Router::learn_names() {
+  std::vector<std::string> titles;
+  if (const char* listed = std::getenv("EDRI_INTERNAL_MANAGERS"))
+    for (std::string_view rest = listed; !rest.empty();) {
+      const auto comma = rest.find(',');
+      titles.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  const auto& topo = loop_.topology();
+  for (std::uint32_t j = 0; j < topo.destinations(); ++j)
+    names_.push_back(j >= managers_ ? std::string("switch")
+                                    : "manager " + (j < titles.size() ? titles[j] : std::to_string(j)));
 }
 
 void Router::track_routed(const env::RoutedRequest& r) {
@@ -247,9 +264,9 @@ void Router::on_manager_death(std::uint32_t manager) {
   for (const auto& request : orphans.lost) answer_lost(request);
   const auto replayed = replay(manager, orphans);
   spdlog::warn(
-      "manager {} died: {} requests it had taken answered 503, {} handed to its successor again, {} it "
+      "{} died: {} requests it had taken answered 503, {} handed to its successor again, {} it "
       "never took left for it",
-      manager, orphans.lost.size() + orphans.replays.size() - replayed, replayed, untaken.size());
+      name_of(manager), orphans.lost.size() + orphans.replays.size() - replayed, replayed, untaken.size());
 }
 
 std::size_t Router::replay(std::uint32_t manager, const InFlightLedger::Orphans& orphans) {
@@ -279,14 +296,14 @@ void Router::answer_lost(const env::EnvelopeHeader& request) {
 void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record) {
   env::EnvelopeHeader h;
   if (auto e = env::peek_header(record, h); e != env::DecodeError::None) {
-    spdlog::error("dropping a malformed envelope from manager {}: {}", manager, env::to_string(e));
+    spdlog::error("dropping a malformed envelope from {}: {}", name_of(manager), env::to_string(e));
     return;
   }
   switch (static_cast<env::Kind>(h.kind)) {
     case env::Kind::Control: {
       env::EnvelopeView v;
       if (env::decode(record, v) != env::DecodeError::None) {
-        spdlog::error("dropping a malformed control envelope from manager {}", manager);
+        spdlog::error("dropping a malformed control envelope from {}", name_of(manager));
       } else if (h.event_type == env::kControlAnswered) {
         forget_answered(v.section(env::SectionType::Control), h.reply_to);
       } else if (h.event_type == env::kControlRouted) {
@@ -302,7 +319,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
         if (body.size() == sizeof type) std::memcpy(&type, body.data(), sizeof type);
         if (std::find(push_events_.begin(), push_events_.end(), type) != push_events_.end()) pushes_lost(type);
       } else {
-        spdlog::error("dropping an unknown control envelope from manager {}", manager);
+        spdlog::error("dropping an unknown control envelope from {}", name_of(manager));
       }
       return;
     }
@@ -322,7 +339,7 @@ void Router::on_manager(std::uint32_t manager, std::span<const std::byte> record
       if (!sent) spdlog::error("broker channel full: response {} lost", h.request_id);
       return;
     }
-    default: spdlog::error("dropping an envelope of kind {} from manager {}", h.kind, manager);
+    default: spdlog::error("dropping an envelope of kind {} from {}", h.kind, name_of(manager));
   }
 }
 
@@ -335,7 +352,7 @@ void Router::on_stream_control(std::uint32_t manager, const env::EnvelopeHeader&
   auto& out = to_switch ? *to_manager_[managers_] : to_broker_;
   if (!out.push(record) && !env::send_problem(*to_manager_[manager], h, 503,
                                               to_switch ? "the switch is far behind" : "the broker is far behind"))
-    spdlog::error("manager {} channel full: a 503 was lost", manager);
+    spdlog::error("{}'s channel full: a 503 was lost", name_of(manager));
 }
 
 void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
@@ -350,7 +367,7 @@ void Router::subscribe(std::uint32_t manager, std::span<const std::byte> body) {
   if (!subscribed_[manager]) {
     subscribed_[manager] = true;
     ++subscribed_count_;
-    spdlog::debug("manager {} subscribed to {} events", manager, n ? n - 1 : 0);
+    spdlog::debug("{} subscribed to {} events", name_of(manager), n ? n - 1 : 0);
   }
   // /ready reads this: the managers that subscribed (not the switch).
   const auto managers =

@@ -108,7 +108,12 @@ class Router {
   ProcessLoop& loop_;
   transport::Outbox& to_broker_;
   std::vector<transport::Outbox*> to_manager_;  // by destination: the managers, then the switch
-  std::uint32_t managers_;                      // destinations before the switch
+  // The log's names of the destinations: "manager notes", "manager notes
+  // 2" (EDRI_INTERNAL_MANAGERS, the supervisor's), then "switch".
+  std::vector<std::string> names_;
+  const std::string& name_of(std::uint32_t destination) const { return names_.at(destination); }
+  void learn_names();
+  std::uint32_t managers_;  // destinations before the switch
   std::unordered_map<std::uint64_t, Subscribers> routes_;
   bool least_loaded_;                       // EDRI_ROUTING=least_loaded
   InFlightLedger ledger_;                   // requests sent to a manager and not answered yet

@@ -48,7 +48,7 @@ void Router::deliver_from_cluster(const env::EnvelopeHeader& h, std::span<const 
     const auto manager = subs.managers[(start + i) % n];
     if (manager >= managers_ || group_of_[manager] != h.request_id) continue;
     if (!to_manager_[manager]->push(record))
-      spdlog::error("manager {} channel full: a notification was dropped", manager);
+      spdlog::error("{}'s channel full: a notification was dropped", name_of(manager));
     return;
   }
 }
@@ -69,7 +69,7 @@ void Router::fan_out(const env::EnvelopeHeader& h, std::span<const std::byte> re
     if (std::find(groups_seen_.begin(), groups_seen_.end(), group) != groups_seen_.end()) continue;
     groups_seen_.push_back(group);
     if (!to_manager_[manager]->push(record))
-      spdlog::error("manager {} channel full: a notification was dropped", manager);
+      spdlog::error("{}'s channel full: a notification was dropped", name_of(manager));
   }
 }
 

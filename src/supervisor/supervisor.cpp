@@ -130,6 +130,7 @@ void Supervisor::add_children(Generation& g) {
   };
   const auto domains = plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas);
   const auto titles = plugin::manager_titles(domains);
+  for (const auto& t : titles) g.manager_titles += (g.manager_titles.empty() ? "" : ",") + t;
   const auto hosted = plugin::listener_hosted_managers(domains, config.listener_domains);
   std::vector<std::uint32_t> guests;
   std::string guest_titles;  // what ps shows after "listener"
@@ -190,6 +191,7 @@ void Supervisor::spawn(Child& c) {
     ::setenv("EDRI_INTERNAL_UNIX_FD", std::to_string(unix_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_ADMIN_FD", std::to_string(admin_fd_.get()).c_str(), 1);
     ::setenv("EDRI_INTERNAL_BLOB_FD", std::to_string(g.blobs ? g.blobs->fd() : -1).c_str(), 1);
+    ::setenv("EDRI_INTERNAL_MANAGERS", g.manager_titles.c_str(), 1);
     ::setenv("EDRI_INTERNAL_TOPOLOGY",
              (std::to_string(g.topology.listeners()) + ":" + std::to_string(g.topology.managers()) + ":" +
               (g.topology.has_switch() ? "1" : "0"))

@@ -80,6 +80,9 @@ class Supervisor {
     // blobs lost in transit are freed here.
     std::unique_ptr<transport::BlobArena> blobs;
     std::vector<Child> children;
+    // Its managers' titles ("notes", "notes 2"), comma-separated: how the
+    // router names them in its log (EDRI_INTERNAL_MANAGERS).
+    std::string manager_titles;
     std::unique_ptr<asio::steady_timer> ready_timer;
     std::unique_ptr<asio::steady_timer> kill_timer;
     bool ready = false;

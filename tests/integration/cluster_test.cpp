@@ -192,7 +192,8 @@ TEST_CASE("a manager answers another instance straight to its switch and the rou
   // B's router heard that all 30 were answered: with the manager killed,
   // none counts as taken and unanswered.
   REQUIRE(::kill(b.child("manager test"), SIGKILL) == 0);
-  const std::string died = "died: 0 requests it had taken answered 503";
+  // Named by its domain, as ps and /health name it.
+  const std::string died = "manager test died: 0 requests it had taken answered 503";
   CHECK(eventually([&] { return b.log().find("requests it had taken answered 503") != std::string::npos; }));
   CHECK(b.log().find(died) != std::string::npos);
   CHECK(eventually([&] { return call(a.port(), "GET", "/hello/again").status == 200; }));

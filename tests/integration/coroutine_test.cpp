@@ -5,6 +5,8 @@
 // that passes, or a client that goes away, cancels it; EDRI_MAX_WAITING
 // bounds how many wait. A WebSocket command or a gRPC Event reaches the
 // same handler as a route.
+#include <signal.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -177,6 +179,11 @@ TEST_CASE("replicas are set per domain: a domain that declared one stays single"
     CHECK(names.count("manager peer 2") == 1);
     CHECK(names.count("manager life") == 1);
     CHECK(names.count("manager life 2") == 0);
+    // The router's log names a replica as ps does.
+    const pid_t second = server.child("manager co 2");
+    REQUIRE(second > 0);
+    REQUIRE(::kill(second, SIGKILL) == 0);
+    CHECK(eventually([&] { return server.log().find("manager co 2 died: ") != std::string::npos; }));
   }
   SECTION("EDRI_DOMAIN_REPLICAS names domains, over what they declared") {
     ServerProcess server({test_plugin_path("coroutines")}, {{"EDRI_DOMAIN_REPLICAS", "life=2, co=1"}});
