@@ -66,7 +66,7 @@ bool run_until(EventLoop& loop, std::initializer_list<NatsClient*> clients, Done
 
 }  // namespace
 
-TEST_CASE("a drained queue subscription hands out what NATS sent it; the next go to the other member",
+TEST_CASE("a drained queue subscription hands out what NATS sent it, and the next go to the other member",
           "[cluster][nats]") {
   edri::test::NatsServer nats({}, false);
   EventLoop loop;

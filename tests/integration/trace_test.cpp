@@ -455,7 +455,7 @@ TEST_CASE("spans past EDRI_TRACE_BUFFER are dropped, counted in /metrics and log
   CHECK(server.log().find("spans dropped (past EDRI_TRACE_BUFFER") != std::string::npos);
 }
 
-TEST_CASE("a batch the receiver could not take is posted again; one it refused is given up", "[trace]") {
+TEST_CASE("a batch the receiver could not take is posted again, and one it refused is given up", "[trace]") {
   // The first two POSTs (whichever processes make them) get 503.
   OtlpReceiver busy(2, 503);
   ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_OTLP_ENDPOINT", busy.url("/v1/traces")}});
