@@ -45,8 +45,13 @@ struct Hello {
   std::int64_t pid = 0;
   std::vector<std::string> domains;
   bool bye = false;
+  bool draining = false;  // a generation a reload replaced, finishing what it holds
   // As /health lists it: the known fields only, whatever else came.
-  nlohmann::json listed() const { return {{"id", id}, {"host", host}, {"pid", pid}, {"domains", domains}}; }
+  nlohmann::json listed() const {
+    nlohmann::json j{{"id", id}, {"host", host}, {"pid", pid}, {"domains", domains}};
+    if (draining) j["draining"] = true;
+    return j;
+  }
 };
 
 // The hello `text` says, or nullopt when it is none.
@@ -61,6 +66,7 @@ inline std::optional<Hello> read_hello(std::string_view text) {
   Hello h;
   h.id = id->get<std::string>();
   if (const auto bye = j.find("bye"); bye != j.end() && bye->is_boolean()) h.bye = bye->get<bool>();
+  if (const auto d = j.find("draining"); d != j.end() && d->is_boolean()) h.draining = d->get<bool>();
   if (const auto host = j.find("host"); host != j.end() && host->is_string()) h.host = host->get<std::string>();
   if (const auto pid = j.find("pid"); pid != j.end() && pid->is_number_integer()) h.pid = pid->get<std::int64_t>();
   if (const auto domains = j.find("domains"); domains != j.end() && domains->is_array())

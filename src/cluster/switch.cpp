@@ -77,6 +77,8 @@ Switch::Switch(ProcessLoop& loop, const Config& config, const plugin::PluginSet&
   loop.after_drain([this] { return end_of_turn(); });
   loop.on_replaced_signal([this] {
     replaced_ = true;
+    greet_ = true;  // the others list it as draining at once, not a second from now
+    directory_dirty_ = true;
     hand_over();
   });
   loop.on_stop_signal([this] {

@@ -34,6 +34,7 @@ std::string_view text_of(std::span<const std::byte> data) {
 void Switch::say_hello(bool bye) {
   nlohmann::json hello{{"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}};
   if (bye) hello["bye"] = true;
+  if (replaced_ && !bye) hello["draining"] = true;
   const auto text = hello.dump();
   greet_ = false;
   (void)nats_.publish(hello_subject(config_.cluster), "",
@@ -74,6 +75,7 @@ void Switch::write_instances() {
   auto list = nlohmann::json::array();
   auto self = nlohmann::json{
       {"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}, {"self", true}};
+  if (replaced_) self["draining"] = true;
   list.push_back(std::move(self));
   directory_.for_each_listed([&](const nlohmann::json& listed) { list.push_back(listed); });
   auto text = list.dump();

@@ -16,8 +16,10 @@
 //   <cluster>.push                 a notification for the WebSocket
 //                                  clients of every instance
 //   <cluster>.hello                each instance, every second: its id,
-//                                  host, pid and domains (JSON); and
-//                                  once with "bye": true when it stops
+//                                  host, pid and domains (JSON), and
+//                                  "draining": true once a reload
+//                                  replaced it; and once with "bye":
+//                                  true when it stops
 //
 // Live streams are ordered in a JetStream key-value bucket (nats-server
 // -js; docs/decisions/0020), not on a subject:

@@ -308,3 +308,45 @@ TEST_CASE("instances joined over NATS reload in turn under wrk and fail no reque
   CHECK(b->stop() == 0);
   CHECK(a->stop() == 0);
 }
+
+TEST_CASE("while a reload drains an instance joined over NATS, the others list its old generation as draining",
+          "[reload][cluster]") {
+  NatsServer nats;
+  auto instance = [&](const std::string& domains) {
+    return std::make_unique<ServerProcess>(
+        std::vector<std::string>{test_plugin_path("test_app")},
+        std::map<std::string, std::string>{
+            {"EDRI_NATS_URL", nats.url()}, {"EDRI_DOMAINS", domains}, {"EDRI_RELOAD_GRACE", "3"}});
+  };
+  auto a = instance("test"), b = instance("other");
+  const auto listed = [](const ServerProcess& s) {
+    HttpClient c(s.port());
+    return nlohmann::json::parse(c.get("/health").body)["cluster"]["instances"];
+  };
+  const auto draining = [](const nlohmann::json& instances) {
+    std::size_t n = 0;
+    for (const auto& i : instances) n += i.value("draining", false);
+    return n;
+  };
+  REQUIRE(eventually([&] { return listed(*a).size() == 2 && listed(*b).size() == 2; }, 10s));
+  // A WebSocket keeps B's first generation draining for EDRI_RELOAD_GRACE.
+  WsClient ws(b->port());
+  CHECK(ws.command({{"command", "publish"}, {"n", 0}}).contains("response"));
+  REQUIRE(reload_to(*b, 2));
+  nlohmann::json seen;
+  CHECK(eventually(
+      [&] {
+        seen = listed(*a);
+        return seen.size() == 3 && draining(seen) == 1;
+      },
+      5s));
+  INFO(seen.dump());
+  for (const auto& i : seen)
+    if (i.value("draining", false)) CHECK(i["domains"] == nlohmann::json::array({"other"}));
+  // B lists its old generation as A does; itself, the new one, serves.
+  CHECK(eventually([&] { return draining(listed(*b)) == 1 && !listed(*b)[0].value("draining", false); }, 5s));
+  // Past the grace the old generation goes, with a goodbye.
+  CHECK(eventually([&] { return listed(*a).size() == 2 && draining(listed(*a)) == 0; }, 10s));
+  CHECK(b->stop() == 0);
+  CHECK(a->stop() == 0);
+}

@@ -146,6 +146,11 @@ TEST_CASE("a hello is measured before it is parsed, and only its known fields ar
   CHECK_FALSE(h->bye);
   CHECK(h->listed() == nlohmann::json{{"id", "9b1f"}, {"host", "a"}, {"pid", 7}, {"domains", {"notes"}}});
   CHECK(cluster::read_hello(R"({"id":"x","bye":true})")->bye);
+  // A replaced generation's: listed as draining.
+  const auto draining = cluster::read_hello(R"({"id":"x","host":"a","pid":8,"domains":[],"draining":true})");
+  REQUIRE(draining);
+  CHECK(draining->listed()["draining"] == true);
+  CHECK_FALSE(cluster::read_hello(R"({"id":"x","draining":"yes"})")->draining);
   // Deeper than a hello is, however deep: refused before any parse.
   CHECK_FALSE(cluster::read_hello(R"({"id":"x","domains":[],"e":[[[]]]})"));
   CHECK_FALSE(cluster::read_hello(std::string(100000, '[') + std::string(100000, ']')));
