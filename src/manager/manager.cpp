@@ -470,6 +470,13 @@ std::optional<Traces::Call> Manager::consume_trace(env::EnvelopeView& v) {
 }
 
 void Manager::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  // What the timer's callback calls out to continues the trace of the
+  // handler that set it, as a ctx.request callback's does.
+  if (traces_.on() && (handler_of(nullptr) || continuing_))
+    fn = [this, caller = asker_trace(nullptr), fn = std::move(fn)] {
+      const ContinuingTrace continuing(continuing_, caller);
+      fn();
+    };
   const auto due = std::chrono::steady_clock::now() + delay;
   const auto it = laters_.emplace(due, std::move(fn));
   if (it == laters_.begin()) later_timer_.expires_after(std::max(delay, std::chrono::milliseconds(0)));

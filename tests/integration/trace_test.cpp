@@ -399,6 +399,29 @@ TEST_CASE("a call a callback makes after its handler returned continues the hand
   CHECK(find_span(spans, "far", "far.work")->parent == second->id);
 }
 
+TEST_CASE("a call a timer's callback makes continues the trace of the handler that set it", "[trace]") {
+  TempDir dir;
+  const std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
+  HttpClient c(server.port());
+  const auto r =
+      c.request("GET", "/later", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  REQUIRE(r.status == 200);
+  std::vector<Span> spans;
+  REQUIRE(eventually(
+      [&] {
+        spans = spans_in_file(file);
+        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work");
+      },
+      10s));
+  INFO(described(spans));
+  const Span* handler = find_span(spans, "front", "front.later");
+  REQUIRE(handler);
+  const Span* asked = find_span(spans, "front", "ask far.work");
+  CHECK(asked->parent == handler->id);
+  CHECK(find_span(spans, "far", "far.work")->parent == asked->id);
+}
+
 TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[trace]") {
   TempDir dir;
   const std::string file = (dir.path / "spans.jsonl").string();

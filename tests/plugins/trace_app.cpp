@@ -51,6 +51,15 @@ void reg(edri::Registry& r) {
     return edri::Deferred{};
   });
 
+  // GET /later: a callback handler that calls out from a timer's callback.
+  r.get("/later", "front.later", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
+    auto answer = ctx.defer();
+    ctx.after(std::chrono::milliseconds(10), [answer, &ctx] {
+      ctx.request("far.work", nlohmann::json::object(), [answer](const edri::Response& r) { answer.send(r); });
+    });
+    return edri::Deferred{};
+  });
+
   // GET /announce: a notification, heard in domain "back".
   r.notification("news.told");
   r.get("/announce", "front.announce", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
