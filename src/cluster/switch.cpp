@@ -28,6 +28,9 @@ namespace {
 constexpr auto kTick = 250ms;
 constexpr unsigned kTicksPerHello = 4;
 constexpr auto kStoppingTick = 20ms;
+// How long after connecting a switch has heard every instance: the others
+// answer its first hello at once, and say theirs every second anyway.
+constexpr auto kSettle = 1500ms;
 
 std::string random_id() {
   std::random_device rd;
@@ -241,7 +244,11 @@ void Switch::ask(const env::EnvelopeHeader& h, std::span<const std::byte> record
   // Both as of the last tick or hello: what changed since, NATS refuses.
   if (!up_)
     return refuse(h, 503, "domain '" + domain.name + "' runs on other instances, and NATS is unreachable now; retry");
-  if (!domain.runs_elsewhere) return refuse(h, 503, "no instance runs domain '" + domain.name + "' now; retry");
+  // Just connected, it has not heard the others yet: NATS says whether
+  // anyone takes the request (no responders: 503) rather than an empty
+  // directory (a new generation's listeners serve at once).
+  if (!domain.runs_elsewhere && Clock::now() >= settled_at_)
+    return refuse(h, 503, "no instance runs domain '" + domain.name + "' now; retry");
   const auto left = time_left(h);
   if (left <= 0ms) return refuse(h, 504, "the request's deadline passed before it could cross to another instance");
   auto header = h;
@@ -398,6 +405,7 @@ void Switch::nats_changed(bool up) {
     if (ever_up_ || was_up) spdlog::info("NATS is back: requests for other instances are served again");
     ever_up_ = true;
     ticks_ = 0;
+    settled_at_ = Clock::now() + kSettle;
     say_hello();
     return;
   }

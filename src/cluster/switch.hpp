@@ -195,6 +195,7 @@ class Switch {
   std::uint64_t next_served_ = 0;
   bool up_ = false;
   bool ever_up_ = false;
+  Clock::time_point settled_at_{};     // connected long enough to have heard the others
   bool replaced_ = false;              // SIGUSR2: a new generation serves beside this one
   bool stopping_ = false;              // SIGTERM: finishing what other instances asked
   std::set<std::string> handed_over_;  // local domains NATS no longer sends here
