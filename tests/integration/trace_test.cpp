@@ -344,7 +344,9 @@ TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace
   REQUIRE(eventually(
       [&] {
         spans = spans_in_file(file);
-        return find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work") &&
+        // Each process exports its own spans, each on its own 200 ms pace.
+        return find_span(spans, "front", "front.announce") && find_span(spans, "front", "publish news.told") &&
+               find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work") &&
                find_span(spans, "far", "far.later");
       },
       10s));
@@ -385,7 +387,8 @@ TEST_CASE("a call a callback makes after its handler returned continues the hand
   REQUIRE(eventually(
       [&] {
         spans = spans_in_file(file);
-        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work");
+        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work") &&
+               find_span(spans, "front", "front.chain_on");
       },
       10s));
   INFO(described(spans));
@@ -411,7 +414,8 @@ TEST_CASE("a call a timer's callback makes continues the trace of the handler th
   REQUIRE(eventually(
       [&] {
         spans = spans_in_file(file);
-        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work");
+        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work") &&
+               find_span(spans, "front", "front.later");
       },
       10s));
   INFO(described(spans));
