@@ -153,6 +153,8 @@ class Switch {
   // their last message.
   void stop_when_done();
   void nats_changed(bool up);
+  // This instance as a hello says it and /health lists it (Hello::listed).
+  nlohmann::json self_listed() const;
   void say_hello(bool bye = false);
   void write_instances();
   // Live streams (switch_streams.cpp): publishes and reads go to the

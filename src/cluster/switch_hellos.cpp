@@ -31,10 +31,16 @@ std::string_view text_of(std::span<const std::byte> data) {
 
 }  // namespace
 
+nlohmann::json Switch::self_listed() const {
+  return Hello{instance_, host_name(), ::getpid(), local_domains_, false, replaced_}.listed();
+}
+
 void Switch::say_hello(bool bye) {
-  nlohmann::json hello{{"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}};
-  if (bye) hello["bye"] = true;
-  if (replaced_ && !bye) hello["draining"] = true;
+  nlohmann::json hello = self_listed();
+  if (bye) {
+    hello.erase("draining");
+    hello["bye"] = true;
+  }
   const auto text = hello.dump();
   greet_ = false;
   (void)nats_.publish(hello_subject(config_.cluster), "",
@@ -73,9 +79,8 @@ void Switch::directory_changed() {
 
 void Switch::write_instances() {
   auto list = nlohmann::json::array();
-  auto self = nlohmann::json{
-      {"id", instance_}, {"host", host_name()}, {"pid", ::getpid()}, {"domains", local_domains_}, {"self", true}};
-  if (replaced_) self["draining"] = true;
+  auto self = self_listed();
+  self["self"] = true;
   list.push_back(std::move(self));
   directory_.for_each_listed([&](const nlohmann::json& listed) { list.push_back(listed); });
   auto text = list.dump();

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/problem.hpp"
 #include "envelope/send.hpp"
+#include "runtime/setting_parsers.hpp"
 
 namespace edri::router {
 
@@ -132,13 +132,8 @@ void Router::on_listener_control(std::span<const std::byte> record) {
 }
 
 void Router::learn_names() {
-  std::vector<std::string> titles;
-  if (const char* listed = std::getenv("EDRI_INTERNAL_MANAGERS"))
-    for (std::string_view rest = listed; !rest.empty();) {
-      const auto comma = rest.find(',');
-      titles.emplace_back(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+  const char* listed = std::getenv("EDRI_INTERNAL_MANAGERS");
+  const auto titles = comma_list(listed ? listed : "");
   const auto& topo = loop_.topology();
   for (std::uint32_t j = 0; j < topo.destinations(); ++j)
     names_.push_back(j >= managers_ ? std::string("switch")

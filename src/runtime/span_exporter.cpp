@@ -304,7 +304,8 @@ void SpanExporter::export_body(std::string& body, bool& post_it) {
       notice("cannot write EDRI_TRACE_PATH " + settings_.path + ": " + std::strerror(errno));
   }
   if (!curl_) return;
-  const Posted posted = post_it ? post(body) : Posted::Retry;
+  const bool tried = post_it;
+  const Posted posted = tried ? post(body) : Posted::Retry;
   if (posted == Posted::Ok) return;
   post_it = false;
   if (posted == Posted::Refused) {
@@ -315,15 +316,15 @@ void SpanExporter::export_body(std::string& body, bool& post_it) {
     backoff_ = kFirstBackoff;
     retry_at_ = std::chrono::steady_clock::now() + backoff_;
   }
-  hold(std::move(body));
+  hold(std::move(body), tried ? 1 : 0);
 }
 
-void SpanExporter::hold(std::string body) {
+void SpanExporter::hold(std::string body, unsigned tries) {
   if (held_.size() == kHeldBatches) {
     held_.pop_front();
     failed_.fetch_add(1, std::memory_order_relaxed);
   }
-  held_.push_back({std::move(body), 1});
+  held_.push_back({std::move(body), tries});
 }
 
 bool SpanExporter::post_held(bool now) {

@@ -76,9 +76,9 @@ class SpanExporter {
   // `now`: the last round, at a stop); false when one failed again (the
   // round posts no more).
   bool post_held(bool now);
-  // Keeps `body` for a later POST; past kHeldBatches the oldest is given
-  // up (counted in failed_).
-  void hold(std::string body);
+  // Keeps `body`, posted `tries` times so far, for a later POST; past
+  // kHeldBatches the oldest is given up (counted in failed_).
+  void hold(std::string body, unsigned tries);
   void notice(std::string text);
   void notice_locked(std::string text);  // with mutex_ held
   void reopen_file();                    // the same

@@ -95,6 +95,45 @@ const Span* find_span(const std::vector<Span>& spans, const std::string& process
   return nullptr;
 }
 
+// A request's header naming the client's span of kTrace, sampled.
+std::string client_traceparent() { return std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n"; }
+
+// trace_app, its spans written to a file of its own (EDRI_TRACE_PATH).
+struct TracedApp {
+  using Env = std::map<std::string, std::string>;
+  TempDir dir;
+  std::string file = (dir.path / "spans.jsonl").string();
+  ServerProcess server;
+  explicit TracedApp(Env env = {}) : server({test_plugin_path("trace_app")}, with_path(std::move(env), file)) {}
+  static Env with_path(Env env, const std::string& file) {
+    env.emplace("EDRI_TRACE_PATH", file);
+    return env;
+  }
+  // GET `path` as a call of the client's span; then the file's spans once
+  // each (process, name) of `wanted` is there: each process exports its
+  // own, on its own 200 ms pace, so one span's being there says nothing of
+  // another's.
+  using Wanted = std::vector<std::pair<std::string, std::string>>;
+  std::vector<Span> call(const std::string& path, const Wanted& wanted) {
+    HttpClient c(server.port());
+    REQUIRE(c.request("GET", path, {}, client_traceparent()).status == 200);
+    return spans_with(wanted);
+  }
+  std::vector<Span> spans_with(const Wanted& wanted) const {
+    std::vector<Span> spans;
+    const bool all = eventually(
+        [&] {
+          spans = spans_in_file(file);
+          return std::all_of(wanted.begin(), wanted.end(),
+                             [&](const auto& w) { return find_span(spans, w.first, w.second) != nullptr; });
+        },
+        10s);
+    INFO("not every span came:\n" << described(spans));
+    REQUIRE(all);
+    return spans;
+  }
+};
+
 // The JSON log lines of `log` whose message is `message`.
 std::vector<json> lines_saying(const std::string& log, const std::string& message) {
   std::vector<json> out;
@@ -279,12 +318,10 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
 }
 
 TEST_CASE("a handler's database statements and worker jobs are spans of its trace", "[trace]") {
-  TempDir dir;
-  const std::string file = (dir.path / "spans.jsonl").string();
-  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
-  HttpClient c(server.port());
-  const auto r =
-      c.request("GET", "/store", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  TracedApp app;
+  const auto& file = app.file;
+  HttpClient c(app.server.port());
+  const auto r = c.request("GET", "/store", {}, client_traceparent());
   REQUIRE(r.status == 200);
   CHECK(json::parse(r.body)["rows"] == 4);
   std::vector<Span> spans;
@@ -314,16 +351,10 @@ TEST_CASE("a handler's database statements and worker jobs are spans of its trac
 
   // Work on a worker thread (an internal span) and a task in a worker
   // process (a client span), both children of their handler's.
-  const auto w =
-      c.request("GET", "/work", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
+  const auto w = c.request("GET", "/work", {}, client_traceparent());
   REQUIRE(w.status == 200);
   CHECK(json::parse(w.body) == json{{"sum", 4}, {"upper", "ABC"}});
-  REQUIRE(eventually(
-      [&] {
-        spans = spans_in_file(file);
-        return find_span(spans, "store", "thread") && find_span(spans, "store", "task upper");
-      },
-      10s));
+  spans = app.spans_with({{"store", "thread"}, {"store", "task upper"}, {"store", "store.busy"}});
   const Span* busy = find_span(spans, "store", "store.busy");
   REQUIRE(busy);
   CHECK(find_span(spans, "store", "thread")->parent == busy->id);
@@ -333,23 +364,12 @@ TEST_CASE("a handler's database statements and worker jobs are spans of its trac
 }
 
 TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace]") {
-  TempDir dir;
-  const std::string file = (dir.path / "spans.jsonl").string();
-  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}, {"EDRI_LOG_FORMAT", "json"}});
-  HttpClient c(server.port());
-  const auto r =
-      c.request("GET", "/announce", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
-  REQUIRE(r.status == 200);
-  std::vector<Span> spans;
-  REQUIRE(eventually(
-      [&] {
-        spans = spans_in_file(file);
-        // Each process exports its own spans, each on its own 200 ms pace.
-        return find_span(spans, "front", "front.announce") && find_span(spans, "front", "publish news.told") &&
-               find_span(spans, "back", "process news.told") && find_span(spans, "far", "far.work") &&
-               find_span(spans, "far", "far.later");
-      },
-      10s));
+  TracedApp app(TracedApp::Env{{"EDRI_LOG_FORMAT", "json"}});
+  const auto spans = app.call("/announce", {{"front", "front.announce"},
+                                            {"front", "publish news.told"},
+                                            {"back", "process news.told"},
+                                            {"far", "far.work"},
+                                            {"far", "far.later"}});
   INFO(described(spans));
   const Span* handler = find_span(spans, "front", "front.announce");
   const Span* published = find_span(spans, "front", "publish news.told");
@@ -370,27 +390,15 @@ TEST_CASE("a notification's subscribers continue its publisher's trace", "[trace
   REQUIRE(later);
   CHECK(later->parent == processed->id);
   CHECK(find_span(spans, "far", "far.later")->parent == later->id);
-  const auto heard = lines_saying(server.log(), "back heard");
+  const auto heard = lines_saying(app.server.log(), "back heard");
   REQUIRE(heard.size() == 1);
   CHECK(heard[0].value("trace_id", "") == kTrace);
 }
 
 TEST_CASE("a call a callback makes after its handler returned continues the handler's trace", "[trace]") {
-  TempDir dir;
-  const std::string file = (dir.path / "spans.jsonl").string();
-  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
-  HttpClient c(server.port());
-  const auto r =
-      c.request("GET", "/chain-on", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
-  REQUIRE(r.status == 200);
-  std::vector<Span> spans;
-  REQUIRE(eventually(
-      [&] {
-        spans = spans_in_file(file);
-        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work") &&
-               find_span(spans, "front", "front.chain_on");
-      },
-      10s));
+  TracedApp app;
+  const auto spans =
+      app.call("/chain-on", {{"far", "far.work"}, {"front", "ask far.work"}, {"front", "front.chain_on"}});
   INFO(described(spans));
   const Span* handler = find_span(spans, "front", "front.chain_on");
   REQUIRE(handler);
@@ -403,21 +411,8 @@ TEST_CASE("a call a callback makes after its handler returned continues the hand
 }
 
 TEST_CASE("a call a timer's callback makes continues the trace of the handler that set it", "[trace]") {
-  TempDir dir;
-  const std::string file = (dir.path / "spans.jsonl").string();
-  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
-  HttpClient c(server.port());
-  const auto r =
-      c.request("GET", "/later", {}, std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n");
-  REQUIRE(r.status == 200);
-  std::vector<Span> spans;
-  REQUIRE(eventually(
-      [&] {
-        spans = spans_in_file(file);
-        return find_span(spans, "far", "far.work") && find_span(spans, "front", "ask far.work") &&
-               find_span(spans, "front", "front.later");
-      },
-      10s));
+  TracedApp app;
+  const auto spans = app.call("/later", {{"far", "far.work"}, {"front", "ask far.work"}, {"front", "front.later"}});
   INFO(described(spans));
   const Span* handler = find_span(spans, "front", "front.later");
   REQUIRE(handler);
@@ -427,11 +422,11 @@ TEST_CASE("a call a timer's callback makes continues the trace of the handler th
 }
 
 TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[trace]") {
-  TempDir dir;
-  const std::string file = (dir.path / "spans.jsonl").string();
-  ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_PATH", file}});
+  TracedApp app;
+  const auto& file = app.file;
+  auto& server = app.server;
   HttpClient c(server.port());
-  const std::string traced = std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n";
+  const std::string traced = client_traceparent();
   REQUIRE(c.request("GET", "/store", {}, traced).status == 200);
   REQUIRE(eventually([&] { return find_span(spans_in_file(file), "store", "store.work") != nullptr; }, 10s));
   // Rotation as logrotate does it: rename, then SIGUSR1 to the server.
@@ -487,7 +482,7 @@ TEST_CASE("a batch the receiver could not take is posted again, and one it refus
   OtlpReceiver busy(2, 503);
   ServerProcess server({test_plugin_path("trace_app")}, {{"EDRI_TRACE_OTLP_ENDPOINT", busy.url("/v1/traces")}});
   HttpClient c(server.port());
-  const std::string traced = std::string("traceparent: 00-") + kTrace + "-" + kClientSpan + "-01\r\n";
+  const std::string traced = client_traceparent();
   REQUIRE(c.request("GET", "/chain", {}, traced).status == 200);
   REQUIRE(c.request("GET", "/chain", {}, traced).status == 200);
   // Taken at last: each refused body again, byte for byte, and every
