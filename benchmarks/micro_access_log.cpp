@@ -6,10 +6,14 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <edri/response.hpp>
 
 #include "listener/access_line.hpp"
 #include "listener/access_log.hpp"
 #include "runtime/span_exporter.hpp"
+#include "runtime/trace_context.hpp"
 #include "support/access_record_sample.hpp"
 
 namespace {
@@ -104,5 +108,54 @@ void BM_OtlpJson(benchmark::State& st) {
   st.counters["bytes_per_span"] = static_cast<double>(bytes) / static_cast<double>(batch.size());
 }
 BENCHMARK(BM_OtlpJson);
+
+}  // namespace
+
+namespace {
+
+// What every traced request costs each process it crosses, sampled or
+// not: its `traceparent` read back (the listener's from the client, a
+// manager's from the envelope's Trace section).
+// Random ids, a different one each time, as in a server: the same text
+// over and over would teach the branch predictor its digits.
+void BM_TraceparentParse(benchmark::State& st) {
+  std::vector<std::string> texts(4096);
+  for (auto& t : texts) t = edri::new_trace(false).text();
+  std::size_t i = 0;
+  for (auto _ : st) {
+    auto parsed = edri::parse_traceparent(texts[i++ & 4095]);
+    benchmark::DoNotOptimize(parsed);
+  }
+}
+BENCHMARK(BM_TraceparentParse);
+
+// A new trace's ids and their text: the listener's part for a request
+// that comes without a `traceparent`.
+void BM_TraceStart(benchmark::State& st) {
+  char text[edri::TraceContext::kTextSize];
+  for (auto _ : st) {
+    edri::new_trace(false).write(text);
+    benchmark::DoNotOptimize(text);
+  }
+}
+BENCHMARK(BM_TraceStart);
+
+}  // namespace
+
+namespace {
+
+// The answer's `traceparent` and `X-Request-Id` lines, as a traced
+// request's listener adds them (each checked for line breaks).
+void BM_AnswerTraceHeaders(benchmark::State& st) {
+  const std::string traceparent = edri::new_trace(false).text();
+  edri::ResponseHeaders lines;
+  for (auto _ : st) {
+    lines.clear();
+    lines.add("traceparent", traceparent);
+    lines.add("X-Request-Id", "9ce876de-0000-000000000001");
+    benchmark::DoNotOptimize(lines.lines().data());
+  }
+}
+BENCHMARK(BM_AnswerTraceHeaders);
 
 }  // namespace

@@ -73,9 +73,11 @@ std::unique_ptr<AccessRecord> AccessLog::begin(std::string_view protocol, std::s
   r->bytes_in = 0;
   r->user_agent = head ? head->header("user-agent") : std::string_view();
   r->referer = head ? head->header("referer") : std::string_view();
-  r->trace_id = head ? trace_id_of(head->header("traceparent")) : std::string_view();
   r->traced = false;
-  if (tracer_) start_trace(*r, head);
+  if (tracer_)
+    start_trace(*r, head);
+  else
+    r->trace_id = head ? trace_id_of(head->header("traceparent")) : std::string_view();
   return r;
 }
 

@@ -30,12 +30,17 @@ std::string_view Traces::begin(const envelope::EnvelopeHeader& h, std::string_vi
   if (!exporter_ || section.empty()) return {};
   const auto sender = parse_traceparent(section.substr(0, TraceContext::kTextSize));
   if (!sender) return {};
+  // An unsampled trace makes no span here, so it is carried on as it
+  // came: no span id of its own to draw and write (W3C Trace Context
+  // lets a participant that records nothing pass the parent on).
+  if (!sender->sampled()) {
+    section.copy(text_, TraceContext::kTextSize);
+    return {text_, TraceContext::kTextSize};
+  }
   const TraceContext mine = sender->child();
   mine.write(text_);
-  if (mine.sampled()) {
-    if (open_.size() >= kOpenLimit) forget_stale();
-    open_.insert_or_assign(key_of(h), Open{mine, sender->span_id, unix_now_ns(), std::string(event), domain});
-  }
+  if (open_.size() >= kOpenLimit) forget_stale();
+  open_.insert_or_assign(key_of(h), Open{mine, sender->span_id, unix_now_ns(), std::string(event), domain});
   return {text_, TraceContext::kTextSize};
 }
 

@@ -258,6 +258,13 @@ TEST_CASE("a trace is started, kept unsampled or refused as the standard says", 
   const std::string quiet = "11111111111111111111111111111111";
   CHECK(traceparent_of("00-" + quiet + "-" + kClientSpan + "-00").substr(3, 32) == quiet);
   CHECK(traceparent_of("00-" + quiet + "-" + kClientSpan + "-00").substr(52) == "-00");
+  // And into the other domain: its handler's traceparent is of the same
+  // trace, unsampled still.
+  const auto chained = c.request("GET", "/chain", {}, "traceparent: 00-" + quiet + "-" + kClientSpan + "-00\r\n");
+  const std::string back_tp = nlohmann::json::parse(chained.body).value("traceparent", "");
+  REQUIRE(back_tp.size() == 55);
+  CHECK(back_tp.substr(3, 32) == quiet);
+  CHECK(back_tp.substr(52) == "-00");
   // Invalid (uppercase hex, all-zero trace, version ff, version 00 too
   // long) or absent: a trace of the server's own, sampled at rate 1.
   std::set<std::string> started;

@@ -45,6 +45,21 @@ TEST_CASE("traceparent: what the standard refuses is refused", "[trace]") {
     INFO(bad);
     CHECK_FALSE(parse_traceparent(bad));
   }
+  // Any byte but a lowercase hex digit, in any digit's place (the
+  // neighbours of '0'-'9' and 'a'-'f', uppercase, bytes past 0x7f), and
+  // only those: a place's every hex digit is taken (but version ff).
+  int wrong = 0;
+  for (std::size_t at = 0; at < kGiven.size(); ++at) {
+    if (kGiven[at] == '-') continue;
+    for (int c = 0; c < 256; ++c) {
+      std::string text = kGiven;
+      text[at] = static_cast<char>(c);
+      const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      const bool valid = hex && text.substr(0, 2) != "ff";
+      if (parse_traceparent(text).has_value() != valid) ++wrong;
+    }
+  }
+  CHECK(wrong == 0);
   // A later version may add fields after a '-'.
   CHECK(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"));
 }
