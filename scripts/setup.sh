@@ -26,6 +26,8 @@ packages=(
   # installed as a service (docs/operations.md): sd_notify for Type=notify,
   # and what scripts/package.sh checks the .deb with
   libsystemd-dev lintian systemd
+  # a declared field's pattern (edri/fields.hpp), matched in linear time
+  libre2-dev
   # outbound HTTP from handlers, on the manager's loop (Context::fetch)
   libcurl4-openssl-dev
   # Postgres from handlers (src/database/, issue 37): libpq to build, the

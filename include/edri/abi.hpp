@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 20;
+inline constexpr std::uint32_t kPluginAbiVersion = 21;
 
 }  // namespace edri
 

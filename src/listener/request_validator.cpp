@@ -1,99 +1,8 @@
 #include "listener/request_validator.hpp"
 
-#include <cmath>
-#include <cstdlib>
-
-#include "http/route_table.hpp"
-
 namespace edri::listener {
 
 namespace {
-
-const char* type_name(FieldType t) {
-  switch (t) {
-    case FieldType::Int: return "an integer";
-    case FieldType::String: return "a string";
-    case FieldType::Uuid: return "a UUID";
-    case FieldType::Number: return "a number";
-    case FieldType::Bool: return "a boolean";
-    case FieldType::Object: return "an object";
-    case FieldType::Array: return "an array";
-    case FieldType::Any: return "a value";
-  }
-  return "a value";
-}
-
-std::size_t utf8_length(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) ++n;
-  return n;
-}
-
-std::string format_bound(double v) {
-  if (std::floor(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  return std::to_string(v);
-}
-
-// The bound check shared by every source: `measure` is the value of a
-// number or the length of a string or array.
-void check_range(const FieldDecl& f, double measure, bool is_length, std::vector<FieldError>& errors) {
-  const bool low = f.min && measure < *f.min;
-  const bool high = f.max && measure > *f.max;
-  if (!low && !high) return;
-  std::string m = "must be ";
-  if (f.min && f.max)
-    m += "between " + format_bound(*f.min) + " and " + format_bound(*f.max);
-  else if (f.min)
-    m += "at least " + format_bound(*f.min);
-  else
-    m += "at most " + format_bound(*f.max);
-  if (is_length) m += f.type == FieldType::Array ? " items long" : " characters long";
-  errors.push_back({f.name, m});
-}
-
-// A field that arrives as text (query, header, cookie).
-void check_text(const FieldDecl& f, std::string_view v, std::vector<FieldError>& errors) {
-  switch (f.type) {
-    case FieldType::Int:
-      if (!http::is_int_segment(v)) return errors.push_back({f.name, "must be an integer"});
-      return check_range(f, static_cast<double>(std::strtoll(std::string(v).c_str(), nullptr, 10)), false, errors);
-    case FieldType::Number: {
-      const std::string s(v);
-      char* end = nullptr;
-      const double d = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !std::isfinite(d)) return errors.push_back({f.name, "must be a number"});
-      return check_range(f, d, false, errors);
-    }
-    case FieldType::Bool:
-      if (v != "true" && v != "false" && v != "1" && v != "0") errors.push_back({f.name, "must be true or false"});
-      return;
-    case FieldType::Uuid:
-      if (!http::is_uuid_segment(v)) errors.push_back({f.name, "must be a UUID"});
-      return;
-    default: return check_range(f, static_cast<double>(utf8_length(v)), true, errors);
-  }
-}
-
-// A field of a JSON body.
-void check_json(const FieldDecl& f, const nlohmann::json& v, std::vector<FieldError>& errors) {
-  bool ok = true;
-  switch (f.type) {
-    case FieldType::Int: ok = v.is_number_integer(); break;
-    case FieldType::Number: ok = v.is_number(); break;
-    case FieldType::String: ok = v.is_string(); break;
-    case FieldType::Uuid: ok = v.is_string() && http::is_uuid_segment(v.get_ref<const std::string&>()); break;
-    case FieldType::Bool: ok = v.is_boolean(); break;
-    case FieldType::Object: ok = v.is_object(); break;
-    case FieldType::Array: ok = v.is_array(); break;
-    case FieldType::Any: break;
-  }
-  if (!ok) return errors.push_back({f.name, std::string("must be ") + type_name(f.type)});
-  if (v.is_number()) return check_range(f, v.get<double>(), false, errors);
-  if (v.is_string())
-    return check_range(f, static_cast<double>(utf8_length(v.get_ref<const std::string&>())), true, errors);
-  if (v.is_array()) return check_range(f, static_cast<double>(v.size()), true, errors);
-}
 
 // The value of `name` in "a=1&b=2" (decoded), if present.
 bool find_query(std::string_view query, std::string_view name, std::string& value, bool& malformed) {
@@ -199,8 +108,10 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
 }
 
 RequestValidator::RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth)
-    : fields_(std::move(fields)), max_json_depth_(max_json_depth) {
-  for (const auto& f : fields_) {
+    : max_json_depth_(max_json_depth) {
+  // The plugin set made each rule at start-up already, so none throws here.
+  for (const auto& f : fields) rules_.emplace_back(f);
+  for (const auto& f : fields) {
     if (f.source != FieldSource::Body) continue;
     has_body_fields_ = true;
     if (!f.name.empty()) has_named_body_fields_ = true;
@@ -247,19 +158,19 @@ void RequestValidator::check_fields(const nlohmann::json& body, const http::Http
                                     std::string_view whole_body_label, FindQuery&& find_query_value,
                                     ValidatedFields& out) const {
   std::string value;
-  for (const auto& f : fields_) {
+  for (const auto& rule : rules_) {
+    const FieldDecl& f = rule.decl();
     bool present = false;
     switch (f.source) {
       case FieldSource::Body: {
         if (f.name.empty()) {  // the whole body (JsonBody())
-          check_json(f, body, out.errors);
-          if (!out.errors.empty() && out.errors.back().field.empty()) out.errors.back().field = whole_body_label;
+          rule.check_json(body, std::string(whole_body_label), out.errors);
           present = true;
           break;
         }
         auto it = body.find(f.name);
-        if (it != body.end() && !it->is_null()) {
-          check_json(f, *it, out.errors);
+        if (it != body.end() && (!it->is_null() || f.null_ok)) {
+          rule.check_json(*it, f.name, out.errors);
           present = true;
         }
         break;
@@ -268,7 +179,7 @@ void RequestValidator::check_fields(const nlohmann::json& body, const http::Http
         const char* problem = nullptr;
         present = find_query_value(f.name, value, problem);
         if (problem) {
-          out.errors.push_back({f.name, problem});
+          plugin::add_field_error(out.errors, f.name, problem);
           continue;
         }
         if (!present && !f.default_value.is_null()) {
@@ -276,27 +187,28 @@ void RequestValidator::check_fields(const nlohmann::json& body, const http::Http
           present = true;
         }
         if (present) {
-          check_text(f, value, out.errors);
+          rule.check_text(value, f.name, out.errors);
           out.query.emplace_back(f.name, value);
         }
         break;
       }
       case FieldSource::Header:
-      case FieldSource::Cookie: check_headers(f, req, out, present); break;
+      case FieldSource::Cookie: check_headers(rule, req, out, present); break;
     }
-    if (!present && f.required) out.errors.push_back({f.name, "is required"});
+    if (!present && f.required) plugin::add_field_error(out.errors, f.name, "is required");
   }
   if (!out.errors.empty()) out.status = 422;
 }
 
-void RequestValidator::check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out,
+void RequestValidator::check_headers(const plugin::FieldRule& rule, const http::HttpRequest& req, ValidatedFields& out,
                                      bool& present) const {
+  const FieldDecl& f = rule.decl();
   if (f.source == FieldSource::Header) {
     const std::string name = lower(f.name);
     for (const auto& [k, v] : req.headers) {
       if (lower(k) != name) continue;
       present = true;
-      check_text(f, v, out.errors);
+      rule.check_text(v, f.name, out.errors);
       out.headers.emplace_back(name, v);
       return;
     }
@@ -305,7 +217,7 @@ void RequestValidator::check_headers(const FieldDecl& f, const http::HttpRequest
   std::string value;
   present = find_cookie(req.header("cookie"), f.name, value);
   if (present) {
-    check_text(f, value, out.errors);
+    rule.check_text(value, f.name, out.errors);
     out.cookies.emplace_back(f.name, value);
   }
 }

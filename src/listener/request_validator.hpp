@@ -15,13 +15,11 @@
 #include <edri/plugin.hpp>
 
 #include "http/request_parser.hpp"
+#include "plugin/field_rules.hpp"
 
 namespace edri::listener {
 
-struct FieldError {
-  std::string field;
-  std::string message;
-};
+using plugin::FieldError;
 
 struct ValidatedFields {
   std::vector<std::pair<std::string, std::string>> query;    // declared query fields
@@ -44,7 +42,7 @@ class RequestValidator {
   // is parsed (EDRI_MAX_JSON_DEPTH; see edri/json_depth.hpp).
   explicit RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth = kDefaultMaxJsonDepth);
 
-  bool empty() const { return fields_.empty(); }
+  bool empty() const { return rules_.empty(); }
   // Whether check() reads the body (a JSON body or body fields).
   bool reads_body() const { return has_body_fields_; }
   // Checks `req` (whose raw query string is `query`) into `out`.
@@ -64,11 +62,12 @@ class RequestValidator {
   static bool depth_ok(std::string_view text, std::size_t limit, std::string_view field, ValidatedFields& out);
 
  private:
-  std::vector<FieldDecl> fields_;
+  std::vector<plugin::FieldRule> rules_;
   std::size_t max_json_depth_;
   bool has_body_fields_ = false;
   bool has_named_body_fields_ = false;
-  void check_headers(const FieldDecl& f, const http::HttpRequest& req, ValidatedFields& out, bool& present) const;
+  void check_headers(const plugin::FieldRule& rule, const http::HttpRequest& req, ValidatedFields& out,
+                     bool& present) const;
   // The one walk over the fields for both: `find_query_value(name, value,
   // problem)` says whether a query field is there (REST: the query string;
   // WebSocket: the message).

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "envelope/envelope.hpp"
+#include "plugin/field_rules.hpp"
 #include "plugin/plugin_metrics.hpp"
 #include "transport/stale_owner.hpp"
 
@@ -179,6 +180,7 @@ class PluginSet::Builder {
  private:
   Registry register_plugin(const std::string& code);
   void take_events(RegistryDeclarations& d);
+  void check_fields(const EventDecl& e) const;
   void take_routes(RegistryDeclarations& d);
   void take_handlers(RegistryDeclarations& d);
   void claim_command(const std::string& name) const;
@@ -297,6 +299,7 @@ void PluginSet::Builder::take_events(RegistryDeclarations& d) {
     if (e.name.empty()) throw PluginError(where_ + ": an event has no name");
     if (e.domain.empty()) throw PluginError(where_ + ": event " + e.name + " has an empty domain");
     if (event_by_name_.count(e.name)) throw PluginError(where_ + ": event " + e.name + " is declared twice");
+    check_fields(e);
     const auto id = envelope::event_type_id(e.name);
     if (auto it = name_by_id_.find(id); it != name_by_id_.end())
       throw PluginError(where_ + ": event " + e.name + " collides with " + it->second + " (same type id)");
@@ -306,6 +309,19 @@ void PluginSet::Builder::take_events(RegistryDeclarations& d) {
     const bool notification =
         std::find(d.notifications.begin(), d.notifications.end(), e.name) != d.notifications.end();
     set_.events_.push_back(LoadedEvent{e.name, id, e.domain, std::move(e.fields), plugin_index_, -1, notification});
+  }
+}
+
+// Each field's rules are made once here, so that a declaration that
+// cannot hold (a default its own rules refuse, a pattern that does not
+// compile) stops start-up naming it, instead of failing every request.
+void PluginSet::Builder::check_fields(const EventDecl& e) const {
+  for (const auto& f : e.fields) {
+    try {
+      FieldRule rule(f);
+    } catch (const FieldDeclError& error) {
+      throw PluginError(where_ + ": event " + e.name + ": field " + error.what());
+    }
   }
 }
 

@@ -1,9 +1,10 @@
 // JSON body binding: a request body (and a query string, taken from the
-// first line) checked against declared body and query fields, as the
-// listener does before a request leaves it, with its nesting limit
-// (EDRI_MAX_JSON_DEPTH); the problem body for a failure; then the body as
-// a handler without declared fields meets it: Request::json() under the
-// same limit, and the value echoed (Response::json serializes it).
+// first line) checked against declared body and query fields (nested
+// members, items, enums and patterns among them), as the listener does
+// before a request leaves it, with its nesting limit (EDRI_MAX_JSON_DEPTH);
+// the problem body for a failure; then the body as a handler without
+// declared fields meets it: Request::json() under the same limit, and the
+// value echoed (Response::json serializes it).
 //
 // Input: byte 0 picks the depth limit (1..200), bytes 1-2 a depth D (up to
 // about 200,000); then "query\nbody". When D is not 0 the body becomes the
@@ -49,6 +50,14 @@ const listener::RequestValidator& validator(std::size_t limit) {
             Field("ratio").number().range(-1, 1).optional(),
             Field("id").uuid().optional(),
             Field("meta").object().optional(),
+            // JSON Schema's rules by path: items, members, enum, pattern
+            // (RE2), null as a value, and the 64-error cap.
+            Field("tags").array(Field("").string().one_of({"a", "b"}).pattern("^[a-z]$")).optional(),
+            Field("owner")
+                .object({Field("name").string().pattern("^[A-Za-z ]+$"),
+                         Field("ids").array(Field("").integer().range(0, 9)).length(0, 100).optional()})
+                .optional(),
+            Field("state").string().nullable().optional(),
             Field("page").integer().range(1, 100).in_query().default_to(1),
             Field("q").string().in_query().optional(),
         },

@@ -7,6 +7,7 @@
 
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "support/ws_client.hpp"
 
 using namespace edri::test;
 using nlohmann::json;
@@ -108,4 +109,69 @@ TEST_CASE("plugin API: integers are 64-bit or refused, a response header follows
     }
     CHECK(c.get("/int-of/1").status == 200);  // the manager lives on
   }
+}
+
+TEST_CASE("nested objects, arrays of objects, enums, patterns and null are checked at the edge by path", "[binding]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+  const json good = {{"state", "open"},
+                     {"sku", "ABC-1234"},
+                     {"note", nullptr},
+                     {"buyer", {{"name", "Ada"}, {"email", "ada@example.org"}}},
+                     {"lines", {{{"qty", 1}}, {{"qty", 99}, {"code", "x"}}}}};
+  auto r = c.request("POST", "/orders?priority=3", good.dump(), "Content-Type: application/json\r\n");
+  REQUIRE(r.status == 201);
+  CHECK(json::parse(r.body)["order"] == good);
+  CHECK(json::parse(r.body)["priority"] == 3);
+  CHECK(json::parse(c.request("POST", "/orders", good.dump(), "Content-Type: application/json\r\n").body)["priority"] ==
+        2);
+
+  // Every rule broken once, each named by its path, in declaration order.
+  const json bad = {{"state", "lost"},
+                    {"sku", "abc-12345"},
+                    {"buyer", {{"name", ""}, {"email", "nobody"}}},
+                    {"lines", {{{"qty", 1}}, {{"qty", 0}}, {{"code", 5}}, "x"}}};
+  r = c.request("POST", "/orders?priority=7", bad.dump(), "Content-Type: application/json\r\n");
+  REQUIRE(r.status == 422);
+  std::vector<std::string> said;
+  const json answer = json::parse(r.body);
+  for (const auto& e : answer.at("errors"))
+    said.push_back(e.at("field").get<std::string>() + ": " + e.at("message").get<std::string>());
+  CHECK(said == std::vector<std::string>{
+                    "state: must be one of \"open\", \"paid\"", "sku: must match the pattern ^[A-Z]{3}-[0-9]{4}$",
+                    "note: is required", "buyer.name: must be between 1 and 40 characters long",
+                    "buyer.email: must match the pattern @", "lines[1].qty: must be between 1 and 99",
+                    "lines[2].qty: is required", "lines[2].code: must be a string", "lines[3]: must be an object",
+                    "priority: must be one of 1, 2, 3"});
+  // No item at all, past the limit, and twenty thousand bad items answered in
+  // a short list.
+  json empty = good;
+  empty["lines"] = json::array();
+  r = c.request("POST", "/orders", empty.dump(), "Content-Type: application/json\r\n");
+  CHECK(bad_fields(r) == std::set<std::string>{"lines"});
+  json many = good;
+  many["lines"] = json::array();
+  for (int i = 0; i < 20000; ++i) many["lines"].push_back({{"qty", -1}});
+  r = c.request("POST", "/orders", many.dump(), "Content-Type: application/json\r\n");
+  REQUIRE(r.status == 422);
+  const auto listed = json::parse(r.body).at("errors");
+  CHECK(listed.size() == 65);
+  CHECK(listed[0]["field"] == "lines");
+  CHECK(listed[1]["field"] == "lines[0].qty");
+  CHECK(listed[64]["message"] == "more fields are invalid; the first 64 are listed");
+
+  // The same rules for a WebSocket command.
+  WsClient ws(server.port());
+  json command = bad;
+  command["command"] = "orders.create";
+  command["priority"] = 7;
+  const json m = ws.command(command);
+  REQUIRE(m["error"]["status"] == 422);
+  std::vector<std::string> fields;
+  for (const auto& e : m["error"]["errors"]) fields.push_back(e.at("field").get<std::string>());
+  CHECK(fields == std::vector<std::string>{"state", "sku", "note", "buyer.name", "buyer.email", "lines[1].qty",
+                                           "lines[2].qty", "lines[2].code", "lines[3]", "priority"});
+  command = good;
+  command["command"] = "orders.create";
+  CHECK(ws.command(command)["response"]["order"]["sku"] == "ABC-1234");
 }

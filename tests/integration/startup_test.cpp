@@ -48,13 +48,17 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
     CHECK(r.status != 0);
     CHECK(r.err.find("undeclared event nowhere") != std::string::npos);
   }
-  SECTION("routes and middleware the listener could not serve stop start-up, not a listener in a restart loop") {
+  SECTION(
+      "routes, fields and middleware the listener could not serve stop start-up, not a listener in a restart loop") {
     const auto path = test_plugin_path("bad_route");
     for (const auto& [fault, message] : std::vector<std::pair<std::string, std::string>>{
              {"param_type", "unknown parameter type 'integer' (int, str, uuid) (event bad.x)"},
              {"twice", "declared twice (event bad.y)"},
              {"builtin", "route GET /health (bad.health) would be hidden by the built-in endpoint of that path"},
-             {"middleware", "middleware admins names undeclared event bad.admn"}}) {
+             {"middleware", "middleware admins names undeclared event bad.admn"},
+             {"default", "event bad.x: field limit: its default \"abc\" must be an integer"},
+             {"pattern", "event bad.x: field lines[].sku: pattern \"([A-Z\" does not compile: missing ]"},
+             {"one_of", "event bad.x: field state: one_of value 3 must be a string"}}) {
       const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}, {"EDRI_TEST_ROUTE_FAULT", fault}});
       INFO(fault << ": " << r.err);
       CHECK(r.status == 3);

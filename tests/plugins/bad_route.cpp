@@ -2,7 +2,10 @@
 // fault: unset, a route to an event it never declared; "param_type", an
 // unknown parameter type; "twice", a route declared twice; "builtin", a
 // route that the built-in /health would hide; "middleware", a middleware
-// attached to an event nobody declares (a typo in a security rule).
+// attached to an event nobody declares (a typo in a security rule);
+// "default", a query field whose default its own type refuses;
+// "pattern", a pattern that does not compile, deep in an array's items;
+// "one_of", an allowed value of the wrong type.
 #include <cstdlib>
 #include <string>
 
@@ -18,6 +21,11 @@ void reg(edri::Registry& r) {
   if (fault == "param_type") r.get("/x/{id:integer}", "bad.x", ok);
   if (fault == "twice") r.get("/x", "bad.x", ok).get("/x", "bad.y", ok);
   if (fault == "builtin") r.get("/health", "bad.health", ok);
+  using edri::Field;
+  if (fault == "default") r.get("/x", "bad.x", ok, {Field("limit").in_query().integer().default_to("abc")});
+  if (fault == "pattern")
+    r.post("/x", "bad.x", ok, {Field("lines").array(Field("").object({Field("sku").string().pattern("([A-Z")}))});
+  if (fault == "one_of") r.post("/x", "bad.x", ok, {Field("state").string().one_of({"open", 3})});
   if (fault == "middleware") {
     r.get("/admin", "bad.admin", ok);
     edri::MiddlewareDecl m{"admins", 1, [](const edri::Request&, edri::Admission&) -> std::optional<edri::Response> {

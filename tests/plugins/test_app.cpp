@@ -84,6 +84,21 @@ void reg(edri::Registry& r) {
          {Field("title").string().length(1, 10), Field("count").integer().range(0, 10).optional(),
           Field("tags").array().length(0, 3).optional()});
   r.command("things.create", "test.create");
+  // JSON Schema's rules at the edge: enum, pattern, nullable, a nested
+  // object, an array of objects, a query enum with a default.
+  r.post(
+      "/orders", "test.order",
+      [](const edri::Request& req, edri::Context&) {
+        return edri::Response::json({{"order", req.json()}, {"priority", req.int_query("priority")}}, 201);
+      },
+      {Field("state").string().one_of({"open", "paid"}), Field("sku").string().pattern("^[A-Z]{3}-[0-9]{4}$"),
+       Field("note").string().nullable(),
+       Field("buyer").object({Field("name").string().length(1, 40), Field("email").string().pattern("@").optional()}),
+       Field("lines")
+           .array(Field("").object({Field("qty").integer().range(1, 99), Field("code").string().optional()}))
+           .length(1, 50),
+       Field("priority").in_query().integer().one_of({1, 2, 3}).default_to(2)});
+  r.command("orders.create", "test.order");
   // What is left of the client's deadline (gRPC grpc-timeout), as the
   // handler sees it.
   r.get("/deadline", "test.deadline", [](const edri::Request& req, edri::Context&) {
