@@ -435,7 +435,14 @@ TEST_CASE("SIGUSR1 reopens the trace file in the listener and the managers", "[t
   HttpClient c(server.port());
   const std::string traced = client_traceparent();
   REQUIRE(c.request("GET", "/store", {}, traced).status == 200);
-  REQUIRE(eventually([&] { return find_span(spans_in_file(file), "store", "store.work") != nullptr; }, 10s));
+  // Both processes' spans of it, each exported on its own pace: one
+  // written after the count below would be taken for a late write.
+  REQUIRE(eventually(
+      [&] {
+        const auto spans = spans_in_file(file);
+        return find_span(spans, "store", "store.work") && find_span(spans, "listener", "GET /store");
+      },
+      10s));
   // Rotation as logrotate does it: rename, then SIGUSR1 to the server.
   const std::string rotated = file + ".1";
   std::filesystem::rename(file, rotated);
