@@ -237,6 +237,8 @@ void register_notes(edri::Registry& r) {
          Field("offset").in_query().integer().range(0, 9.0e15).default_to(0)});
   r.put("/notes/{id:int}", "notes.update", update, note_fields());
   r.del("/notes/{id:int}", "notes.delete", remove);
+  // A misspelt field ("titel") is a 422 naming it, not silently dropped.
+  r.refuse_unknown_fields("notes.create").refuse_unknown_fields("notes.update");
   // WebSocket: the same events as commands, and pushes of every change.
   for (const char* c : {"notes.create", "notes.get", "notes.list", "notes.update", "notes.delete"}) {
     r.command(c);

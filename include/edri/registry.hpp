@@ -152,6 +152,7 @@ struct RegistryDeclarations {
   std::vector<std::string> stream_event_routes;                     // Server-Sent Events paths of live streams
   std::vector<GrpcServiceDecl> grpc_services;
   std::vector<std::string> all_headers;     // events declared with all_headers()
+  std::vector<std::string> closed_events;   // events declared with refuse_unknown_fields()
   std::vector<LifecycleDecl> lifecycle;     // on_start() and on_stop() hooks, by domain
   std::vector<DatabaseDecl> databases;      // database(), by domain
   std::vector<SettingDecl> settings;        // setting(), in declaration order
@@ -362,6 +363,16 @@ class Registry {
   // case, not only its declared header fields (Request::header).
   Registry& all_headers(std::string event_name) {
     d_.all_headers.push_back(std::move(event_name));
+    return *this;
+  }
+
+  // Answers 422 for a field `event_name` does not declare ("extra: is not
+  // a declared field"), instead of passing it on (the default, as JSON
+  // Schema's and Pydantic's): in a JSON body that has declared fields,
+  // and in a WebSocket command's or gRPC call's fields, where the route's
+  // path parameters are declared too.
+  Registry& refuse_unknown_fields(std::string event_name) {
+    d_.closed_events.push_back(std::move(event_name));
     return *this;
   }
 

@@ -8,6 +8,7 @@
 #include "envelope/control.hpp"
 #include "envelope/envelope.hpp"
 #include "envelope/send.hpp"
+#include "http/route_table.hpp"
 
 namespace edri::listener {
 
@@ -15,14 +16,27 @@ namespace env = edri::envelope;
 
 namespace {
 
+// What an event that refuses unknown fields knows beside its fields: the
+// path parameters of its first route (a command's fields carry them).
+UnknownFields unknown_fields_of(const plugin::PluginSet& plugins, std::size_t event) {
+  UnknownFields unknown{plugins.events()[event].closed, {}};
+  for (const auto& r : plugins.routes()) {
+    if (r.event != event) continue;
+    for (auto& [name, type] : http::RouteTable::parameters(r.path)) unknown.path_params.push_back(name);
+    break;
+  }
+  return unknown;
+}
+
 // One validator per event, shared by the routes and commands that lead to
-// it (null: the event declares no fields).
+// it (null: the event declares no fields and lets unknown ones pass).
 std::vector<std::shared_ptr<const RequestValidator>> make_validators(const plugin::PluginSet& plugins,
                                                                      const Config& config) {
   std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
   for (std::size_t e = 0; e < plugins.events().size(); ++e)
-    if (!plugins.events()[e].fields.empty())
-      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields, config.max_json_depth);
+    if (!plugins.events()[e].fields.empty() || plugins.events()[e].closed)
+      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields, config.max_json_depth,
+                                                               unknown_fields_of(plugins, e));
   return validators;
 }
 

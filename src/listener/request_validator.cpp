@@ -1,5 +1,7 @@
 #include "listener/request_validator.hpp"
 
+#include <algorithm>
+
 namespace edri::listener {
 
 namespace {
@@ -107,8 +109,8 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   return true;
 }
 
-RequestValidator::RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth)
-    : max_json_depth_(max_json_depth) {
+RequestValidator::RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth, UnknownFields unknown)
+    : max_json_depth_(max_json_depth), unknown_(std::move(unknown)) {
   // The plugin set made each rule at start-up already, so none throws here.
   for (const auto& f : fields) rules_.emplace_back(f);
   for (const auto& f : fields) {
@@ -151,6 +153,8 @@ void RequestValidator::check(std::string_view query, const http::HttpRequest& re
         return found;
       },
       out);
+  // A body is read as an object only where it has named fields.
+  if (has_named_body_fields_) check_unknown(body, false, out);
 }
 
 template <class FindQuery>
@@ -238,6 +242,24 @@ void RequestValidator::check_message(const nlohmann::json& msg, const http::Http
         return true;
       },
       out);
+  if (msg.is_object()) check_unknown(msg, true, out);
+}
+
+bool RequestValidator::declares(const std::string& name, bool message) const {
+  for (const auto& rule : rules_) {
+    const FieldDecl& f = rule.decl();
+    // A message holds query fields too; a body only body fields.
+    if (f.name == name && (f.source == FieldSource::Body || (message && f.source == FieldSource::Query))) return true;
+  }
+  return message &&
+         std::find(unknown_.path_params.begin(), unknown_.path_params.end(), name) != unknown_.path_params.end();
+}
+
+void RequestValidator::check_unknown(const nlohmann::json& fields, bool message, ValidatedFields& out) const {
+  if (!unknown_.refused || !fields.is_object()) return;
+  for (const auto& [key, value] : fields.items())
+    if (!declares(key, message)) plugin::add_field_error(out.errors, key, "is not a declared field");
+  if (!out.errors.empty()) out.status = 422;
 }
 
 bool RequestValidator::depth_ok(std::string_view text, std::size_t limit, std::string_view field,

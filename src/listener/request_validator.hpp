@@ -36,13 +36,22 @@ struct ValidatedFields {
   }
 };
 
+// Fields an event does not declare (Registry::refuse_unknown_fields).
+struct UnknownFields {
+  bool refused = false;  // else they pass, as JSON Schema's default
+  // What a WebSocket command's or gRPC call's fields may also hold: the
+  // path parameters of the event's route.
+  std::vector<std::string> path_params;
+};
+
 class RequestValidator {
  public:
   // A JSON body nesting deeper than `max_json_depth` is refused before it
   // is parsed (EDRI_MAX_JSON_DEPTH; see edri/json_depth.hpp).
-  explicit RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth = kDefaultMaxJsonDepth);
+  explicit RequestValidator(std::vector<FieldDecl> fields, std::size_t max_json_depth = kDefaultMaxJsonDepth,
+                            UnknownFields unknown = {});
 
-  bool empty() const { return rules_.empty(); }
+  bool empty() const { return rules_.empty() && !unknown_.refused; }
   // Whether check() reads the body (a JSON body or body fields).
   bool reads_body() const { return has_body_fields_; }
   // Checks `req` (whose raw query string is `query`) into `out`.
@@ -64,6 +73,7 @@ class RequestValidator {
  private:
   std::vector<plugin::FieldRule> rules_;
   std::size_t max_json_depth_;
+  UnknownFields unknown_;
   bool has_body_fields_ = false;
   bool has_named_body_fields_ = false;
   void check_headers(const plugin::FieldRule& rule, const http::HttpRequest& req, ValidatedFields& out,
@@ -71,6 +81,10 @@ class RequestValidator {
   // The one walk over the fields for both: `find_query_value(name, value,
   // problem)` says whether a query field is there (REST: the query string;
   // WebSocket: the message).
+  // With unknown fields refused: each member of `fields` that no rule
+  // (nor, in a message, a path parameter) declares is an error.
+  void check_unknown(const nlohmann::json& fields, bool message, ValidatedFields& out) const;
+  bool declares(const std::string& name, bool message) const;
   template <class FindQuery>
   void check_fields(const nlohmann::json& body, const http::HttpRequest& req, std::string_view whole_body_label,
                     FindQuery&& find_query_value, ValidatedFields& out) const;

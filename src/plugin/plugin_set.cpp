@@ -181,6 +181,9 @@ class PluginSet::Builder {
   Registry register_plugin(const std::string& code);
   void take_events(RegistryDeclarations& d);
   void check_fields(const EventDecl& e) const;
+  // The index of `name`, an event this plugin declares; else PluginError
+  // naming `declaration`.
+  std::size_t own_event(const std::string& name, const char* declaration) const;
   void take_routes(RegistryDeclarations& d);
   void take_handlers(RegistryDeclarations& d);
   void claim_command(const std::string& name) const;
@@ -189,6 +192,7 @@ class PluginSet::Builder {
   void take_grpc_services(RegistryDeclarations& d);
   void take_replays(const RegistryDeclarations& d);
   void take_all_headers(const RegistryDeclarations& d);
+  void take_closed_events(const RegistryDeclarations& d);
   void check_middleware_events() const;
   void take_pool_sizes(RegistryDeclarations& d);
   void take_tasks(RegistryDeclarations& d);
@@ -238,6 +242,7 @@ void PluginSet::Builder::add(const std::string& path, const std::string& code) {
   take_grpc_services(d);
   take_replays(d);
   take_all_headers(d);
+  take_closed_events(d);
   take_pool_sizes(d);
   take_tasks(d);
   take_subscribers(d);
@@ -448,13 +453,19 @@ void PluginSet::Builder::take_grpc_services(RegistryDeclarations& d) {
   }
 }
 
+std::size_t PluginSet::Builder::own_event(const std::string& name, const char* declaration) const {
+  const auto event = declared_event(name);
+  if (event == std::string::npos || set_.events_[event].plugin != plugin_index_)
+    throw PluginError(where_ + ": " + declaration + "(" + name + "), an event this plugin does not declare");
+  return event;
+}
+
 void PluginSet::Builder::take_all_headers(const RegistryDeclarations& d) {
-  for (const auto& name : d.all_headers) {
-    const auto event = declared_event(name);
-    if (event == std::string::npos || set_.events_[event].plugin != plugin_index_)
-      throw PluginError(where_ + ": all_headers(" + name + "), an event this plugin does not declare");
-    set_.events_[event].all_headers = true;
-  }
+  for (const auto& name : d.all_headers) set_.events_[own_event(name, "all_headers")].all_headers = true;
+}
+
+void PluginSet::Builder::take_closed_events(const RegistryDeclarations& d) {
+  for (const auto& name : d.closed_events) set_.events_[own_event(name, "refuse_unknown_fields")].closed = true;
 }
 
 // A middleware attached to an event no plugin declares would guard

@@ -33,6 +33,7 @@ struct LoadedEvent {
   bool notification = false;  // published, not routed
   bool replay = false;        // Registry::replay: handed to a dead manager's successor
   bool all_headers = false;   // Registry::all_headers: its handler sees every header
+  bool closed = false;        // Registry::refuse_unknown_fields: an undeclared field is a 422
 };
 
 struct LoadedSubscriber {

@@ -175,3 +175,33 @@ TEST_CASE("nested objects, arrays of objects, enums, patterns and null are check
   command["command"] = "orders.create";
   CHECK(ws.command(command)["response"]["order"]["sku"] == "ABC-1234");
 }
+
+TEST_CASE("an event that refuses unknown fields names each one, on HTTP and WebSocket", "[binding]") {
+  ServerProcess server({test_plugin_path("test_app")});
+  HttpClient c(server.port());
+  const json good = {
+      {"state", "open"}, {"sku", "ABC-1234"}, {"note", "n"}, {"buyer", {{"name", "Ada"}}}, {"lines", {{{"qty", 1}}}}};
+  json extra = good;
+  extra["sate"] = "open";
+  extra["priority"] = 1;  // a query field: in a body it is unknown
+  auto r = c.request("POST", "/orders", extra.dump(), "Content-Type: application/json\r\n");
+  REQUIRE(r.status == 422);
+  CHECK(bad_fields(r) == std::set<std::string>{"sate", "priority"});
+  // Nested objects are not closed by it: their members pass as before.
+  json deeper = good;
+  deeper["buyer"]["nickname"] = "A";
+  CHECK(c.request("POST", "/orders", deeper.dump(), "Content-Type: application/json\r\n").status == 201);
+  // A command may carry its query fields; anything else is named.
+  WsClient ws(server.port());
+  json command = good;
+  command["command"] = "orders.create";
+  command["priority"] = 3;
+  CHECK(ws.command(command)["response"]["priority"] == 3);
+  command["bogus"] = true;
+  const json m = ws.command(command);
+  REQUIRE(m["error"]["status"] == 422);
+  REQUIRE(m["error"]["errors"].size() == 1);
+  CHECK(m["error"]["errors"][0] == json{{"field", "bogus"}, {"message", "is not a declared field"}});
+  // Events that did not ask for it still let unknown fields pass.
+  CHECK(c.request("POST", "/things", R"({"title":"t","extra":1})", "Content-Type: application/json\r\n").status == 201);
+}

@@ -122,6 +122,11 @@ TEST_CASE("notes errors are problem details", "[notes]") {
         201);
   p = problem(call(port, "POST", "/notes", json::object()), 422);
   CHECK(p["errors"].size() == 2);
+  // A misspelt field is named, on create and update alike.
+  p = problem(call(port, "POST", "/notes", {{"titel", "x"}, {"title", "x"}, {"body", ""}}), 422);
+  CHECK(p["errors"] == json::array({{{"field", "titel"}, {"message", "is not a declared field"}}}));
+  p = problem(call(port, "PUT", "/notes/1", {{"title", "x"}, {"body", ""}, {"id", 2}}), 422);
+  CHECK(p["errors"] == json::array({{{"field", "id"}, {"message", "is not a declared field"}}}));
   {
     HttpClient c(port);
     problem(c.request("POST", "/notes", "{not json"), 400);

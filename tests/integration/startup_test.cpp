@@ -58,7 +58,8 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
              {"middleware", "middleware admins names undeclared event bad.admn"},
              {"default", "event bad.x: field limit: its default \"abc\" must be an integer"},
              {"pattern", "event bad.x: field lines[].sku: pattern \"([A-Z\" does not compile: missing ]"},
-             {"one_of", "event bad.x: field state: one_of value 3 must be a string"}}) {
+             {"one_of", "event bad.x: field state: one_of value 3 must be a string"},
+             {"closed", "refuse_unknown_fields(bad.y), an event this plugin does not declare"}}) {
       const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}, {"EDRI_TEST_ROUTE_FAULT", fault}});
       INFO(fault << ": " << r.err);
       CHECK(r.status == 3);

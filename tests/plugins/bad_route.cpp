@@ -5,7 +5,8 @@
 // attached to an event nobody declares (a typo in a security rule);
 // "default", a query field whose default its own type refuses;
 // "pattern", a pattern that does not compile, deep in an array's items;
-// "one_of", an allowed value of the wrong type.
+// "one_of", an allowed value of the wrong type; "closed", unknown fields
+// refused for an event it does not declare.
 #include <cstdlib>
 #include <string>
 
@@ -26,6 +27,7 @@ void reg(edri::Registry& r) {
   if (fault == "pattern")
     r.post("/x", "bad.x", ok, {Field("lines").array(Field("").object({Field("sku").string().pattern("([A-Z")}))});
   if (fault == "one_of") r.post("/x", "bad.x", ok, {Field("state").string().one_of({"open", 3})});
+  if (fault == "closed") r.get("/x", "bad.x", ok).refuse_unknown_fields("bad.y");
   if (fault == "middleware") {
     r.get("/admin", "bad.admin", ok);
     edri::MiddlewareDecl m{"admins", 1, [](const edri::Request&, edri::Admission&) -> std::optional<edri::Response> {

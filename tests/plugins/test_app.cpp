@@ -99,6 +99,7 @@ void reg(edri::Registry& r) {
            .length(1, 50),
        Field("priority").in_query().integer().one_of({1, 2, 3}).default_to(2)});
   r.command("orders.create", "test.order");
+  r.refuse_unknown_fields("test.order");
   // What is left of the client's deadline (gRPC grpc-timeout), as the
   // handler sees it.
   r.get("/deadline", "test.deadline", [](const edri::Request& req, edri::Context&) {

@@ -113,6 +113,30 @@ TEST_CASE("a WebSocket message is checked like a request", "[validator]") {
   CHECK(out.status == 0);
 }
 
+TEST_CASE("unknown fields pass unless refused; a message may hold query fields and path parameters", "[validator]") {
+  const std::vector<edri::FieldDecl> declared{Field("title").string(), Field("limit").in_query().integer().optional()};
+  RequestValidator open(declared);
+  RequestValidator closed(declared, edri::kDefaultMaxJsonDepth, {true, {"id"}});
+  ValidatedFields out;
+  open.check("", request(R"({"title":"t","extra":1})"), out);
+  CHECK(out.status == 0);
+  closed.check("", request(R"({"title":"t","extra":1,"limit":2,"id":3})"), out);
+  // In the body's key order (nlohmann's: by name).
+  CHECK(fields(out) == std::vector<std::string>{"extra: is not a declared field", "id: is not a declared field",
+                                                "limit: is not a declared field"});
+  closed.check_message(nlohmann::json{{"title", "t"}, {"limit", 2}, {"id", 3}}, request(""), out);
+  CHECK(out.status == 0);
+  closed.check_message(nlohmann::json{{"title", "t"}, {"tilte", "t"}}, request(""), out);
+  CHECK(fields(out) == std::vector<std::string>{"tilte: is not a declared field"});
+  // An event with no fields at all that refuses unknown ones.
+  RequestValidator bare({}, edri::kDefaultMaxJsonDepth, {true, {"id"}});
+  CHECK_FALSE(bare.empty());
+  bare.check_message(nlohmann::json{{"id", 1}}, request(""), out);
+  CHECK(out.status == 0);
+  bare.check_message(nlohmann::json{{"id", 1}, {"x", 2}}, request(""), out);
+  CHECK(fields(out) == std::vector<std::string>{"x: is not a declared field"});
+}
+
 TEST_CASE("a body declared JSON must come with a JSON Content-Type, else 415", "[validator]") {
   for (const char* type : {"application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8",
                            " application/json ", "application/merge-patch+json", "application/vnd.api+JSON"})
