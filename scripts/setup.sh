@@ -53,21 +53,32 @@ packages=(
   nodejs
 )
 
-# The ws package of bench fanout's Node reference, pinned by its lock file.
-# Optional: without it that reference's rows say it is not installed.
-install_node_reference() {
-  local dir
-  dir="$(cd "$(dirname "$0")/.." && pwd)/benchmarks/reference/streams_node"
-  [ -d "$dir/node_modules/ws" ] && return 0
+# npm packages pinned by a lock file, each in its folder: `npm ci` there
+# unless node_modules/<module> is in place. Optional: what needs one says
+# it is missing (bench fanout's Node reference) or fails (the OpenAPI test).
+install_npm_folder() {
+  local dir="$1" module="$2" what="$3"
+  dir="$(cd "$(dirname "$0")/.." && pwd)/$dir"
+  [ -d "$dir/node_modules/$module" ] && return 0
   if ! command -v npm > /dev/null; then
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >&2 ||
-      echo "setup: npm could not be installed; bench fanout will run without its Node reference" >&2
+      echo "setup: npm could not be installed; $what" >&2
   fi
   command -v npm > /dev/null || return 0
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error > /dev/null) ||
-    echo "setup: npm ci in $dir failed; bench fanout will run without its Node reference" >&2
+    echo "setup: npm ci in $dir failed; $what" >&2
+}
+
+# The ws package of bench fanout's Node reference.
+install_node_reference() {
+  install_npm_folder benchmarks/reference/streams_node ws "bench fanout will run without its Node reference"
+}
+
+# The OpenAPI 3.1 validator the /openapi.json test runs.
+install_openapi_check() {
+  install_npm_folder tests/openapi_check @seriousme "the OpenAPI test will fail until it is installed"
 }
 
 # promtool, Prometheus's linter of the /metrics text (the plugin metrics
@@ -94,6 +105,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   install_node_reference
+  install_openapi_check
   install_promtool
   exit 0
 fi
@@ -104,4 +116,5 @@ echo "setup: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 install_node_reference
+install_openapi_check
 install_promtool

@@ -1,5 +1,7 @@
 #include "listener/builtin_endpoints.hpp"
 
+#include "plugin/openapi.hpp"
+
 #include <signal.h>
 
 #include <algorithm>
@@ -81,6 +83,7 @@ std::optional<BuiltinEndpoints::Answer> BuiltinEndpoints::handle(std::string_vie
 }
 
 bool BuiltinEndpoints::serves_publicly(const Config& config, std::string_view path) {
+  if (config.serves_api_docs() && path == plugin::kApiDocumentPath) return true;
   return config.admin_socket.empty() && !path.empty() &&
          (path == config.health_path || path == config.ready_path || path == config.metrics_path);
 }

@@ -1,5 +1,7 @@
 #include "listener/http_front.hpp"
 
+#include "plugin/openapi.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -82,6 +84,7 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
   }
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
+  if (config.serves_api_docs()) api_document_ = plugin::openapi_document(plugins).dump();
   static_files_.serve_precompressed(config.compression);
 }
 
@@ -152,6 +155,12 @@ void HttpFront::begin_access(AccessLog& log, Exchange& ex, const http::HttpReque
 bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view path) {
   // Before middleware: health checks need no credentials.
   const bool admin = ex.connection().admin();
+  // The API's description is the public side's (EDRI_API_DOCS).
+  if (!admin && !api_document_.empty() && path == plugin::kApiDocumentPath &&
+      (method == Method::Get || method == Method::Head)) {
+    ex.answer(200, "application/json", api_document_, "Cache-Control: no-cache\r\n");
+    return true;
+  }
   const auto a = method == Method::Get || method == Method::Head ? builtins_.handle(path, admin) : std::nullopt;
   if (a) ex.answer(a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
   if (!a && admin) ex.problem(404, "the admin socket serves the built-in endpoints alone");

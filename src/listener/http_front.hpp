@@ -98,6 +98,7 @@ class HttpFront {
   WebSocketFront& websocket_;
   StreamHub& streams_;
   BuiltinEndpoints& builtins_;
+  std::string api_document_;  // /openapi.json's body; empty: not served
   const Cors* cors_;
   Gate& gate_;
   transport::BlobArena* blobs_;

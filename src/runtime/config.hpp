@@ -98,7 +98,10 @@ struct Config {
   std::string trace_path;           // EDRI_TRACE_PATH
   std::size_t trace_buffer = 8192;  // EDRI_TRACE_BUFFER: spans one process queues
   bool tracing() const { return !trace_otlp_endpoint.empty() || !trace_path.empty(); }
-  bool production = false;               // ENVIRONMENT=production
+  bool production = false;        // ENVIRONMENT=production
+  std::string api_docs = "auto";  // EDRI_API_DOCS: "auto", "on" or "off"
+  // /openapi.json is served: on, or auto outside production.
+  bool serves_api_docs() const { return api_docs == "on" || (api_docs == "auto" && !production); }
   std::size_t ring_bytes = 4u << 20;     // EDRI_RING_BYTES (power of two)
   std::size_t outbox_limit = 16u << 20;  // EDRI_OUTBOX_LIMIT (bytes queued per full channel)
   // EDRI_SPIN: most idle polls before sleeping, or auto (spin_auto): as

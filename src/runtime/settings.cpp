@@ -198,6 +198,10 @@ std::vector<Setting> make_settings() {
        "dropped and counted (logged)"},
       {"ENVIRONMENT", "`development`", parse::named_flag(&Config::production, "production", "development"),
        "`production` hides internal error text (a handler's exception) from clients"},
+      {"EDRI_API_DOCS", "`auto`",
+       parse::choice<std::string>(&Config::api_docs, {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
+       "`GET /openapi.json`: the OpenAPI 3.1 document of the plugins' routes, made from their declarations; "
+       "`auto` serves it outside `ENVIRONMENT=production`; docs/writing-a-plugin.md"},
       {"EDRI_RING_BYTES", "`4194304`", parse::power_of_two(&Config::ring_bytes, 4096, kGiB),
        "size of each channel ring (power of two); the largest envelope is a quarter of it"},
       {"EDRI_OUTBOX_LIMIT", "`16777216`", parse::integer(&Config::outbox_limit, 0, 16 * kGiB),
