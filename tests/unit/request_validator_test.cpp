@@ -113,7 +113,8 @@ TEST_CASE("a WebSocket message is checked like a request", "[validator]") {
   CHECK(out.status == 0);
 }
 
-TEST_CASE("unknown fields pass unless refused; a message may hold query fields and path parameters", "[validator]") {
+TEST_CASE("unknown fields pass unless refused, and a message may hold query fields and path parameters",
+          "[validator]") {
   const std::vector<edri::FieldDecl> declared{Field("title").string(), Field("limit").in_query().integer().optional()};
   RequestValidator open(declared);
   RequestValidator closed(declared, edri::kDefaultMaxJsonDepth, {true, {"id"}});
