@@ -21,7 +21,7 @@ case "$kind" in
   # -g1 (line tables for the reports, no more) compile in half the time of
   # RelWithDebInfo's -O2 -g, which is most of CI's time.
   asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DEDRI_SANITIZE=ON)
-        targets=(--target edri-server unit_tests) ;;
+        targets=(--target edri-server unit_tests handler_tests) ;;
   tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DEDRI_TSAN=ON)
         targets=(--target unit_tests) ;;
   fuzz) dir=build-fuzz

@@ -34,6 +34,9 @@ cmake -S examples/out_of_tree -B "$prefix/hello-build" -DCMAKE_PREFIX_PATH="$pre
 cmake --build "$prefix/hello-build"
 test -f "$prefix/hello-build/hello.so"
 test -f "$prefix/hello-build/hello_assets/index.html"
+# Its test, through the installed test client (edri::testing).
+test -x "$prefix/hello-build/hello_test"
+ctest --test-dir "$prefix/hello-build" --output-on-failure
 
 stage "the .deb: lintian, its systemd unit, a scratch install serving the notes app"
 scripts/package.sh build

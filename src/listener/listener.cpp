@@ -16,30 +16,6 @@ namespace env = edri::envelope;
 
 namespace {
 
-// What an event that refuses unknown fields knows beside its fields: the
-// path parameters of its first route (a command's fields carry them).
-UnknownFields unknown_fields_of(const plugin::PluginSet& plugins, std::size_t event) {
-  UnknownFields unknown{plugins.events()[event].closed, {}};
-  for (const auto& r : plugins.routes()) {
-    if (r.event != event) continue;
-    for (auto& [name, type] : http::RouteTable::parameters(r.path)) unknown.path_params.push_back(name);
-    break;
-  }
-  return unknown;
-}
-
-// One validator per event, shared by the routes and commands that lead to
-// it (null: the event declares no fields and lets unknown ones pass).
-std::vector<std::shared_ptr<const RequestValidator>> make_validators(const plugin::PluginSet& plugins,
-                                                                     const Config& config) {
-  std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
-  for (std::size_t e = 0; e < plugins.events().size(); ++e)
-    if (!plugins.events()[e].fields.empty() || plugins.events()[e].closed)
-      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields, config.max_json_depth,
-                                                               unknown_fields_of(plugins, e));
-  return validators;
-}
-
 std::unique_ptr<Cors> make_cors(const Config& config) {
   if (config.cors_origins.empty()) return nullptr;
   return std::make_unique<Cors>(config.cors_origins, config.cors_headers, config.cors_credentials, config.cors_max_age);
@@ -87,7 +63,7 @@ Listener::Listener(ProcessLoop& loop, const Config& config, const plugin::Plugin
       cors_(make_cors(config)),
       builtins_(config, loop.segment(), loop.topology(), plugins,
                 plugins.manager_domains(config.manager_replicas, config.domains, config.domain_replicas)),
-      validators_(make_validators(plugins, config)),
+      validators_(make_validators(plugins, config.max_json_depth)),
       answers_(config, table_, sender_, loop.blobs(), plugins.middlewares(),
                Answers::Metrics{loop.segment().listener_metrics(index), &loop.segment().request_counter(index, 0, 0),
                                 static_cast<std::uint32_t>(plugins.routes().size()),

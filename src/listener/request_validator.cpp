@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "http/route_table.hpp"
+
 namespace edri::listener {
 
 namespace {
@@ -70,6 +72,30 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+namespace {
+// What an event that refuses unknown fields knows beside its fields: the
+// path parameters of its first route (a command's fields carry them).
+UnknownFields unknown_fields_of(const plugin::PluginSet& plugins, std::size_t event) {
+  UnknownFields unknown{plugins.events()[event].closed, {}};
+  for (const auto& r : plugins.routes()) {
+    if (r.event != event) continue;
+    for (auto& [name, type] : http::RouteTable::parameters(r.path)) unknown.path_params.push_back(name);
+    break;
+  }
+  return unknown;
+}
+}  // namespace
+
+std::vector<std::shared_ptr<const RequestValidator>> make_validators(const plugin::PluginSet& plugins,
+                                                                     std::size_t max_json_depth) {
+  std::vector<std::shared_ptr<const RequestValidator>> validators(plugins.events().size());
+  for (std::size_t e = 0; e < plugins.events().size(); ++e)
+    if (!plugins.events()[e].fields.empty() || plugins.events()[e].closed)
+      validators[e] = std::make_shared<const RequestValidator>(plugins.events()[e].fields, max_json_depth,
+                                                               unknown_fields_of(plugins, e));
+  return validators;
+}
 
 bool is_json_content_type(std::string_view type) {
   type = type.substr(0, type.find(';'));

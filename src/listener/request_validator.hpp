@@ -6,6 +6,7 @@
 // fields with their defaults applied, declared headers and cookies.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 
 #include "http/request_parser.hpp"
 #include "plugin/field_rules.hpp"
+#include "plugin/plugin_set.hpp"
 
 namespace edri::listener {
 
@@ -89,6 +91,12 @@ class RequestValidator {
   void check_fields(const nlohmann::json& body, const http::HttpRequest& req, std::string_view whole_body_label,
                     FindQuery&& find_query_value, ValidatedFields& out) const;
 };
+
+// One validator per event of `plugins`, shared by the routes and commands
+// that lead to it (null: the event declares no fields and lets unknown
+// ones pass).
+std::vector<std::shared_ptr<const RequestValidator>> make_validators(const plugin::PluginSet& plugins,
+                                                                     std::size_t max_json_depth);
 
 // Whether a Content-Type names JSON: application/json or any type/x+json
 // (RFC 6839), parameters allowed, case-insensitive.

@@ -71,6 +71,20 @@ Reply Coroutines::start(const AsyncHandler& handler, const Request& req, Context
   return Deferred{};
 }
 
+namespace {
+// A coroutine subscriber as a coroutine that answers (nothing is sent):
+// a function, not a lambda, so that its frame holds what it refers to.
+Async<Response> run_subscriber(const AsyncSubscriber* subscriber, const Request& n, Context& ctx) {
+  co_await (*subscriber)(n, ctx);
+  co_return Response();
+}
+}  // namespace
+
+Reply Coroutines::start(const AsyncSubscriber& subscriber, const Request& n, Context& ctx, Clock::duration within) {
+  const AsyncHandler run = [s = &subscriber](const Request& r, Context& c) { return run_subscriber(s, r, c); };
+  return start(run, n, ctx, nullptr, Clock::time_point::max(), within);
+}
+
 void Coroutines::finish(std::uint64_t id) {
   const auto it = waiting_.find(id);
   if (it == waiting_.end()) return;

@@ -53,6 +53,10 @@ class Coroutines {
   // read only for a handler that waits).
   Reply start(const AsyncHandler& handler, const Request& req, Context& ctx, const envelope::EnvelopeHeader* header,
               Clock::time_point deadline, Clock::duration within = Clock::duration::max());
+  // Runs coroutine subscriber `subscriber` for notification `n`; it may
+  // wait up to `within`. A problem when it could not start, else Deferred
+  // or the empty Response it ends with.
+  Reply start(const AsyncSubscriber& subscriber, const Request& n, Context& ctx, Clock::duration within);
   std::size_t waiting() const { return waiting_.size(); }
   // The answer `gone` names (kControlClientGone: a slot of a connection,
   // or all of them) can no longer be delivered: the handlers waiting for

@@ -516,19 +516,8 @@ Reply Manager::start(const AsyncHandler& handler, const Request& req) {
   return coroutines_.start(handler, req, *this, current_, req.deadline, pipeline_timeout());
 }
 
-namespace {
-// A coroutine subscriber as a coroutine that answers (nothing is sent):
-// a function, not a lambda, so that its frame holds what it refers to.
-Async<Response> run_subscriber(const AsyncSubscriber* subscriber, const Request& n, Context& ctx) {
-  co_await (*subscriber)(n, ctx);
-  co_return Response();
-}
-}  // namespace
-
 void Manager::start(const AsyncSubscriber& subscriber, const Request& n) {
-  const AsyncHandler run = [s = &subscriber](const Request& r, Context& c) { return run_subscriber(s, r, c); };
-  const Reply refused =
-      coroutines_.start(run, n, *this, nullptr, std::chrono::steady_clock::time_point::max(), pipeline_timeout());
+  const Reply refused = coroutines_.start(subscriber, n, *this, pipeline_timeout());
   if (const auto* r = std::get_if<Response>(&refused); r && r->status.code >= 500)
     spdlog::warn("a subscriber of {} did not run: {}", n.event, std::get<std::string>(r->body));
 }

@@ -39,6 +39,13 @@
 
 namespace edri::manager {
 
+// Why a stream patch cannot be published (the problem its `then` gets), or
+// nullopt: a bad stream name or a patch that is not an object (422), one
+// whose text (`patch_bytes`) is larger than `max_bytes` (413,
+// EDRI_STREAM_MAX_BYTES).
+std::optional<Response> refused_patch(std::string_view name, const nlohmann::json& patch, std::size_t patch_bytes,
+                                      std::size_t max_bytes);
+
 class Manager final : public Context {
  public:
   // `worker_cpus`: where worker threads may run (the CPUs the process had

@@ -145,16 +145,24 @@ bool Manager::request_for(const Request* about, std::string_view event, const nl
   return true;
 }
 
-bool Manager::publish_patch(std::string_view name, const nlohmann::json& patch,
-                            std::function<void(const Response&)> then) {
-  auto refuse = [&](int status, std::string detail) {
-    if (then) then(Response::problem(status, status == 413 ? "Content Too Large" : "Unprocessable Content", detail));
-    return false;
+std::optional<Response> refused_patch(std::string_view name, const nlohmann::json& patch, std::size_t patch_bytes,
+                                      std::size_t max_bytes) {
+  auto refuse = [](int status, std::string_view detail) {
+    return Response::problem(status, status == 413 ? "Content Too Large" : "Unprocessable Content", detail);
   };
   if (!is_valid_stream_name(name)) return refuse(422, "a stream name is 1 to 128 of A-Z a-z 0-9 . _ : -");
   if (!patch.is_object()) return refuse(422, "a stream's patch must be a JSON object (RFC 7386)");
+  if (patch_bytes > max_bytes) return refuse(413, "the patch is larger than EDRI_STREAM_MAX_BYTES");
+  return std::nullopt;
+}
+
+bool Manager::publish_patch(std::string_view name, const nlohmann::json& patch,
+                            std::function<void(const Response&)> then) {
   const std::string text = patch.dump();
-  if (text.size() > config_.stream_max_bytes) return refuse(413, "the patch is larger than EDRI_STREAM_MAX_BYTES");
+  if (auto refused = refused_patch(name, patch, text.size(), config_.stream_max_bytes)) {
+    if (then) then(*refused);
+    return false;
+  }
   return send_stream_control(env::kControlStreamPublish, name, text, std::move(then));
 }
 
