@@ -26,7 +26,7 @@ stage "release build and tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j2
 
-stage "a plugin built outside the tree, against the installed CMake package"
+stage "plugins built outside the tree (the example, one --new made), tested, against the installed package"
 prefix="$(mktemp -d)"
 trap 'rm -rf "$prefix"' EXIT
 cmake --install build --prefix "$prefix" >/dev/null
@@ -37,6 +37,13 @@ test -f "$prefix/hello-build/hello_assets/index.html"
 # Its test, through the installed test client (edri::testing).
 test -x "$prefix/hello-build/hello_test"
 ctest --test-dir "$prefix/hello-build" --output-on-failure
+# A new project from the installed server (--new): it builds and its test
+# passes as written.
+"$prefix/bin/edri-server" --new greeter "$prefix/greeter"
+cmake -S "$prefix/greeter" -B "$prefix/greeter/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/greeter/build"
+test -x "$prefix/greeter/build/greeter_test"
+ctest --test-dir "$prefix/greeter/build" --output-on-failure
 
 stage "the .deb: lintian, its systemd unit, a scratch install serving the notes app"
 scripts/package.sh build

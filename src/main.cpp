@@ -34,6 +34,7 @@
 #include "runtime/log.hpp"
 #include "runtime/loop_placement.hpp"
 #include "runtime/manpage.hpp"
+#include "runtime/new_project.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/process_loop.hpp"
 #include "runtime/settings.hpp"
@@ -51,6 +52,7 @@ constexpr const char* kUsage =
     "usage: edri-server [--config FILE] [--KEY VALUE ...]\n"
     "                   [--print-config | --print-config-toml | --print-config-markdown | --print-manpage |\n"
     "                    --help | --version]\n"
+    "       edri-server --new NAME DIR\n"
     "\n"
     "Serves the plugins named in EDRI_PLUGINS (paths to .so files, ':' or ','\n"
     "separated) on http://EDRI_HOST:EDRI_PORT. A setting comes from the command\n"
@@ -59,7 +61,8 @@ constexpr const char* kUsage =
     "effective values (the plugins' settings too), --print-config-toml the same\n"
     "as a config file, --print-config-markdown every setting with its default\n"
     "and meaning (the table of docs/configuration.md), --print-manpage the\n"
-    "manual page (man edri-server).\n";
+    "manual page (man edri-server). --new writes a plugin project into DIR: a\n"
+    "CMake project against the installed package, one route and its test.\n";
 
 std::string required_env(const char* name) {
   const char* v = std::getenv(name);
@@ -489,6 +492,20 @@ int run_supervisor(const CommandLine& line) {
   return sup.run();
 }
 
+// --new NAME DIR: writes the project, says what next.
+int new_project(const CommandLine& line) {
+  try {
+    for (const auto& path : write_new_project(line.new_name, line.new_dir, kVersion))
+      std::printf("wrote %s\n", path.c_str());
+  } catch (const NewProjectError& e) {
+    std::fprintf(stderr, "edri-server: --new: %s\n", e.what());
+    return 2;
+  }
+  std::printf("next: cd %s && cmake -S . -B build && cmake --build build && ctest --test-dir build\n",
+              line.new_dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -505,6 +522,7 @@ int main(int argc, char** argv) {
       case Action::Version: std::printf("edri-server %s (plugin ABI %u)\n", kVersion, kPluginAbiVersion); return 0;
       case Action::PrintManpage: std::fputs(manpage(kVersion).c_str(), stdout); return 0;
       case Action::PrintConfigMarkdown: std::fputs(settings_markdown().c_str(), stdout); return 0;
+      case Action::New: return new_project(line);
       default: break;
     }
     if (line.action == Action::Serve) return run_supervisor(line);

@@ -30,6 +30,7 @@ std::vector<std::string> option_names() {
   std::vector<std::string> names;
   for (const auto& [name, action] : actions()) names.push_back(name);
   names.emplace_back("--config");
+  names.emplace_back("--new");
   for (auto key : setting_keys()) {
     std::replace(key.begin(), key.end(), '_', '-');
     names.push_back("--" + key);
@@ -52,6 +53,13 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
     std::string option = args[i];
     if (const auto a = actions().find(option); a != actions().end()) {
       line.action = a->second;
+      continue;
+    }
+    if (option == "--new") {
+      if (i + 2 >= args.size()) throw ConfigError("--new needs a project name and a folder: --new NAME DIR");
+      line.action = Action::New;
+      line.new_name = args[++i];
+      line.new_dir = args[++i];
       continue;
     }
     if (option.rfind("--", 0) != 0 || option.size() == 2)

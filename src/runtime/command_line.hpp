@@ -14,8 +14,10 @@
 namespace edri {
 
 struct CommandLine {
-  enum class Action { Serve, PrintConfig, PrintConfigMarkdown, PrintConfigToml, PrintManpage, Help, Version };
+  enum class Action { Serve, PrintConfig, PrintConfigMarkdown, PrintConfigToml, PrintManpage, Help, Version, New };
   Action action = Action::Serve;
+  // --new NAME DIR: a plugin project to start from (runtime/new_project.hpp).
+  std::string new_name, new_dir;
   std::string config_file;  // --config FILE
   // (variable, text) of each --KEY VALUE or --KEY=VALUE, in order: each
   // wins over the environment and the file.

@@ -202,6 +202,9 @@ std::vector<Setting> make_settings() {
        parse::choice<std::string>(&Config::api_docs, {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
        "`GET /openapi.json`: the OpenAPI 3.1 document of the plugins' routes, made from their declarations; "
        "`auto` serves it outside `ENVIRONMENT=production`; docs/writing-a-plugin.md"},
+      {"EDRI_RELOAD_ON_CHANGE", "`off`", parse::choice(&Config::reload_on_change, {{"off", false}, {"on", true}}),
+       "`on`, for development: when a plugin file is written anew (a build, a copy, a rename over it), the server "
+       "reloads as on `SIGHUP`, 300 ms after the last write; a build that fails to load leaves the old code serving"},
       {"EDRI_RING_BYTES", "`4194304`", parse::power_of_two(&Config::ring_bytes, 4096, kGiB),
        "size of each channel ring (power of two); the largest envelope is a quarter of it"},
       {"EDRI_OUTBOX_LIMIT", "`16777216`", parse::integer(&Config::outbox_limit, 0, 16 * kGiB),

@@ -25,6 +25,10 @@ using transport::Topology;
 
 namespace {
 
+// How long a changed plugin file must stay unchanged before it is loaded
+// (EDRI_RELOAD_ON_CHANGE): a linker's writes are one reload.
+constexpr std::chrono::milliseconds kQuietAfterChange{300};
+
 std::string instance_name() {
   std::random_device rd;
   char buf[64];
@@ -89,6 +93,9 @@ Supervisor::Supervisor(GenerationPlan first, PlanGeneration plan)
     admin_path_ = config.admin_socket;
   }
   generations_.push_back(std::move(g));
+  if (config.reload_on_change)
+    watch_ = std::make_unique<PluginWatch>(io_, config.plugins, kQuietAfterChange,
+                                           [this](const std::string& file) { on_plugin_changed(file); });
 }
 
 std::unique_ptr<Supervisor::Generation> Supervisor::make_generation(GenerationPlan plan, unsigned number) {
@@ -331,6 +338,17 @@ void Supervisor::reload() {
     return;
   }
   spdlog::info("signal {}: reloading: the config file and the plugins again", SIGHUP);
+  start_generation();
+}
+
+void Supervisor::on_plugin_changed(const std::string& file) {
+  if (stopping_) return;
+  if (!serving().ready) return watch_->again();  // a generation is starting: after it serves
+  spdlog::info("{} changed: reloading (EDRI_RELOAD_ON_CHANGE=on)", file);
+  start_generation();
+}
+
+void Supervisor::start_generation() {
   service_.reloading();
   try {
     GenerationPlan plan = plan_();

@@ -14,7 +14,8 @@
 // listeners take no new connections, answer what they hold and close each
 // connection between requests, then its other processes stop and its
 // segment goes. A plan or a start that fails leaves the old generation
-// serving. SIGTERM or SIGINT stops every generation and exits 0.
+// serving. With EDRI_RELOAD_ON_CHANGE=on a plugin file written anew
+// reloads as SIGHUP does (PluginWatch). SIGTERM or SIGINT stops every generation and exits 0.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +29,7 @@
 #include "runtime/asio.hpp"
 #include "runtime/config.hpp"
 #include "supervisor/generation_plan.hpp"
+#include "supervisor/plugin_watch.hpp"
 #include "supervisor/service_notify.hpp"
 #include "transport/blob_arena.hpp"
 #include "transport/segment.hpp"
@@ -119,6 +121,10 @@ class Supervisor {
   // SIGHUP: plans and starts a new generation; the serving one drains once
   // it serves.
   void reload();
+  // A plugin file changed (EDRI_RELOAD_ON_CHANGE=on): reload, once the
+  // generation starting now, if any, serves.
+  void on_plugin_changed(const std::string& file);
+  void start_generation();
   // Why the new generation cannot share this instance's sockets, or "".
   std::string unreloadable(const Config& next) const;
   // Its listeners finish what they hold (SIGUSR2 when replaced, between
@@ -156,6 +162,7 @@ class Supervisor {
   asio::signal_set signals_;
   asio::steady_timer blob_sweep_;
   ServiceNotifier service_;
+  std::unique_ptr<PluginWatch> watch_;  // EDRI_RELOAD_ON_CHANGE=on
   bool stopping_ = false;
   int exit_status_ = 0;  // run()'s: non-zero once a child could not start
 };

@@ -195,6 +195,31 @@ TEST_CASE("a reload that cannot start leaves the old generation serving and says
   CHECK(server.stop() == 0);
 }
 
+TEST_CASE("with EDRI_RELOAD_ON_CHANGE a plugin file written anew reloads, and a broken one does not", "[reload]") {
+  DeployedApp app("reload_on_change = \"on\"\n");
+  auto& server = *app.server;
+  CHECK(http_get(server.port(), "/hello/one").status == 200);
+
+  // A deploy's rename over the file (IN_MOVED_TO): the new file's routes.
+  deploy(plugin_path("bench_app"), app.plugin);
+  CHECK(eventually([&] { return http_get(server.port(), "/noop").status == 200; }, 15s));
+  CHECK(server.log().find(app.plugin.string() + " changed: reloading") != std::string::npos);
+  CHECK(eventually([&] { return server.log().find("generation 2 serves") != std::string::npos; }));
+
+  // A file that does not load leaves the code before it serving.
+  std::filesystem::copy_file(test_plugin_path("wrong_abi"), app.plugin,
+                             std::filesystem::copy_options::overwrite_existing);
+  CHECK(eventually([&] { return server.log().find("reload failed, generation 2 keeps serving") != std::string::npos; },
+                   15s));
+  CHECK(http_get(server.port(), "/noop").status == 200);
+
+  // Written in place, as a linker writes (IN_CLOSE_WRITE): loaded again.
+  std::filesystem::copy_file(test_plugin_path("test_app"), app.plugin,
+                             std::filesystem::copy_options::overwrite_existing);
+  CHECK(eventually([&] { return http_get(server.port(), "/hello/two").status == 200; }, 15s));
+  CHECK(server.stop() == 0);
+}
+
 TEST_CASE("a reload keeps WebSockets and event streams for EDRI_RELOAD_GRACE, then closes them", "[reload]") {
   ServerProcess server{{plugin_path("bench_app")}, {{"EDRI_RELOAD_GRACE", "2"}}};
   WsClient ws(server.port());
