@@ -67,6 +67,9 @@ echo "$created" | grep -q '"title":"packaged"'
 curl -sf "http://127.0.0.1:$port/notes" | grep -q '"packaged"'
 curl -sf "http://127.0.0.1:$port/" | grep -qi '<html'
 [ "$(curl -sf "http://127.0.0.1:$port/hi")" = "hi from the file" ]
+# /docs and the Swagger UI files the package put beside bin/.
+curl -sf "http://127.0.0.1:$port/docs" | grep -q 'swagger-ui-bundle.js'
+curl -sf -o /dev/null "http://127.0.0.1:$port/docs/swagger-ui-bundle.js"
 test -f "$root/notes.db"
 kill -TERM "$server_pid"
 wait "$server_pid"

@@ -81,6 +81,12 @@ install_openapi_check() {
   install_npm_folder tests/openapi_check @seriousme "the OpenAPI test will fail until it is installed"
 }
 
+# Swagger UI's files, which the page at /docs loads (EDRI_API_DOCS): the
+# build copies them into share/edri/swagger-ui beside bin/.
+install_swagger_ui() {
+  install_npm_folder packaging/swagger-ui swagger-ui-dist "the page at /docs will answer 404 until it is installed"
+}
+
 # promtool, Prometheus's linter of the /metrics text (the plugin metrics
 # test runs it): taken out of Debian's prometheus package into .tools/
 # rather than installed, since the package would also start a Prometheus
@@ -106,6 +112,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   install_node_reference
   install_openapi_check
+  install_swagger_ui
   install_promtool
   exit 0
 fi
@@ -117,4 +124,5 @@ $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 install_node_reference
 install_openapi_check
+install_swagger_ui
 install_promtool

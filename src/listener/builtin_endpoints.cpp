@@ -83,7 +83,8 @@ std::optional<BuiltinEndpoints::Answer> BuiltinEndpoints::handle(std::string_vie
 }
 
 bool BuiltinEndpoints::serves_publicly(const Config& config, std::string_view path) {
-  if (config.serves_api_docs() && path == plugin::kApiDocumentPath) return true;
+  if (config.serves_api_docs() && (path == plugin::kApiDocumentPath || path == "/docs" || path.starts_with("/docs/")))
+    return true;
   return config.admin_socket.empty() && !path.empty() &&
          (path == config.health_path || path == config.ready_path || path == config.metrics_path);
 }

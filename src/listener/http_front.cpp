@@ -84,7 +84,18 @@ HttpFront::HttpFront(const Config& config, const plugin::PluginSet& plugins,
   }
   for (const auto& [prefix, folder] : plugins.asset_mounts()) static_files_.mount(prefix, folder);
   if (!config.assets_path.empty()) static_files_.mount("/", config.assets_path);
-  if (config.serves_api_docs()) api_document_ = plugin::openapi_document(plugins).dump();
+  if (config.serves_api_docs()) {
+    api_document_ = plugin::openapi_document(plugins).dump();
+    docs_page_ = std::make_unique<ApiDocsPage>(config.api_docs_ui);
+    if (serves_own_docs()) {
+      // The app's own files at /docs win over the API's page.
+      docs_page_.reset();
+      if (listener_index == 0) spdlog::warn("/docs is served from the assets: the API docs page is not served");
+    } else if (!docs_page_->installed() && listener_index == 0) {
+      spdlog::warn("/docs answers 404: no Swagger UI in '{}' (scripts/setup.sh installs it; EDRI_API_DOCS_UI)",
+                   docs_page_->folder());
+    }
+  }
   static_files_.serve_precompressed(config.compression);
 }
 
@@ -115,7 +126,7 @@ void HttpFront::dispatch(Connection& c, http::HttpRequest& req) {
   const auto q = target.find('?');
   const std::string_view path = target.substr(0, q);
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
-  if (answer_builtin(ex, *method, path)) return;
+  if (answer_builtin(ex, req, *method, path)) return;
   if (!run_builtin_middleware(ex, req, *method)) return;
   // The route is found before the plugins' middleware runs, so that it
   // sees the event the request becomes (none: a file, a 404, a handshake).
@@ -152,19 +163,38 @@ void HttpFront::begin_access(AccessLog& log, Exchange& ex, const http::HttpReque
   ex.set_access(std::move(r));
 }
 
-bool HttpFront::answer_builtin(Exchange& ex, Method method, std::string_view path) {
+bool HttpFront::answer_builtin(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path) {
   // Before middleware: health checks need no credentials.
   const bool admin = ex.connection().admin();
-  // The API's description is the public side's (EDRI_API_DOCS).
-  if (!admin && !api_document_.empty() && path == plugin::kApiDocumentPath &&
-      (method == Method::Get || method == Method::Head)) {
+  const bool get = method == Method::Get || method == Method::Head;
+  // The API's description and its page are the public side's (EDRI_API_DOCS).
+  if (!admin && !api_document_.empty() && path == plugin::kApiDocumentPath && get) {
     ex.answer(200, "application/json", api_document_, "Cache-Control: no-cache\r\n");
+    return true;
+  }
+  if (!admin && docs_page_ && ApiDocsPage::is_page_path(path) && get) {
+    answer_docs(ex, req, path);
     return true;
   }
   const auto a = method == Method::Get || method == Method::Head ? builtins_.handle(path, admin) : std::nullopt;
   if (a) ex.answer(a->status, a->content_type, a->body, "Cache-Control: no-store\r\n");
   if (!a && admin) ex.problem(404, "the admin socket serves the built-in endpoints alone");
   return a || admin;
+}
+
+bool HttpFront::serves_own_docs() const {
+  const http::HttpRequest probe;
+  return static_files_.serve("/docs", probe) || static_files_.serve("/docs/", probe);
+}
+
+void HttpFront::answer_docs(Exchange& ex, const http::HttpRequest& req, std::string_view path) {
+  auto a = docs_page_->answer(path, req);
+  if (a.file) {
+    const std::string extra = std::move(a.file->headers);
+    return answers_.reply_static(ex.connection().answers(), ex.open(), std::move(*a.file), extra);
+  }
+  if (a.status != 200) return ex.problem(a.status, std::string(a.body));
+  ex.answer(200, a.content_type, a.body, "Cache-Control: no-cache\r\n");
 }
 
 bool HttpFront::run_builtin_middleware(Exchange& ex, const http::HttpRequest& req, Method method) {

@@ -17,6 +17,7 @@
 #include "http/request_parser.hpp"
 #include "http/route_table.hpp"
 #include "listener/answers.hpp"
+#include "listener/api_docs_page.hpp"
 #include "listener/builtin_endpoints.hpp"
 #include "listener/cors.hpp"
 #include "listener/event_sender.hpp"
@@ -65,7 +66,11 @@ class HttpFront {
 
   // A built-in endpoint's answer; on the admin socket, a 404 for any
   // other path (no route, no middleware is served there).
-  bool answer_builtin(Exchange& ex, Method method, std::string_view path);
+  bool answer_builtin(Exchange& ex, const http::HttpRequest& req, Method method, std::string_view path);
+  // /docs and its files (EDRI_API_DOCS).
+  void answer_docs(Exchange& ex, const http::HttpRequest& req, std::string_view path);
+  // Whether the static files (assets, EDRI_ASSETS_PATH) have a /docs.
+  bool serves_own_docs() const;
   // GET on a Registry::stream_events path: the stream as Server-Sent Events.
   void answer_stream_events(Exchange& ex, const http::HttpRequest& req, const http::RouteTable::Match& m, bool head);
   // The built-in middleware (request id, CORS); false when it answered.
@@ -98,7 +103,8 @@ class HttpFront {
   WebSocketFront& websocket_;
   StreamHub& streams_;
   BuiltinEndpoints& builtins_;
-  std::string api_document_;  // /openapi.json's body; empty: not served
+  std::string api_document_;                // /openapi.json's body; empty: not served
+  std::unique_ptr<ApiDocsPage> docs_page_;  // /docs; null: not served
   const Cors* cors_;
   Gate& gate_;
   transport::BlobArena* blobs_;

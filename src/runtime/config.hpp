@@ -100,6 +100,7 @@ struct Config {
   bool tracing() const { return !trace_otlp_endpoint.empty() || !trace_path.empty(); }
   bool production = false;        // ENVIRONMENT=production
   std::string api_docs = "auto";  // EDRI_API_DOCS: "auto", "on" or "off"
+  std::string api_docs_ui;        // EDRI_API_DOCS_UI: Swagger UI's files; empty: share/edri/swagger-ui beside bin/
   bool reload_on_change = false;  // EDRI_RELOAD_ON_CHANGE: a plugin file written anew reloads
   // /openapi.json is served: on, or auto outside production.
   bool serves_api_docs() const { return api_docs == "on" || (api_docs == "auto" && !production); }

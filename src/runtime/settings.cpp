@@ -200,8 +200,12 @@ std::vector<Setting> make_settings() {
        "`production` hides internal error text (a handler's exception) from clients"},
       {"EDRI_API_DOCS", "`auto`",
        parse::choice<std::string>(&Config::api_docs, {{"auto", "auto"}, {"on", "on"}, {"off", "off"}}),
-       "`GET /openapi.json`: the OpenAPI 3.1 document of the plugins' routes, made from their declarations; "
-       "`auto` serves it outside `ENVIRONMENT=production`; docs/writing-a-plugin.md"},
+       "`GET /openapi.json`, the OpenAPI 3.1 document of the plugins' routes made from their declarations, and "
+       "`GET /docs`, a page (Swagger UI) where each route can be tried; `auto` serves both outside "
+       "`ENVIRONMENT=production`; docs/writing-a-plugin.md"},
+      {"EDRI_API_DOCS_UI", "unset", parse::text(&Config::api_docs_ui),
+       "the folder of Swagger UI's files (npm `swagger-ui-dist`) that the page at `/docs` loads; unset: "
+       "`share/edri/swagger-ui` beside the server's `bin/` folder, where the build and the package put them"},
       {"EDRI_RELOAD_ON_CHANGE", "`off`", parse::choice(&Config::reload_on_change, {{"off", false}, {"on", true}}),
        "`on`, for development: when a plugin file is written anew (a build, a copy, a rename over it), the server "
        "reloads as on `SIGHUP`, 300 ms after the last write; a build that fails to load leaves the old code serving"},
