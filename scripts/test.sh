@@ -21,6 +21,10 @@ if grep -n 'TEST_CASE("[^"]*;' $files; then
   echo "a TEST_CASE name above holds ';', which CTest splits at" >&2
   exit 1
 fi
+if grep -n 'TEST_CASE("-' $files; then
+  echo "a TEST_CASE name above starts with '-', which Catch reads as an option when CTest names it" >&2
+  exit 1
+fi
 
 stage "release build and tests"
 scripts/build.sh release

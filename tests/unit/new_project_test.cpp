@@ -34,7 +34,7 @@ std::string read(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("--new writes a project named through and through", "[new_project]") {
+TEST_CASE("edri-server --new writes a project named through and through", "[new_project]") {
   TempFolder tmp;
   const auto dir = tmp.path / "greeter";
   const auto written = edri::write_new_project("greeter", dir.string(), "0.1.0");
@@ -49,7 +49,7 @@ TEST_CASE("--new writes a project named through and through", "[new_project]") {
   CHECK(read(dir / "greeter_test.cpp").find("client.get(\"/greeter/hello?name=Ann\")") != std::string::npos);
 }
 
-TEST_CASE("--new refuses a name that is no plugin name and a folder with files", "[new_project]") {
+TEST_CASE("edri-server --new refuses a name that is no plugin name and a folder with files", "[new_project]") {
   TempFolder tmp;
   for (const char* bad : {"", "Greeter", "1greeter", "greet-er", "greet.er", "a b"}) {
     INFO(bad);
