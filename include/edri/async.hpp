@@ -5,7 +5,7 @@
 //         [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {
 //           edri::Response stock = co_await ctx.ask("stock.count", {{"id", req.int_param("id")}});
 //           co_await ctx.sleep(std::chrono::milliseconds(10));
-//           co_return edri::Response::json(stock.json_body());
+//           co_return edri::Response::json(nlohmann::json::parse(stock.body_bytes()));
 //         });
 //
 // While it waits the manager serves the domain's other requests. What it
