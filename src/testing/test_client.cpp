@@ -238,10 +238,12 @@ Response TestClient::Impl::send(Method method, std::string_view target, std::str
 void TestClient::Impl::dispatch(std::size_t event, const Request& req, std::function<void(Response)> done) {
   const plugin::LoadedEvent& e = plugins_.events()[event];
   if (e.handler < 0) return done(problem(503, "no domain handles the event " + e.name));
+  // Waited for before the handler runs: it may answer through a
+  // Responder before it returns Deferred.
   const std::uint64_t id = ++ids_;
-  Reply reply = context_of(e.domain).call(plugins_.handlers()[static_cast<std::size_t>(e.handler)], req, id);
-  if (auto* r = std::get_if<Response>(&reply)) return done(std::move(*r));
   waiting_.emplace(id, std::move(done));
+  Reply reply = context_of(e.domain).call(plugins_.handlers()[static_cast<std::size_t>(e.handler)], req, id);
+  if (auto* r = std::get_if<Response>(&reply)) answered(id, std::move(*r));
 }
 
 void TestClient::Impl::answered(std::uint64_t id, Response response) {

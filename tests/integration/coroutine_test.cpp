@@ -41,6 +41,8 @@ TEST_CASE("coroutine handlers: one that waits does not hold up its domain, and f
   std::this_thread::sleep_for(200ms);
   // The same domain's manager answers while the first handler waits.
   CHECK(http_get(server.port(), "/co/hello").status == 200);
+  // A Responder used before its handler returned Deferred answers too.
+  CHECK(http_get(server.port(), "/co/defer-now").body == "answered before returning");
   CHECK_FALSE(slow_done);
   t.join();
   REQUIRE(slow.status == 200);

@@ -52,6 +52,11 @@ void reg(edri::Registry& r) {
     return edri::Response::json({{"cancelled", cancelled}, {"why", cancelled_why}});
   });
   r.get("/co/hello", "co.hello", [](const edri::Request&, edri::Context&) { return edri::Response::text("hello"); });
+  // Defers, then answers through the Responder before it returns.
+  r.get("/co/defer-now", "co.defer_now", [](const edri::Request&, edri::Context& ctx) -> edri::Reply {
+    ctx.defer().send(edri::Response::text("answered before returning"));
+    return edri::Deferred{};
+  });
 
   // Awaits the other domain, twice in a row, then a helper coroutine.
   r.get("/co/ask/{name}", "co.ask", [](const edri::Request& req, edri::Context& ctx) -> edri::Async<> {

@@ -38,6 +38,8 @@ TEST_CASE("coroutine handlers wait on timers, threads, tasks and other domains",
   CHECK(client.published()[0].payload == json{{"sum", 55}});
   CHECK(body_json(client.get("/co/task/ab")).at("output") == "abab");
   CHECK(client.get("/co/hello").body_bytes() == "hello");
+  // Answered through a Responder before the handler returned Deferred.
+  CHECK(client.get("/co/defer-now").body_bytes() == "answered before returning");
   // The peer domain's handler answers, in this process.
   const json asked = body_json(client.get("/co/ask/bob"));
   CHECK(asked.at("first") == json{{"greeting", "hi bob"}});
