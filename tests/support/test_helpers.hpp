@@ -1,4 +1,4 @@
-// Small helpers shared by the integration tests.
+// Small helpers shared by the tests.
 #pragma once
 
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace edri::test {
@@ -80,6 +81,16 @@ inline std::vector<std::string> file_lines(const std::filesystem::path& file) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
+
+// An environment variable set for one test (a plugin's registration
+// reads it), unset when it ends.
+struct EnvVar {
+  std::string name;
+  EnvVar(std::string n, const char* value) : name(std::move(n)) { ::setenv(name.c_str(), value, 1); }
+  ~EnvVar() { ::unsetenv(name.c_str()); }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+};
 
 struct TempDir {
   std::filesystem::path path;

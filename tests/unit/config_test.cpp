@@ -4,17 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/config.hpp"
+#include "support/test_helpers.hpp"
 
 using edri::Config;
 using edri::ConfigError;
-
-namespace {
-struct EnvVar {
-  std::string name;
-  EnvVar(std::string n, const char* v) : name(std::move(n)) { ::setenv(name.c_str(), v, 1); }
-  ~EnvVar() { ::unsetenv(name.c_str()); }
-};
-}  // namespace
+using edri::test::EnvVar;
 
 TEST_CASE("defaults and overrides", "[config]") {
   {

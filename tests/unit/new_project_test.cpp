@@ -11,19 +11,12 @@
 #include "runtime/command_line.hpp"
 #include "runtime/config.hpp"
 #include "runtime/new_project.hpp"
+#include "support/test_helpers.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempFolder {
-  fs::path path;
-  TempFolder() {
-    std::string pattern = (fs::temp_directory_path() / "edri-new-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempFolder() { fs::remove_all(path); }
-};
+using edri::test::TempDir;
 
 std::string read(const fs::path& p) {
   std::ifstream f(p);
@@ -35,7 +28,7 @@ std::string read(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("edri-server --new writes a project named through and through", "[new_project]") {
-  TempFolder tmp;
+  TempDir tmp;
   const auto dir = tmp.path / "greeter";
   const auto written = edri::write_new_project("greeter", dir.string(), "0.1.0");
   CHECK(written.size() == 5);
@@ -50,7 +43,7 @@ TEST_CASE("edri-server --new writes a project named through and through", "[new_
 }
 
 TEST_CASE("edri-server --new refuses a name that is no plugin name and a folder with files", "[new_project]") {
-  TempFolder tmp;
+  TempDir tmp;
   for (const char* bad : {"", "Greeter", "1greeter", "greet-er", "greet.er", "a b"}) {
     INFO(bad);
     CHECK_THROWS_AS(edri::write_new_project(bad, (tmp.path / "x").string(), "0.1.0"), edri::NewProjectError);

@@ -12,30 +12,23 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/test_helpers.hpp"
+
 namespace {
 
+using edri::test::TempDir;
 using edri::testing::body_json;
 using edri::testing::header_of;
 using edri::testing::TestClient;
 using edri::testing::TestOptions;
 using nlohmann::json;
 
-// A folder of the test's own for the database, removed after.
-struct TempFolder {
-  std::string path;
-  TempFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "edri-handlers-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempFolder() { std::filesystem::remove_all(path); }
-};
-
 const std::string kNotes = std::string(EDRI_PLUGIN_DIR) + "/notes.so";
 const std::string kAudit = std::string(EDRI_PLUGIN_DIR) + "/audit.so";
 
-TestOptions with_database(const TempFolder& dir) {
+TestOptions with_database(const TempDir& dir) {
   TestOptions o;
-  o.databases = {{"notes", "sqlite:" + dir.path + "/notes.db"}};
+  o.databases = {{"notes", "sqlite:" + (dir.path / "notes.db").string()}};
   return o;
 }
 
@@ -50,7 +43,7 @@ std::vector<std::string> bad_fields(const edri::Response& r) {
 }  // namespace
 
 TEST_CASE("an empty title is refused at the edge and no handler runs", "[testing][notes]") {
-  TempFolder dir;
+  TempDir dir;
   TestClient client({kNotes}, with_database(dir));
   const auto r = client.post("/notes", {{"title", ""}, {"body", "x"}});
   CHECK(r.status.code == 422);
@@ -61,7 +54,7 @@ TEST_CASE("an empty title is refused at the edge and no handler runs", "[testing
 }
 
 TEST_CASE("a misspelt field and a missing one are both named", "[testing][notes]") {
-  TempFolder dir;
+  TempDir dir;
   TestClient client({kNotes}, with_database(dir));
   const auto r = client.post("/notes", {{"titel", "a"}, {"body", "b"}});
   CHECK(r.status.code == 422);
@@ -74,7 +67,7 @@ TEST_CASE("a misspelt field and a missing one are both named", "[testing][notes]
 }
 
 TEST_CASE("a note is created, read, listed, updated and deleted", "[testing][notes]") {
-  TempFolder dir;
+  TempDir dir;
   TestClient client({kNotes}, with_database(dir));
   const auto created = client.post("/notes", {{"title", "first"}, {"body", "hello"}});
   REQUIRE(created.status.code == 201);
@@ -103,7 +96,7 @@ TEST_CASE("a note is created, read, listed, updated and deleted", "[testing][not
 }
 
 TEST_CASE("the route table answers what no handler does", "[testing][notes]") {
-  TempFolder dir;
+  TempDir dir;
   TestClient client({kNotes}, with_database(dir));
   CHECK(client.get("/nowhere").status.code == 404);
   const auto wrong = client.send(edri::Method::Patch, "/notes/1");
@@ -116,7 +109,7 @@ TEST_CASE("the route table answers what no handler does", "[testing][notes]") {
 }
 
 TEST_CASE("audit counts what the notes domain publishes", "[testing][notes]") {
-  TempFolder dir;
+  TempDir dir;
   TestClient client({kNotes, kAudit}, with_database(dir));
   const auto id = body_json(client.post("/notes", {{"title", "a"}, {"body", "b"}})).at("id").get<long long>();
   client.post("/notes", {{"title", "c"}, {"body", "d"}});

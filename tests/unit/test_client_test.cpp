@@ -9,8 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/test_helpers.hpp"
+
 namespace {
 
+using edri::test::EnvVar;
 using edri::testing::body_json;
 using edri::testing::header_of;
 using edri::testing::TestClient;
@@ -18,13 +21,6 @@ using edri::testing::TestOptions;
 using nlohmann::json;
 
 std::string test_plugin(const char* name) { return std::string(EDRI_TEST_PLUGIN_DIR) + "/" + name + ".so"; }
-
-// An environment variable set for one test's plugin registration.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { ::setenv(name.c_str(), value, 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
 
 }  // namespace
 
@@ -94,7 +90,7 @@ TEST_CASE("a handler that never answers is a 504 after answer_timeout", "[testin
 }
 
 TEST_CASE("middleware runs before the handler and names the caller", "[testing]") {
-  ScopedEnv mode("EDRI_TEST_GATE", "key");
+  EnvVar mode("EDRI_TEST_GATE", "key");
   TestClient client({test_plugin("gate")});
   const auto refused = client.post("/gate/whoami", json::object());
   CHECK(refused.status.code == 401);
@@ -106,7 +102,7 @@ TEST_CASE("middleware runs before the handler and names the caller", "[testing]"
 }
 
 TEST_CASE("a plugin the server would refuse is refused with the server's message", "[testing]") {
-  ScopedEnv fault("EDRI_TEST_ROUTE_FAULT", "default");
+  EnvVar fault("EDRI_TEST_ROUTE_FAULT", "default");
   CHECK_THROWS_WITH(TestClient({test_plugin("bad_route")}), Catch::Contains("limit"));
   CHECK_THROWS_WITH(TestClient({test_plugin("no_such_plugin")}), Catch::Contains("no_such_plugin"));
 }
