@@ -28,7 +28,6 @@
 namespace {
 
 using edri::Context;
-using edri::Field;
 using edri::Request;
 using edri::Response;
 using edri::Rows;
@@ -142,74 +141,109 @@ std::string now_rfc3339() {
   return buf;
 }
 
-json note_of(const edri::Row& r) {
-  return json{{"id", r.int64("id")},
-              {"title", std::string(r.text("title"))},
-              {"body", std::string(r.text("body"))},
-              {"created_at", std::string(r.text("created_at"))},
-              {"updated_at", std::string(r.text("updated_at"))}};
+// The events, named once: the routes, commands, replays and gRPC methods
+// below all refer to these.
+constexpr edri::EventName kCreateNote{"notes.create"};
+constexpr edri::EventName kGetNote{"notes.get"};
+constexpr edri::EventName kListNotes{"notes.list"};
+constexpr edri::EventName kUpdateNote{"notes.update"};
+constexpr edri::EventName kDeleteNote{"notes.delete"};
+constexpr edri::EventName kNotesChanged{"notes.changed"};
+
+// What a client sends to create or update a note: the listener checks it
+// (a 422 naming each bad field), the handler is given it parsed.
+struct NoteInput {
+  std::string title;
+  std::string body;
+};
+const edri::Model<NoteInput> note_input{edri::member(&NoteInput::title, "title").length(1, 200),
+                                        edri::member(&NoteInput::body, "body").length(0, 65536)};
+
+// What the notes app answers.
+struct Note {
+  std::int64_t id = 0;
+  std::string title;
+  std::string body;
+  std::string created_at;
+  std::string updated_at;
+};
+const edri::Model<Note> note{edri::member(&Note::id, "id"), edri::member(&Note::title, "title"),
+                             edri::member(&Note::body, "body"), edri::member(&Note::created_at, "created_at"),
+                             edri::member(&Note::updated_at, "updated_at")};
+
+struct NotePage {
+  std::vector<Note> items;
+  std::int64_t total = 0;
+};
+const edri::Model<NotePage> note_page{edri::member(&NotePage::items, "items", note),
+                                      edri::member(&NotePage::total, "total")};
+
+const auto note_id = edri::path_param<std::int64_t>("id");
+const auto limit = edri::query<std::int64_t>("limit").range(1, 100).default_to(20);
+const auto offset = edri::query<std::int64_t>("offset").range(0, 9'000'000'000'000'000).default_to(0);
+
+Note note_of(const edri::Row& r) {
+  return {r.int64("id"), std::string(r.text("title")), std::string(r.text("body")), std::string(r.text("created_at")),
+          std::string(r.text("updated_at"))};
 }
 
 Response not_found(std::int64_t id) {
   return Response::problem(404, "Not Found", "note " + std::to_string(id) + " does not exist");
 }
 
-void changed(Context& ctx, const char* op, const json& note) {
-  ctx.publish("notes.changed", json{{"op", op}, {"note", note}});
+void changed(Context& ctx, const char* op, const Note& n) {
+  ctx.publish(kNotesChanged, json{{"op", op}, {"note", note.to_json(n)}});
 }
 
 // The handlers: read the request on the loop, await the database, publish
 // and answer on the loop again. Parameters are made before the co_await's
 // statement (GCC 12 and braced lists there; docs/writing-a-plugin.md).
-edri::Async<> create(const Request& req, Context& ctx) {
-  const json in = req.json();
+edri::Async<> create(const NoteInput& in, const Request& req, Context& ctx) {
   edri::Database* db = co_await notes(ctx);
   // Inserted, then read back by the request's id (the note a replay's
   // first run made, if it did): both on one connection, in order.
   std::vector<edri::Statement> write;
-  write.push_back(
-      {kInsert,
-       {in.at("title").get<std::string>(), in.at("body").get<std::string>(), now_rfc3339(), std::string(req.id)}});
+  write.push_back({kInsert, {in.title, in.body, now_rfc3339(), std::string(req.id)}});
   write.push_back({kByRequest, {std::string(req.id)}});
   const std::vector<Rows> rows = co_await db->query_all(std::move(write));
-  const json note = note_of(rows.at(1).at(0));
-  if (rows[0].affected_rows() > 0) changed(ctx, "created", note);
-  co_return Response::json(note, 201).header("Location", "/notes/" + std::to_string(note.at("id").get<long long>()));
+  const Note made = note_of(rows.at(1).at(0));
+  if (rows[0].affected_rows() > 0) changed(ctx, "created", made);
+  co_return Response::json(note.to_json(made), 201).header("Location", "/notes/" + std::to_string(made.id));
 }
 
 edri::Async<> get(const Request& req, Context& ctx) {
-  const auto id = req.int_param("id");
+  const std::int64_t id = req.get(note_id);
   edri::Database* db = co_await notes(ctx);
   SqlParams params{id};
   const Rows rows = co_await db->query(kSelect, std::move(params));
-  co_return rows.empty() ? not_found(id) : Response::json(note_of(rows[0]));
+  co_return rows.empty() ? not_found(id) : Response::json(note.to_json(note_of(rows[0])));
 }
 
 edri::Async<> list(const Request& req, Context& ctx) {
   edri::Database* db = co_await notes(ctx);
   std::vector<edri::Statement> reads;
-  reads.push_back({kPage, {req.int_query("limit"), req.int_query("offset")}});
+  reads.push_back({kPage, {req.get(limit), req.get(offset)}});
   reads.push_back({kCount, {}});
   const std::vector<Rows> rows = co_await db->query_all(std::move(reads));
-  json items = json::array();
-  for (std::size_t i = 0; i < rows.at(0).size(); ++i) items.push_back(note_of(rows[0][i]));
-  co_return Response::json(json{{"items", std::move(items)}, {"total", rows.at(1).at(0).int64(0)}});
+  NotePage page;
+  for (std::size_t i = 0; i < rows.at(0).size(); ++i) page.items.push_back(note_of(rows[0][i]));
+  page.total = rows.at(1).at(0).int64(0);
+  co_return Response::json(note_page.to_json(page));
 }
 
-edri::Async<> update(const Request& req, Context& ctx) {
-  const auto id = req.int_param("id");
-  const json in = req.json();
+edri::Async<> update(const NoteInput& in, const Request& req, Context& ctx) {
+  const std::int64_t id = req.get(note_id);
   edri::Database* db = co_await notes(ctx);
-  SqlParams params{id, in.at("title").get<std::string>(), in.at("body").get<std::string>(), now_rfc3339()};
+  SqlParams params{id, in.title, in.body, now_rfc3339()};
   const Rows rows = co_await db->query(kUpdate, std::move(params));
   if (rows.empty()) co_return not_found(id);
-  const json note = note_of(rows[0]);
-  changed(ctx, "updated", note);
-  co_return Response::json(note);
+  const Note updated = note_of(rows[0]);
+  changed(ctx, "updated", updated);
+  co_return Response::json(note.to_json(updated));
 }
 
 edri::Async<> remove(const Request& req, Context& ctx) {
-  const auto id = req.int_param("id");
+  const std::int64_t id = req.get(note_id);
   edri::Database* db = co_await notes(ctx);
   SqlParams params{id};
   const Rows rows = co_await db->query(kDelete, std::move(params));
@@ -218,8 +252,13 @@ edri::Async<> remove(const Request& req, Context& ctx) {
   co_return Response::empty(204);
 }
 
-std::vector<edri::FieldDecl> note_fields() {
-  return {Field("title").string().length(1, 200), Field("body").string().length(0, 65536)};
+// What each handler answers, for /openapi.json.
+void declare_answers(edri::Registry& r) {
+  r.answers(kCreateNote, 201, "the note made (Location: its URL)", note);
+  r.answers(kGetNote, 200, "the note", note).answers(kGetNote, 404, "no such note");
+  r.answers(kListNotes, 200, "a page of notes, newest first, and how many there are", note_page);
+  r.answers(kUpdateNote, 200, "the note updated", note).answers(kUpdateNote, 404, "no such note");
+  r.answers(kDeleteNote, 204, "the note is deleted").answers(kDeleteNote, 404, "no such note");
 }
 
 void register_notes(edri::Registry& r) {
@@ -229,32 +268,31 @@ void register_notes(edri::Registry& r) {
   // wins over EDRI_NOTES_DB.
   r.database("notes", notes_url(r));
   r.on_start([](Context& ctx) { Schema::get().make(ctx.database("notes")); });
-  r.notification("notes.changed");
-  r.post("/notes", "notes.create", create, note_fields());
-  r.get("/notes/{id:int}", "notes.get", get);
-  r.get("/notes", "notes.list", list,
-        {Field("limit").in_query().integer().range(1, 100).default_to(20),
-         Field("offset").in_query().integer().range(0, 9.0e15).default_to(0)});
-  r.put("/notes/{id:int}", "notes.update", update, note_fields());
-  r.del("/notes/{id:int}", "notes.delete", remove);
+  r.notification(kNotesChanged);
+  r.post("/notes", kCreateNote, create, note_input);
+  r.get("/notes/{id:int}", kGetNote, get);
+  r.get("/notes", kListNotes, list, {limit, offset});
+  r.put("/notes/{id:int}", kUpdateNote, update, note_input);
+  r.del("/notes/{id:int}", kDeleteNote, remove);
+  declare_answers(r);
   // A misspelt field ("titel") is a 422 naming it, not silently dropped.
-  r.refuse_unknown_fields("notes.create").refuse_unknown_fields("notes.update");
+  r.refuse_unknown_fields(kCreateNote).refuse_unknown_fields(kUpdateNote);
   // WebSocket: the same events as commands, and pushes of every change.
-  for (const char* c : {"notes.create", "notes.get", "notes.list", "notes.update", "notes.delete"}) {
+  for (const edri::EventName c : {kCreateNote, kGetNote, kListNotes, kUpdateNote, kDeleteNote}) {
     r.command(c);
     // Should the manager die while it handles one, its successor runs it
     // again: creates are deduplicated on Request::id, the rest are
     // idempotent.
     r.replay(c);
   }
-  r.push("notes.changed", "notes.subscribe", "notes.unsubscribe");
+  r.push(kNotesChanged, "notes.subscribe", "notes.unsubscribe");
   // gRPC: the same events as the typed service notes.v1.Notes (notes.proto).
   r.grpc_service("notes.v1.Notes", std::string(notes_descriptor, sizeof notes_descriptor),
-                 {{"CreateNote", "notes.create"},
-                  {"GetNote", "notes.get"},
-                  {"ListNotes", "notes.list"},
-                  {"UpdateNote", "notes.update"},
-                  {"DeleteNote", "notes.delete"}});
+                 {{"CreateNote", kCreateNote},
+                  {"GetNote", kGetNote},
+                  {"ListNotes", kListNotes},
+                  {"UpdateNote", kUpdateNote},
+                  {"DeleteNote", kDeleteNote}});
   // The web page: GET / serves assets/index.html.
   r.assets("/", "notes_assets");
 }

@@ -11,7 +11,7 @@
 
 namespace edri {
 
-inline constexpr std::uint32_t kPluginAbiVersion = 21;
+inline constexpr std::uint32_t kPluginAbiVersion = 22;
 
 }  // namespace edri
 

@@ -5,6 +5,9 @@
 //   edri/async.hpp     coroutine handlers: Async, and what they await
 //   edri/database.hpp  named databases: queries, rows, transactions
 //   edri/fields.hpp    the fields of an event, checked by the listener
+//   edri/typed_field.hpp a field declared once and read as its C++ type: req.get(limit)
+//   edri/model.hpp     a body described once as a C++ struct: fields, parsing, answers
+//   edri/event_name.hpp an event's name declared once, as a constant
 //   edri/registry.hpp  what a plugin declares, and EDRI_PLUGIN
 //   edri/setting.hpp   a setting a plugin reads, from the environment or the config file
 //   edri/metric.hpp    a plugin's own metrics in /metrics: counters, gauges, histograms
@@ -30,10 +33,13 @@
 #include <edri/async.hpp>
 #include <edri/context.hpp>
 #include <edri/database.hpp>
+#include <edri/event_name.hpp>
 #include <edri/fields.hpp>
 #include <edri/metric.hpp>
+#include <edri/model.hpp>
 #include <edri/registry.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 #include <edri/setting.hpp>
 #include <edri/status.hpp>
+#include <edri/typed_field.hpp>

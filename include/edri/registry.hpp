@@ -16,9 +16,11 @@
 #include <edri/abi.hpp>
 #include <edri/admission.hpp>
 #include <edri/context.hpp>
+#include <edri/event_name.hpp>
 #include <edri/fields.hpp>
 #include <edri/grpc_service.hpp>
 #include <edri/metric.hpp>
+#include <edri/model.hpp>
 #include <edri/request.hpp>
 #include <edri/response.hpp>
 #include <edri/setting.hpp>
@@ -97,6 +99,16 @@ struct HandlerDecl {
   Handler handler;
 };
 
+// What an event's handler may answer, for /openapi.json
+// (Registry::answers): a status, what it means, and the shape of its JSON
+// body. A status of 400 or more without a body is a problem (RFC 9457).
+struct AnswerDecl {
+  std::string event;
+  int status;
+  std::string description;
+  std::optional<FieldDecl> body = std::nullopt;
+};
+
 struct SubscriberDecl {
   std::string event;
   std::string domain;
@@ -157,6 +169,7 @@ struct RegistryDeclarations {
   std::vector<DatabaseDecl> databases;      // database(), by domain
   std::vector<SettingDecl> settings;        // setting(), in declaration order
   std::vector<MetricRegistration> metrics;  // counter(), gauge(), histogram(), in declaration order
+  std::vector<AnswerDecl> answers;          // answers(), in declaration order
 };
 
 // What a plugin declares. Filled by the plugin's registration function.
@@ -239,6 +252,44 @@ class Registry {
     event(event_name, std::move(fields));
     route(m, std::move(path), event_name);
     return handle(std::move(event_name), std::move(h));
+  }
+
+  // A route whose body is a model (edri/model.hpp): `handler` takes
+  // (const T&, const Request&, Context&) and is given the body parsed;
+  // the model's members are the event's body fields, `more` its other
+  // fields (query, header, cookie).
+  template <class T, class F>
+  Registry& on(Method m, std::string path, std::string event_name, F handler, const Model<T>& body,
+               std::vector<FieldDecl> more = {}) {
+    std::vector<FieldDecl> fields = body.fields();
+    fields.insert(fields.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    return on(m, std::move(path), std::move(event_name), with_body(body, std::move(handler)), std::move(fields));
+  }
+  template <class T, class F>
+  Registry& post(std::string path, std::string event_name, F handler, const Model<T>& body,
+                 std::vector<FieldDecl> more = {}) {
+    return on(Method::Post, std::move(path), std::move(event_name), std::move(handler), body, std::move(more));
+  }
+  template <class T, class F>
+  Registry& put(std::string path, std::string event_name, F handler, const Model<T>& body,
+                std::vector<FieldDecl> more = {}) {
+    return on(Method::Put, std::move(path), std::move(event_name), std::move(handler), body, std::move(more));
+  }
+
+  // Declares an answer of `event_name`'s handler for /openapi.json: its
+  // status, what it means, and the shape of its JSON body (a model's, or
+  // a FieldDecl). Without a body, a status of 400 or more is a problem
+  // (RFC 9457). An event with none declared is documented as answering
+  // anything. An event this plugin does not declare, or a status outside
+  // 100-599, stops start-up.
+  Registry& answers(std::string event_name, int status, std::string description,
+                    std::optional<FieldDecl> body = std::nullopt) {
+    d_.answers.push_back(AnswerDecl{std::move(event_name), status, std::move(description), std::move(body)});
+    return *this;
+  }
+  template <class T>
+  Registry& answers(std::string event_name, int status, std::string description, const Model<T>& body) {
+    return answers(std::move(event_name), status, std::move(description), body.shape());
   }
 
   // Makes `event` a WebSocket command named `command` (default: the

@@ -168,6 +168,14 @@ class Request {
     return nullptr;
   }
 
+  // The value of a typed field or path parameter (edri/typed_field.hpp)
+  // or of a model's body (edri/model.hpp), as its declared C++ type:
+  //   std::int64_t n = req.get(limit);
+  template <class Declared>
+  auto get(const Declared& declared) const -> decltype(declared.read(*this)) {
+    return declared.read(*this);
+  }
+
   // A path parameter by name; the listener has already checked its type.
   std::optional<std::string_view> path_param(std::string_view name) const { return find(path_params, name); }
 

@@ -42,7 +42,12 @@ void add_bounds(const FieldDecl& f, json& s) {
 void add_members(const std::vector<FieldDecl>& members, json& s) {
   json required = json::array();
   for (const auto& m : members) {
-    s["properties"][m.name] = schema_of(m);
+    json member = schema_of(m);
+    // A member that is not required may be null: null is as if absent
+    // (FieldDecl), and the listener takes it.
+    if (!m.required && member.contains("type") && member["type"].is_string())
+      member["type"] = json::array({member["type"], "null"});
+    s["properties"][m.name] = std::move(member);
     if (m.required) required.push_back(m.name);
   }
   if (!required.empty()) s["required"] = std::move(required);
@@ -103,6 +108,22 @@ json problem_answer(const char* description, bool validation) {
   return {{"description", description}, {"content", {{"application/problem+json", {{"schema", schema}}}}}};
 }
 
+// The handler's answers as declared (Registry::answers); an event that
+// declares none may answer anything.
+json answers(const std::vector<AnswerDecl>& declared) {
+  json out = json::object();
+  for (const auto& a : declared) {
+    json answer = {{"description", a.description}};
+    if (a.body)
+      answer["content"]["application/json"]["schema"] = schema_of(*a.body);
+    else if (a.status >= 400)
+      answer = problem_answer(a.description.c_str(), false);
+    out[std::to_string(a.status)] = std::move(answer);
+  }
+  if (out.empty()) out["default"] = {{"description", "the handler's answer"}};
+  return out;
+}
+
 json operation(const LoadedRoute& r, const LoadedEvent& ev) {
   json op = {{"operationId", ev.name}, {"tags", json::array({ev.domain})}, {"summary", ev.name}};
   json parameters = json::array();
@@ -116,10 +137,13 @@ json operation(const LoadedRoute& r, const LoadedEvent& ev) {
   if (!parameters.empty()) op["parameters"] = std::move(parameters);
   if (has_body(ev.fields))
     op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", body_schema(ev.fields)}}}}}};
-  op["responses"]["default"] = {{"description", "the handler's answer"}};
-  if (!ev.fields.empty() || ev.closed)
-    op["responses"]["422"] = problem_answer("a declared field is missing or breaks its rules", true);
-  if (has_body(ev.fields)) op["responses"]["400"] = problem_answer("the body is not JSON", false);
+  op["responses"] = answers(ev.answers);
+  // The edge's own answers, unless the plugin described them itself.
+  json& responses = op["responses"];
+  if ((!ev.fields.empty() || ev.closed) && !responses.contains("422"))
+    responses["422"] = problem_answer("a declared field is missing or breaks its rules", true);
+  if (has_body(ev.fields) && !responses.contains("400"))
+    responses["400"] = problem_answer("the body is not JSON", false);
   return op;
 }
 

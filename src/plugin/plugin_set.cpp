@@ -74,6 +74,7 @@ class PluginSet::Builder {
   void take_replays(const RegistryDeclarations& d);
   void take_all_headers(const RegistryDeclarations& d);
   void take_closed_events(const RegistryDeclarations& d);
+  void take_answers(RegistryDeclarations& d);
   void check_middleware_events() const;
   void take_pool_sizes(RegistryDeclarations& d);
   void take_tasks(RegistryDeclarations& d);
@@ -124,6 +125,7 @@ void PluginSet::Builder::add(const std::string& path, const std::string& code) {
   take_replays(d);
   take_all_headers(d);
   take_closed_events(d);
+  take_answers(d);
   take_pool_sizes(d);
   take_tasks(d);
   take_subscribers(d);
@@ -347,6 +349,22 @@ void PluginSet::Builder::take_all_headers(const RegistryDeclarations& d) {
 
 void PluginSet::Builder::take_closed_events(const RegistryDeclarations& d) {
   for (const auto& name : d.closed_events) set_.events_[own_event(name, "refuse_unknown_fields")].closed = true;
+}
+
+void PluginSet::Builder::take_answers(RegistryDeclarations& d) {
+  for (auto& a : d.answers) {
+    const std::string what = "answers(" + a.event + ", " + std::to_string(a.status) + ")";
+    auto& event = set_.events_[own_event(a.event, "answers")];
+    if (a.status < 100 || a.status > 599) throw PluginError(where_ + ": " + what + ": a status is 100 to 599");
+    if (a.body) {
+      try {
+        FieldRule rule(*a.body);
+      } catch (const FieldDeclError& error) {
+        throw PluginError(where_ + ": " + what + ": " + error.what());
+      }
+    }
+    event.answers.push_back(std::move(a));
+  }
 }
 
 // A middleware attached to an event no plugin declares would guard

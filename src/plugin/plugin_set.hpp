@@ -28,12 +28,13 @@ struct LoadedEvent {
   std::uint64_t type_id;
   std::string domain;
   std::vector<FieldDecl> fields;
-  std::size_t plugin;         // index into paths()
-  std::int32_t handler = -1;  // index into handlers(), -1 when none
-  bool notification = false;  // published, not routed
-  bool replay = false;        // Registry::replay: handed to a dead manager's successor
-  bool all_headers = false;   // Registry::all_headers: its handler sees every header
-  bool closed = false;        // Registry::refuse_unknown_fields: an undeclared field is a 422
+  std::size_t plugin;                    // index into paths()
+  std::int32_t handler = -1;             // index into handlers(), -1 when none
+  bool notification = false;             // published, not routed
+  bool replay = false;                   // Registry::replay: handed to a dead manager's successor
+  bool all_headers = false;              // Registry::all_headers: its handler sees every header
+  bool closed = false;                   // Registry::refuse_unknown_fields: an undeclared field is a 422
+  std::vector<AnswerDecl> answers = {};  // Registry::answers, for /openapi.json
 };
 
 struct LoadedSubscriber {

@@ -39,19 +39,28 @@ constexpr const char* kPlugin = R"(// @NAME@: an edri plugin (made by edri-serve
 
 namespace {
 
-using edri::Field;
+// The event's name, written once: the route and its answers refer to it.
+constexpr edri::EventName kHello{"@NAME@.hello"};
 
-// GET /@NAME@/hello?name=Ann answers {"hello":"Ann"}. The server checks
-// the declared field before the handler runs: a name of 1 to 64
-// characters, "world" when none is given; anything else is a 422 naming it.
+// ?name=Ann: 1 to 64 characters, "world" when none is given. The server
+// checks it before the handler runs: anything else is a 422 naming it.
+const auto name = edri::query<std::string>("name").length(1, 64).default_to("world");
+
+// What GET /@NAME@/hello answers: {"hello":"Ann"}, described once for
+// the answer and for /openapi.json.
+struct Greeting {
+  std::string hello;
+};
+const edri::Model<Greeting> greeting{edri::member(&Greeting::hello, "hello")};
+
 edri::Response hello(const edri::Request& req, edri::Context&) {
-  return edri::Response::json({{"hello", std::string(*req.query_param("name"))}});
+  return edri::Response::json(greeting.to_json(Greeting{req.get(name)}));
 }
 
 void register_@NAME@(edri::Registry& r) {
   r.domain("@NAME@");
-  r.get("/@NAME@/hello", "@NAME@.hello", hello,
-        {Field("name").in_query().string().length(1, 64).default_to("world")});
+  r.get("/@NAME@/hello", kHello, hello, {name});
+  r.answers(kHello, 200, "the greeting", greeting);
 }
 
 }  // namespace

@@ -72,7 +72,19 @@ TEST_CASE("/openapi.json describes the notes and bench apps and is valid OpenAPI
              {"in", "query"},
              {"required", false},
              {"schema", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100}, {"default", 20}}}});
-  CHECK(doc["paths"].contains("/noop"));
+  // The answers the notes app declares, their bodies from its models.
+  const json& made = create["responses"]["201"]["content"]["application/json"]["schema"];
+  CHECK(made["required"] == json::array({"id", "title", "body", "created_at", "updated_at"}));
+  CHECK(made["properties"]["id"] == json{{"type", "integer"}});
+  CHECK_FALSE(create["responses"].contains("default"));
+  CHECK(get["responses"]["404"]["content"]["application/problem+json"]["schema"]["$ref"] ==
+        "#/components/schemas/Problem");
+  const json& page = list["responses"]["200"]["content"]["application/json"]["schema"];
+  CHECK(page["properties"]["items"]["items"]["properties"]["title"] == json{{"type", "string"}});
+  CHECK(page["properties"]["total"] == json{{"type", "integer"}});
+  CHECK(doc["paths"]["/notes/{id}"]["delete"]["responses"]["204"] == json{{"description", "the note is deleted"}});
+  // An event that declares no answers may answer anything.
+  CHECK(doc["paths"]["/noop"]["get"]["responses"].contains("default"));
   // The listener's own answers are not the plugins' routes.
   CHECK_FALSE(doc["paths"].contains("/health"));
 }

@@ -59,7 +59,10 @@ TEST_CASE("a plugin that cannot be used stops start-up, naming the file", "[star
              {"default", "event bad.x: field limit: its default \"abc\" must be an integer"},
              {"pattern", "event bad.x: field lines[].sku: pattern \"([A-Z\" does not compile: missing ]"},
              {"one_of", "event bad.x: field state: one_of value 3 must be a string"},
-             {"closed", "refuse_unknown_fields(bad.y), an event this plugin does not declare"}}) {
+             {"closed", "refuse_unknown_fields(bad.y), an event this plugin does not declare"},
+             {"answers_event", "answers(bad.y), an event this plugin does not declare"},
+             {"answers_status", "answers(bad.x, 42): a status is 100 to 599"},
+             {"answers_body", "answers(bad.x, 200): id: pattern \"(\" does not compile"}}) {
       const auto r = run_server_to_exit({}, {{"EDRI_PLUGINS", path}, {"EDRI_TEST_ROUTE_FAULT", fault}});
       INFO(fault << ": " << r.err);
       CHECK(r.status == 3);

@@ -6,7 +6,9 @@
 // "default", a query field whose default its own type refuses;
 // "pattern", a pattern that does not compile, deep in an array's items;
 // "one_of", an allowed value of the wrong type; "closed", unknown fields
-// refused for an event it does not declare.
+// refused for an event it does not declare; "answers_event", an answer of
+// an event it does not declare; "answers_status", an answer of status 42;
+// "answers_body", an answer whose body's pattern does not compile.
 #include <cstdlib>
 #include <string>
 
@@ -28,6 +30,10 @@ void reg(edri::Registry& r) {
     r.post("/x", "bad.x", ok, {Field("lines").array(Field("").object({Field("sku").string().pattern("([A-Z")}))});
   if (fault == "one_of") r.post("/x", "bad.x", ok, {Field("state").string().one_of({"open", 3})});
   if (fault == "closed") r.get("/x", "bad.x", ok).refuse_unknown_fields("bad.y");
+  if (fault == "answers_event") r.get("/x", "bad.x", ok).answers("bad.y", 200, "ok");
+  if (fault == "answers_status") r.get("/x", "bad.x", ok).answers("bad.x", 42, "ok");
+  if (fault == "answers_body")
+    r.get("/x", "bad.x", ok).answers("bad.x", 200, "ok", Field("").object({Field("id").string().pattern("(")}));
   if (fault == "middleware") {
     r.get("/admin", "bad.admin", ok);
     edri::MiddlewareDecl m{"admins", 1, [](const edri::Request&, edri::Admission&) -> std::optional<edri::Response> {
