@@ -424,7 +424,10 @@ TEST_CASE("SQLite: the loop keeps turning while a long write runs, and reads are
                          << " ticks, the longest gap "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(longest).count() << " ms");
   CHECK(took >= 200ms);  // long enough to measure anything
-  CHECK(longest < 100ms);
+  // A loop blocked by the write would show one gap as long as the write.
+  // The bound is relative (a fifth of it, 100 ms at least): under ASan on
+  // two busy cores a turn was once 102 ms late, which is not a block.
+  CHECK(longest < std::max<Clock::duration>(100ms, took / 5));
   CHECK(read_first);
   CHECK(read->at(0).at(0).int64(0) == 0);  // what was committed before
   REQUIRE(f.end(*s, true).ok());
