@@ -66,7 +66,7 @@ struct JsonPath {
 // How values of V are checked (`shape`, its name unused), read from JSON
 // and written to it.
 template <class V>
-struct Codec {
+struct ValueCodec {
   FieldDecl shape;
   std::function<V(const nlohmann::json&, const JsonPath& at)> read;
   std::function<nlohmann::json(const V&)> write;
@@ -84,8 +84,8 @@ template <class V>
 inline constexpr bool is_vector<std::vector<V>> = true;
 
 template <FieldValueType V>
-Codec<V> scalar_codec() {
-  Codec<V> c;
+ValueCodec<V> scalar_codec() {
+  ValueCodec<V> c;
   c.shape.type = FieldValue<V>::kType;
   c.read = [](const nlohmann::json& j, const JsonPath& at) -> V {
     if (auto v = FieldValue<V>::from_json(j)) return std::move(*v);
@@ -96,8 +96,8 @@ Codec<V> scalar_codec() {
 }
 
 template <class V>
-Codec<std::vector<V>> array_codec(Codec<V> item) {
-  Codec<std::vector<V>> c;
+ValueCodec<std::vector<V>> array_codec(ValueCodec<V> item) {
+  ValueCodec<std::vector<V>> c;
   c.shape.array(item.shape);
   c.read = [item](const nlohmann::json& j, const JsonPath& at) {
     if (!j.is_array()) throw RequestError(422, at.named() + " must be an array");
@@ -114,14 +114,14 @@ Codec<std::vector<V>> array_codec(Codec<V> item) {
   return c;
 }
 
-inline Codec<nlohmann::json> any_codec() {
+inline ValueCodec<nlohmann::json> any_codec() {
   return {FieldDecl{}, [](const nlohmann::json& j, const JsonPath&) { return j; },
           [](const nlohmann::json& v) { return v; }};
 }
 
 // The codec a member of type V gets without a model.
 template <class V>
-Codec<V> codec_of() {
+ValueCodec<V> codec_of() {
   if constexpr (FieldValueType<V>)
     return scalar_codec<V>();
   else if constexpr (std::is_same_v<V, nlohmann::json>)
@@ -186,7 +186,7 @@ class Member {
 namespace detail {
 
 template <class T, class V>
-Member<T> required_member(V T::*field, std::string name, Codec<V> c) {
+Member<T> required_member(V T::*field, std::string name, ValueCodec<V> c) {
   FieldDecl decl = c.shape;
   decl.name = name;
   auto read = [field, name, read = c.read](T& out, const nlohmann::json* j, const JsonPath& object) {
@@ -199,7 +199,7 @@ Member<T> required_member(V T::*field, std::string name, Codec<V> c) {
 }
 
 template <class T, class V>
-Member<T> optional_member(std::optional<V> T::*field, std::string name, Codec<V> c) {
+Member<T> optional_member(std::optional<V> T::*field, std::string name, ValueCodec<V> c) {
   FieldDecl decl = c.shape;
   decl.name = name;
   decl.required = false;
@@ -283,7 +283,7 @@ class Model {
   // when it is not JSON, 422 as from_json.
   T read(const Request& req) const { return from_json(req.json()); }
 
-  Codec<T> codec() const {
+  ValueCodec<T> codec() const {
     auto self = std::make_shared<const Model>(*this);
     return {shape(), [self](const nlohmann::json& j, const JsonPath& at) { return self->from_json(j, at); },
             [self](const T& v) { return self->to_json(v); }};
