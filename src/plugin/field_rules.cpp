@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+#include <cstdint>
+
+#include <edri/field_value.hpp>
 
 #include "http/route_table.hpp"
 
@@ -71,22 +73,20 @@ void check_range(const FieldDecl& f, double measure, bool is_length, const std::
 }
 
 // The value a text stands for, by the field's type; null if it stands
-// for none (then the type's message is the error).
+// for none (then the type's message is the error). Numbers and booleans
+// are read as a handler's typed field reads them (edri/field_value.hpp),
+// so a value the edge took is one req.get() takes; integers as a route's
+// `{id:int}` segment is matched, which parse_int64 then reads whole.
 nlohmann::json value_of_text(FieldType t, std::string_view v) {
   switch (t) {
     case FieldType::Int:
       if (!http::is_int_segment(v)) return nullptr;
-      return std::strtoll(std::string(v).c_str(), nullptr, 10);
-    case FieldType::Number: {
-      const std::string s(v);
-      char* end = nullptr;
-      const double d = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !std::isfinite(d)) return nullptr;
-      return d;
-    }
+      return *parse_int64(v);
+    case FieldType::Number:
+      if (const auto d = FieldValue<double>::from_text(v)) return *d;
+      return nullptr;
     case FieldType::Bool:
-      if (v == "true" || v == "1") return true;
-      if (v == "false" || v == "0") return false;
+      if (const auto b = FieldValue<bool>::from_text(v)) return *b;
       return nullptr;
     case FieldType::Uuid:
       if (!http::is_uuid_segment(v)) return nullptr;
@@ -97,11 +97,11 @@ nlohmann::json value_of_text(FieldType t, std::string_view v) {
 
 const char* text_type_message(FieldType t) {
   switch (t) {
-    case FieldType::Int: return "must be an integer";
-    case FieldType::Number: return "must be a number";
-    case FieldType::Bool: return "must be true or false";
+    case FieldType::Int: return FieldValue<std::int64_t>::kMustBe;
+    case FieldType::Number: return FieldValue<double>::kMustBe;
+    case FieldType::Bool: return FieldValue<bool>::kMustBe;
     case FieldType::Uuid: return "must be a UUID";
-    default: return "must be text";
+    default: return FieldValue<std::string>::kMustBe;
   }
 }
 

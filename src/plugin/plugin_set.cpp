@@ -61,6 +61,8 @@ class PluginSet::Builder {
  private:
   Registry register_plugin(const std::string& code);
   void take_events(RegistryDeclarations& d);
+  // A declaration FieldRule refuses stops start-up: `what` + its reason.
+  void check_rule(const FieldDecl& f, const std::string& what) const;
   void check_fields(const EventDecl& e) const;
   // The index of `name`, an event this plugin declares; else PluginError
   // naming `declaration`.
@@ -203,14 +205,16 @@ void PluginSet::Builder::take_events(RegistryDeclarations& d) {
 // Each field's rules are made once here, so that a declaration that
 // cannot hold (a default its own rules refuse, a pattern that does not
 // compile) stops start-up naming it, instead of failing every request.
-void PluginSet::Builder::check_fields(const EventDecl& e) const {
-  for (const auto& f : e.fields) {
-    try {
-      FieldRule rule(f);
-    } catch (const FieldDeclError& error) {
-      throw PluginError(where_ + ": event " + e.name + ": field " + error.what());
-    }
+void PluginSet::Builder::check_rule(const FieldDecl& f, const std::string& what) const {
+  try {
+    FieldRule rule(f);
+  } catch (const FieldDeclError& error) {
+    throw PluginError(where_ + ": " + what + error.what());
   }
+}
+
+void PluginSet::Builder::check_fields(const EventDecl& e) const {
+  for (const auto& f : e.fields) check_rule(f, "event " + e.name + ": field ");
 }
 
 namespace {
@@ -356,13 +360,7 @@ void PluginSet::Builder::take_answers(RegistryDeclarations& d) {
     const std::string what = "answers(" + a.event + ", " + std::to_string(a.status) + ")";
     auto& event = set_.events_[own_event(a.event, "answers")];
     if (a.status < 100 || a.status > 599) throw PluginError(where_ + ": " + what + ": a status is 100 to 599");
-    if (a.body) {
-      try {
-        FieldRule rule(*a.body);
-      } catch (const FieldDeclError& error) {
-        throw PluginError(where_ + ": " + what + ": " + error.what());
-      }
-    }
+    if (a.body) check_rule(*a.body, what + ": ");
     event.answers.push_back(std::move(a));
   }
 }
